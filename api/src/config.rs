@@ -1,0 +1,66 @@
+//! Command line and environment of `ticket-api`.
+
+use std::net::SocketAddr;
+
+use clap::{Args, Parser, Subcommand};
+use ticket_core::config::DatabaseArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ticket-api",
+    version,
+    about = "HTTP API of the ticket reservation system"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    #[command(flatten)]
+    pub server: ServerArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the HTTP API (the default).
+    Serve,
+    /// Apply pending database migrations and exit.
+    Migrate,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ServerArgs {
+    /// Address and port to listen on.
+    #[arg(long, env = "TICKET_API_ADDR", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+
+    /// Key that signs access tokens (at least 32 bytes); every API instance
+    /// must share it.
+    #[arg(long, env = "TICKET_AUTH_SECRET", hide_env_values = true)]
+    pub auth_secret: Option<String>,
+
+    /// Lifetime of an access token, in seconds.
+    #[arg(long, env = "TICKET_TOKEN_TTL_SECS", default_value_t = 3600)]
+    pub token_ttl_secs: u64,
+
+    /// Nickname of an admin account created (or updated) at start-up;
+    /// needs --admin-password too.
+    #[arg(long, env = "TICKET_ADMIN_NICKNAME", requires = "admin_password")]
+    pub admin_nickname: Option<String>,
+
+    /// Password of the start-up admin account.
+    #[arg(
+        long,
+        env = "TICKET_ADMIN_PASSWORD",
+        hide_env_values = true,
+        requires = "admin_nickname"
+    )]
+    pub admin_password: Option<String>,
+
+    /// Most password hashes computed at once (Argon2id takes ~19 MiB and tens
+    /// of milliseconds of one core each); 0 means one per CPU core.
+    #[arg(long, env = "TICKET_MAX_CONCURRENT_HASHES", default_value_t = 0)]
+    pub max_concurrent_hashes: usize,
+}

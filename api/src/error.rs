@@ -1,0 +1,216 @@
+//! The API's one error type: every failure leaves as an RFC 9457
+//! `application/problem+json` body with a stable `code`.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use ticket_core::db;
+use ticket_core::domain::FieldError;
+use utoipa::ToSchema;
+
+/// Stable, documented error codes; clients switch on these, not on text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ErrorCode {
+    ValidationError,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    Unauthorized,
+    InvalidCredentials,
+    Forbidden,
+    RouteNotFound,
+    UserNotFound,
+    ConcertNotFound,
+    SeatNotFound,
+    MethodNotAllowed,
+    NicknameDuplicated,
+    SeatDuplicated,
+    UserDeleteForbidden,
+    ConcertDeleteForbidden,
+    SeatDeleteForbidden,
+    SeatStatusConflict,
+    RequestTimeout,
+    DatabaseUnavailable,
+    InternalError,
+}
+
+impl ErrorCode {
+    pub fn status(self) -> StatusCode {
+        use ErrorCode::*;
+        match self {
+            ValidationError => StatusCode::BAD_REQUEST,
+            PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
+            Forbidden => StatusCode::FORBIDDEN,
+            RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound => StatusCode::NOT_FOUND,
+            MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            NicknameDuplicated
+            | SeatDuplicated
+            | UserDeleteForbidden
+            | ConcertDeleteForbidden
+            | SeatDeleteForbidden
+            | SeatStatusConflict => StatusCode::CONFLICT,
+            RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            InternalError => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+}
+
+/// One rejected input field, by its JSON name (or path, such as `rows`).
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct ProblemField {
+    pub field: String,
+    pub message: String,
+}
+
+/// RFC 9457 problem details, extended with `code` and per-field `errors`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Problem {
+    /// Always `about:blank`: `code` identifies the problem.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub title: String,
+    pub status: u16,
+    pub detail: String,
+    pub code: ErrorCode,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<ProblemField>,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    code: ErrorCode,
+    detail: String,
+    errors: Vec<ProblemField>,
+    /// Only for 5xx: logged with its cause chain, never sent.
+    source: Option<anyhow::Error>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: ErrorCode, detail: impl Into<String>) -> Self {
+        Self {
+            code,
+            detail: detail.into(),
+            errors: Vec::new(),
+            source: None,
+        }
+    }
+
+    pub fn invalid(errors: Vec<ProblemField>) -> Self {
+        let detail = match errors.as_slice() {
+            [one] => format!("{}: {}", one.field, one.message),
+            _ => "the request has invalid fields".to_owned(),
+        };
+        Self {
+            errors,
+            ..Self::new(ErrorCode::ValidationError, detail)
+        }
+    }
+
+    pub fn internal(source: impl Into<anyhow::Error>) -> Self {
+        Self {
+            source: Some(source.into()),
+            ..Self::new(ErrorCode::InternalError, "an internal error occurred")
+        }
+    }
+
+    pub fn forbidden() -> Self {
+        Self::new(ErrorCode::Forbidden, "you may not act on this resource")
+    }
+
+    pub fn code(&self) -> ErrorCode {
+        self.code
+    }
+}
+
+impl From<FieldError> for ProblemField {
+    fn from(e: FieldError) -> Self {
+        Self {
+            field: e.field.to_owned(),
+            message: e.message,
+        }
+    }
+}
+
+impl From<FieldError> for ApiError {
+    fn from(e: FieldError) -> Self {
+        Self::invalid(vec![e.into()])
+    }
+}
+
+impl From<Vec<FieldError>> for ApiError {
+    fn from(errors: Vec<FieldError>) -> Self {
+        Self::invalid(errors.into_iter().map(Into::into).collect())
+    }
+}
+
+/// Unique violations become 409s by the name of the violated constraint; an
+/// unreachable database becomes a 503 the client may retry.
+impl From<sqlx::Error> for ApiError {
+    fn from(err: sqlx::Error) -> Self {
+        let conflict = match db::violated_unique_key(&err) {
+            Some("uq_users_nickname") => {
+                Some((ErrorCode::NicknameDuplicated, "nickName is already taken"))
+            }
+            Some("uq_seats_concert_seat_number") => Some((
+                ErrorCode::SeatDuplicated,
+                "the concert already has a seat with this seatNumber",
+            )),
+            _ => None,
+        };
+        if let Some((code, detail)) = conflict {
+            return Self::new(code, detail);
+        }
+        if db::is_unavailable(&err) || db::is_transient_conflict(&err) {
+            return Self {
+                source: Some(err.into()),
+                ..Self::new(
+                    ErrorCode::DatabaseUnavailable,
+                    "the database is unavailable; retry shortly",
+                )
+            };
+        }
+        Self::internal(err)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.code.status();
+        if let Some(source) = &self.source {
+            if status == StatusCode::INTERNAL_SERVER_ERROR {
+                tracing::error!(code = ?self.code, error = format!("{source:#}"), "request failed");
+            } else {
+                tracing::warn!(code = ?self.code, error = format!("{source:#}"), "request failed");
+            }
+        }
+        let body = Problem {
+            kind: "about:blank",
+            title: status.canonical_reason().unwrap_or("Error").to_owned(),
+            status: status.as_u16(),
+            detail: self.detail,
+            code: self.code,
+            errors: self.errors,
+        };
+        let mut response = (status, axum::Json(body)).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/problem+json"),
+        );
+        match self.code {
+            ErrorCode::Unauthorized | ErrorCode::InvalidCredentials => {
+                headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            }
+            ErrorCode::DatabaseUnavailable => {
+                headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            _ => {}
+        }
+        response
+    }
+}

@@ -1,0 +1,178 @@
+//! Request extractors whose every rejection is a problem response: JSON
+//! bodies, path ids, query strings and the bearer token.
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::http::header;
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+use ticket_core::domain::{Role, UserId};
+
+use crate::error::{ApiError, ErrorCode, ProblemField};
+use crate::state::AppState;
+
+/// A JSON body, parsed strictly: the right content type, well-formed JSON,
+/// right types, no unknown fields. Errors name the offending field's path.
+pub struct ApiJson<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        let is_json = req
+            .headers()
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .map(|mime| {
+                let mime = mime.trim().to_ascii_lowercase();
+                mime == "application/json"
+                    || (mime.starts_with("application/") && mime.ends_with("+json"))
+            })
+            .unwrap_or(false);
+        if !is_json {
+            return Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "send the body as Content-Type: application/json",
+            ));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
+            if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+                ApiError::new(
+                    ErrorCode::PayloadTooLarge,
+                    "the request body is larger than 64 KiB",
+                )
+            } else {
+                ApiError::new(
+                    ErrorCode::ValidationError,
+                    "the request body could not be read",
+                )
+            }
+        })?;
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
+            let path = err.path().to_string();
+            let inner = err.into_inner();
+            let field = if path == "." { "body".to_owned() } else { path };
+            let message = if inner.is_syntax() || inner.is_eof() {
+                format!("malformed JSON: {inner}")
+            } else {
+                inner.to_string()
+            };
+            ApiError::invalid(vec![ProblemField { field, message }])
+        })?;
+        // Trailing garbage after the JSON value is malformed input too.
+        de.end().map_err(|err| {
+            ApiError::invalid(vec![ProblemField {
+                field: "body".to_owned(),
+                message: format!("malformed JSON: {err}"),
+            }])
+        })?;
+        Ok(Self(value))
+    }
+}
+
+/// Path parameters; a non-numeric or out-of-range id is a 400, not a 404.
+pub struct ApiPath<T>(pub T);
+
+impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Path::<T>::from_request_parts(parts, state)
+            .await
+            .map(|p| Self(p.0))
+            .map_err(|_| {
+                ApiError::invalid(vec![ProblemField {
+                    field: "id".to_owned(),
+                    message: "must be a positive integer".to_owned(),
+                }])
+            })
+    }
+}
+
+/// Query-string parameters; a malformed one is a 400.
+pub struct ApiQuery<T>(pub T);
+
+impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        axum::extract::Query::<T>::from_request_parts(parts, state)
+            .await
+            .map(|q| Self(q.0))
+            .map_err(|rejection| {
+                ApiError::invalid(vec![ProblemField {
+                    field: "query".to_owned(),
+                    message: rejection.body_text(),
+                }])
+            })
+    }
+}
+
+/// The caller, proven by a valid bearer token; no database call needed.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthUser {
+    pub id: UserId,
+    pub role: Role,
+}
+
+impl AuthUser {
+    pub fn is_admin(self) -> bool {
+        self.role == Role::Admin
+    }
+
+    /// Users act on themselves; admins on anyone.
+    pub fn ensure_can_act_on(self, user: UserId) -> Result<(), ApiError> {
+        if self.id == user || self.is_admin() {
+            Ok(())
+        } else {
+            Err(ApiError::forbidden())
+        }
+    }
+}
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let unauthorized = |detail| ApiError::new(ErrorCode::Unauthorized, detail);
+        let header = parts
+            .headers
+            .get(header::AUTHORIZATION)
+            .ok_or_else(|| unauthorized("an Authorization: Bearer token is required"))?;
+        let token = header
+            .to_str()
+            .ok()
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+        let principal = state
+            .tokens
+            .verify(token.trim(), chrono::Utc::now())
+            .map_err(|e| unauthorized(e.describe()))?;
+        Ok(Self {
+            id: principal.user,
+            role: principal.role,
+        })
+    }
+}
+
+/// A caller with the admin role; anyone else gets 403.
+#[derive(Debug, Clone, Copy)]
+pub struct Admin(pub AuthUser);
+
+impl FromRequestParts<AppState> for Admin {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let user = AuthUser::from_request_parts(parts, state).await?;
+        if user.is_admin() {
+            Ok(Self(user))
+        } else {
+            Err(ApiError::new(
+                ErrorCode::Forbidden,
+                "this action requires an admin",
+            ))
+        }
+    }
+}

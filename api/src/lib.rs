@@ -1,0 +1,10 @@
+//! The ticket HTTP API: feature routers over the shared `ticket-core` crate.
+
+pub mod config;
+pub mod error;
+pub mod extract;
+pub mod openapi;
+pub mod routes;
+pub mod security;
+pub mod startup;
+pub mod state;

@@ -1,0 +1,52 @@
+use anyhow::Context;
+use clap::Parser;
+use ticket_api::config::{Cli, Command};
+use ticket_api::startup::{Application, Settings};
+use ticket_core::domain::{NickName, Password};
+use ticket_core::{db, telemetry};
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let telemetry = telemetry::init("ticket-api");
+    let result = run(cli).await;
+    if let Err(e) = &result {
+        tracing::error!(error = format!("{e:#}"), "ticket-api failed");
+    }
+    telemetry.shutdown();
+    result
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let pool = cli.database.lazy_pool().context("invalid DATABASE_URL")?;
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Migrate => {
+            db::migrate(&pool).await.context("applying migrations")?;
+            tracing::info!("migrations applied");
+            Ok(())
+        }
+        Command::Serve => {
+            let server = cli.server;
+            let secret = server
+                .auth_secret
+                .context("TICKET_AUTH_SECRET (--auth-secret) is required to sign tokens")?;
+            let admin = match (server.admin_nickname, server.admin_password) {
+                (Some(nick), Some(pass)) => Some((
+                    NickName::parse(&nick).context("TICKET_ADMIN_NICKNAME")?,
+                    Password::parse(&pass).context("TICKET_ADMIN_PASSWORD")?,
+                )),
+                _ => None,
+            };
+            let settings = Settings {
+                addr: server.addr,
+                auth_secret: secret.into_bytes(),
+                token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
+                admin,
+                max_concurrent_hashes: server.max_concurrent_hashes,
+            };
+            let app = Application::build(settings, pool).await?;
+            app.run_until(ticket_core::shutdown::signal()).await?;
+            Ok(())
+        }
+    }
+}

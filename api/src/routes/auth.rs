@@ -1,0 +1,70 @@
+use axum::extract::State;
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use ticket_core::db;
+use ticket_core::domain::{NickName, Password};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::ApiJson;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/auth/login", post(login))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct LoginRequest {
+    nick_name: String,
+    password: String,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LoginResponse {
+    access_token: String,
+    /// Always `Bearer`.
+    token_type: &'static str,
+    /// Seconds until the token expires.
+    expires_in: u64,
+}
+
+/// Exchanges a nickname and password for a bearer token. A wrong nickname
+/// and a wrong password get the same answer, in the same time.
+#[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
+    responses((status = 200, body = LoginResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
+pub async fn login(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<LoginRequest>,
+) -> ApiResult<Json<LoginResponse>> {
+    let invalid = || ApiError::new(ErrorCode::InvalidCredentials, "wrong nickname or password");
+    // Inputs no account could have are refused without touching the database.
+    let (Ok(nickname), Ok(_)) = (
+        NickName::parse(&req.nick_name),
+        Password::parse(&req.password),
+    ) else {
+        return Err(invalid());
+    };
+    let mut conn = state.pool.acquire().await?;
+    let user = db::users::find_by_nickname(&mut conn, &nickname).await?;
+    drop(conn);
+    let hash = user.as_ref().map(|u| u.password_hash.as_str());
+    if !state
+        .passwords
+        .verify(&req.password, hash)
+        .await
+        .map_err(ApiError::internal)?
+    {
+        return Err(invalid());
+    }
+    let user = user.ok_or_else(invalid)?;
+    let issued = state.tokens.issue(user.id, user.role, chrono::Utc::now());
+    Ok(Json(LoginResponse {
+        access_token: issued.token,
+        token_type: "Bearer",
+        expires_in: issued.expires_in,
+    }))
+}

@@ -1,0 +1,293 @@
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ticket_core::db::{self, concerts::ConcertRow};
+use ticket_core::domain::{
+    ConcertDate, ConcertId, ConcertTitle, FieldError, PageRequest, SeatLayout, Venue, keep,
+};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/concerts", get(list).post(create))
+        .route("/api/concerts/{id}", get(show).patch(update).delete(remove))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateConcertRequest {
+    title: String,
+    venue: String,
+    /// RFC 3339, in the future.
+    #[schema(example = "2030-05-01T19:00:00+09:00")]
+    concert_date: String,
+    /// Rows lettered A…Z, AA…; rows × seatsPerRow ≤ 100,000. Default: 1 row of 100.
+    rows: Option<u32>,
+    seats_per_row: Option<u32>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateConcertRequest {
+    title: Option<String>,
+    venue: Option<String>,
+    concert_date: Option<String>,
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// Zero-based page number.
+    page: Option<u32>,
+    /// Items per page, 1–100 (default 20).
+    size: Option<u32>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcertResponse {
+    id: u64,
+    title: String,
+    venue: String,
+    concert_date: DateTime<Utc>,
+    seat_count: u32,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcertDetailResponse {
+    #[serde(flatten)]
+    concert: ConcertResponse,
+    available_seats: u64,
+    reserved_seats: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ConcertPage {
+    content: Vec<ConcertResponse>,
+    page: u32,
+    size: u32,
+    total_elements: u64,
+    total_pages: u64,
+}
+
+impl From<ConcertRow> for ConcertResponse {
+    fn from(c: ConcertRow) -> Self {
+        Self {
+            id: c.id.get(),
+            title: c.title,
+            venue: c.venue,
+            concert_date: c.concert_date,
+            seat_count: c.seat_count,
+            created_at: c.created_at,
+            updated_at: c.updated_at,
+        }
+    }
+}
+
+/// A valid new concert.
+pub struct NewConcert {
+    title: ConcertTitle,
+    venue: Venue,
+    date: ConcertDate,
+    layout: SeatLayout,
+}
+
+impl TryFrom<CreateConcertRequest> for NewConcert {
+    type Error = Vec<FieldError>;
+
+    fn try_from(req: CreateConcertRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        let title = keep(ConcertTitle::parse(&req.title), &mut errors);
+        let venue = keep(Venue::parse(&req.venue), &mut errors);
+        let date = keep(
+            ConcertDate::parse(&req.concert_date, Utc::now()),
+            &mut errors,
+        );
+        let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
+        match (title, venue, date, layout) {
+            (Some(title), Some(venue), Some(date), Some(layout)) => Ok(Self {
+                title,
+                venue,
+                date,
+                layout,
+            }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// A valid change to a concert; absent fields stay as they are.
+pub struct ConcertChanges {
+    title: Option<ConcertTitle>,
+    venue: Option<Venue>,
+    date: Option<ConcertDate>,
+}
+
+impl TryFrom<UpdateConcertRequest> for ConcertChanges {
+    type Error = Vec<FieldError>;
+
+    fn try_from(req: UpdateConcertRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        let title = keep(
+            req.title.as_deref().map(ConcertTitle::parse).transpose(),
+            &mut errors,
+        );
+        let venue = keep(
+            req.venue.as_deref().map(Venue::parse).transpose(),
+            &mut errors,
+        );
+        let date = keep(
+            req.concert_date
+                .as_deref()
+                .map(|d| ConcertDate::parse(d, Utc::now()))
+                .transpose(),
+            &mut errors,
+        );
+        match (title, venue, date) {
+            (Some(title), Some(venue), Some(date)) => Ok(Self { title, venue, date }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// Creates a concert and all its seats in one transaction (admin).
+#[utoipa::path(post, path = "/api/concerts", tag = "concerts", security(("bearer" = [])), request_body = CreateConcertRequest,
+    responses((status = 201, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiJson(req): ApiJson<CreateConcertRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let new = NewConcert::try_from(req)?;
+    let mut tx = state.pool.begin().await?;
+    let id = db::concerts::insert_with_seats(
+        &mut tx,
+        &new.title,
+        &new.venue,
+        new.date,
+        new.layout,
+        db::now(),
+    )
+    .await?;
+    let concert = load(&mut tx, id).await?;
+    tx.commit().await?;
+    let location = format!("/api/concerts/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(ConcertResponse::from(concert)),
+    ))
+}
+
+/// Concerts, newest first.
+#[utoipa::path(get, path = "/api/concerts", tag = "concerts", params(PageQuery),
+    responses((status = 200, body = ConcertPage), (status = 400, body = Problem)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiQuery(q): ApiQuery<PageQuery>,
+) -> ApiResult<Json<ConcertPage>> {
+    let page = PageRequest::parse(q.page, q.size)?;
+    let mut conn = state.pool.acquire().await?;
+    let (rows, total) = db::concerts::list(&mut conn, page).await?;
+    Ok(Json(ConcertPage {
+        content: rows.into_iter().map(Into::into).collect(),
+        page: page.page,
+        size: page.size,
+        total_elements: total,
+        total_pages: page.total_pages(total),
+    }))
+}
+
+/// One concert with its available and reserved seat counts.
+#[utoipa::path(get, path = "/api/concerts/{id}", tag = "concerts", params(("id" = u64, Path)),
+    responses((status = 200, body = ConcertDetailResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<ConcertId>,
+) -> ApiResult<Json<ConcertDetailResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    let concert = load(&mut conn, id).await?;
+    let (available_seats, reserved_seats) = db::concerts::seat_counts(&mut conn, id).await?;
+    Ok(Json(ConcertDetailResponse {
+        concert: concert.into(),
+        available_seats,
+        reserved_seats,
+    }))
+}
+
+/// Changes a concert's title, venue or date (admin).
+#[utoipa::path(patch, path = "/api/concerts/{id}", tag = "concerts", security(("bearer" = [])), params(("id" = u64, Path)),
+    request_body = UpdateConcertRequest,
+    responses((status = 200, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn update(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<ConcertId>,
+    ApiJson(req): ApiJson<UpdateConcertRequest>,
+) -> ApiResult<Json<ConcertResponse>> {
+    let changes = ConcertChanges::try_from(req)?;
+    let mut tx = state.pool.begin().await?;
+    if !db::concerts::lock(&mut tx, id).await? {
+        return Err(concert_not_found());
+    }
+    db::concerts::update(
+        &mut tx,
+        id,
+        changes.title.as_ref(),
+        changes.venue.as_ref(),
+        changes.date,
+        db::now(),
+    )
+    .await?;
+    let concert = load(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(Json(concert.into()))
+}
+
+/// Deletes a concert with its seats, unless a seat is sold or requested (admin).
+#[utoipa::path(delete, path = "/api/concerts/{id}", tag = "concerts", security(("bearer" = [])), params(("id" = u64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+              (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<ConcertId>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.pool.begin().await?;
+    if !db::concerts::lock(&mut tx, id).await? {
+        return Err(concert_not_found());
+    }
+    if db::concerts::has_tickets_or_requests(&mut tx, id).await? {
+        return Err(ApiError::new(
+            ErrorCode::ConcertDeleteForbidden,
+            "the concert has confirmed reservations or pending requests",
+        ));
+    }
+    db::concerts::delete_with_seats(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn load(conn: &mut db::Conn, id: ConcertId) -> ApiResult<ConcertRow> {
+    db::concerts::find(conn, id)
+        .await?
+        .ok_or_else(concert_not_found)
+}
+
+pub(crate) fn concert_not_found() -> ApiError {
+    ApiError::new(ErrorCode::ConcertNotFound, "no such concert")
+}

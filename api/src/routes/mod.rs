@@ -1,0 +1,59 @@
+//! The HTTP surface, one router per feature, and what wraps them all.
+
+pub mod auth;
+pub mod concerts;
+pub mod health;
+pub mod seats;
+pub mod users;
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use tower_http::catch_panic::CatchPanicLayer;
+use tower_http::trace::TraceLayer;
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+/// Longest a request may take; creating a 100,000-seat concert is the
+/// slowest legitimate one and takes a few seconds.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+pub fn router(state: AppState) -> Router {
+    Router::new()
+        .merge(health::router())
+        .merge(auth::router())
+        .merge(users::router())
+        .merge(concerts::router())
+        .merge(seats::router())
+        .merge(crate::openapi::router())
+        .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
+        .method_not_allowed_fallback(|| async {
+            ApiError::new(
+                ErrorCode::MethodNotAllowed,
+                "this route does not accept that method",
+            )
+        })
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn(timeout))
+        .layer(TraceLayer::new_for_http())
+        .layer(CatchPanicLayer::custom(
+            |_panic: Box<dyn std::any::Any + Send>| {
+                ApiError::internal(anyhow::anyhow!("handler panicked")).into_response()
+            },
+        ))
+        .with_state(state)
+}
+
+async fn timeout(request: Request, next: Next) -> Response {
+    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            ApiError::new(ErrorCode::RequestTimeout, "the request took too long").into_response()
+        }
+    }
+}

@@ -1,0 +1,263 @@
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use ticket_core::db::{self, seats::SeatRow};
+use ticket_core::domain::{ConcertId, FieldError, SeatId, SeatNumber, SeatStatus, keep};
+use utoipa::{IntoParams, ToSchema};
+
+use super::concerts::concert_not_found;
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/concerts/{id}/seats", get(list))
+        .route("/api/seats", post(create))
+        .route("/api/seats/{id}", get(show).patch(update).delete(remove))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct SeatFilter {
+    /// Only seats with this status.
+    #[param(value_type = Option<String>, example = "AVAILABLE")]
+    status: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateSeatRequest {
+    concert_id: u64,
+    /// 1–20 letters, digits, '-' or '_'; unique within the concert.
+    seat_number: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateSeatRequest {
+    seat_number: Option<String>,
+    #[schema(example = "AVAILABLE")]
+    status: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeatResponse {
+    id: u64,
+    concert_id: u64,
+    seat_number: String,
+    #[schema(example = "AVAILABLE")]
+    status: &'static str,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SeatSummary {
+    id: u64,
+    seat_number: String,
+    #[schema(example = "AVAILABLE")]
+    status: &'static str,
+}
+
+impl From<SeatRow> for SeatResponse {
+    fn from(s: SeatRow) -> Self {
+        Self {
+            id: s.id.get(),
+            concert_id: s.concert_id.get(),
+            seat_number: s.seat_number,
+            status: s.status.as_str(),
+        }
+    }
+}
+
+impl From<SeatRow> for SeatSummary {
+    fn from(s: SeatRow) -> Self {
+        Self {
+            id: s.id.get(),
+            seat_number: s.seat_number,
+            status: s.status.as_str(),
+        }
+    }
+}
+
+/// A valid change to a seat; absent fields stay as they are.
+pub struct SeatChanges {
+    number: Option<SeatNumber>,
+    status: Option<SeatStatus>,
+}
+
+impl TryFrom<UpdateSeatRequest> for SeatChanges {
+    type Error = Vec<FieldError>;
+
+    fn try_from(req: UpdateSeatRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        let number = keep(
+            req.seat_number
+                .as_deref()
+                .map(SeatNumber::parse)
+                .transpose(),
+            &mut errors,
+        );
+        let status = keep(
+            req.status.as_deref().map(SeatStatus::parse).transpose(),
+            &mut errors,
+        );
+        match (number, status) {
+            (Some(number), Some(status)) => Ok(Self { number, status }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// A concert's seats in natural order (A1, A2, …, A10, …, B1).
+#[utoipa::path(get, path = "/api/concerts/{id}/seats", tag = "seats", params(("id" = u64, Path), SeatFilter),
+    responses((status = 200, body = Vec<SeatSummary>), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn list(
+    State(state): State<AppState>,
+    ApiPath(concert): ApiPath<ConcertId>,
+    ApiQuery(filter): ApiQuery<SeatFilter>,
+) -> ApiResult<Json<Vec<SeatSummary>>> {
+    let status = filter
+        .status
+        .as_deref()
+        .map(SeatStatus::parse)
+        .transpose()?;
+    let mut conn = state.pool.acquire().await?;
+    if db::concerts::find(&mut conn, concert).await?.is_none() {
+        return Err(concert_not_found());
+    }
+    let seats = db::seats::list_for_concert(&mut conn, concert, status).await?;
+    Ok(Json(seats.into_iter().map(Into::into).collect()))
+}
+
+/// One seat.
+#[utoipa::path(get, path = "/api/seats/{id}", tag = "seats", params(("id" = u64, Path)),
+    responses((status = 200, body = SeatResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
+pub async fn show(
+    State(state): State<AppState>,
+    ApiPath(id): ApiPath<SeatId>,
+) -> ApiResult<Json<SeatResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    let seat = db::seats::find(&mut conn, id)
+        .await?
+        .ok_or_else(seat_not_found)?;
+    Ok(Json(seat.into()))
+}
+
+/// Adds a seat to a concert (admin).
+#[utoipa::path(post, path = "/api/seats", tag = "seats", security(("bearer" = [])), request_body = CreateSeatRequest,
+    responses((status = 201, body = SeatResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiJson(req): ApiJson<CreateSeatRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let number = SeatNumber::parse(&req.seat_number)?;
+    let concert = ConcertId(req.concert_id);
+    let mut tx = state.pool.begin().await?;
+    if !db::concerts::lock(&mut tx, concert).await? {
+        return Err(concert_not_found());
+    }
+    let id = db::seats::insert(&mut tx, concert, &number, db::now()).await?;
+    db::concerts::adjust_seat_count(&mut tx, concert, 1).await?;
+    let seat = db::seats::find(&mut tx, id)
+        .await?
+        .ok_or_else(seat_not_found)?;
+    tx.commit().await?;
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, format!("/api/seats/{id}"))],
+        Json(SeatResponse::from(seat)),
+    ))
+}
+
+/// Renumbers a seat or sets its status (admin). Refuses any change that would
+/// contradict a CONFIRMED reservation: the status must stay RESERVED while the
+/// seat is sold and AVAILABLE while it is not, and a sold seat keeps its number.
+#[utoipa::path(patch, path = "/api/seats/{id}", tag = "seats", security(("bearer" = [])), params(("id" = u64, Path)),
+    request_body = UpdateSeatRequest,
+    responses((status = 200, body = SeatResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn update(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<SeatId>,
+    ApiJson(req): ApiJson<UpdateSeatRequest>,
+) -> ApiResult<Json<SeatResponse>> {
+    let changes = SeatChanges::try_from(req)?;
+    let mut tx = state.pool.begin().await?;
+    db::seats::find_for_update(&mut tx, id)
+        .await?
+        .ok_or_else(seat_not_found)?;
+    let sold = db::seats::has_confirmed_reservation(&mut tx, id).await?;
+    let consistent = if sold {
+        SeatStatus::Reserved
+    } else {
+        SeatStatus::Available
+    };
+    if changes.status.is_some_and(|s| s != consistent) || (sold && changes.number.is_some()) {
+        return Err(ApiError::new(
+            ErrorCode::SeatStatusConflict,
+            format!(
+                "the seat is {}: that change would contradict its reservations",
+                if sold { "sold" } else { "not sold" }
+            ),
+        ));
+    }
+    db::seats::update(
+        &mut tx,
+        id,
+        changes.number.as_ref(),
+        changes.status,
+        db::now(),
+    )
+    .await?;
+    let seat = db::seats::find(&mut tx, id)
+        .await?
+        .ok_or_else(seat_not_found)?;
+    tx.commit().await?;
+    Ok(Json(seat.into()))
+}
+
+/// Deletes a seat that is neither reserved nor requested (admin).
+#[utoipa::path(delete, path = "/api/seats/{id}", tag = "seats", security(("bearer" = [])), params(("id" = u64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
+              (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<SeatId>,
+) -> ApiResult<StatusCode> {
+    let mut tx = state.pool.begin().await?;
+    let concert = db::seats::find(&mut tx, id)
+        .await?
+        .ok_or_else(seat_not_found)?
+        .concert_id;
+    // Concert before seat: the same lock order as deleting a whole concert.
+    db::concerts::lock(&mut tx, concert).await?;
+    let seat = db::seats::find_for_update(&mut tx, id)
+        .await?
+        .ok_or_else(seat_not_found)?;
+    if seat.status == SeatStatus::Reserved
+        || db::seats::has_confirmed_reservation(&mut tx, id).await?
+        || db::seats::has_open_requests(&mut tx, id).await?
+    {
+        return Err(ApiError::new(
+            ErrorCode::SeatDeleteForbidden,
+            "the seat is reserved or has pending requests",
+        ));
+    }
+    db::seats::delete_with_history(&mut tx, id).await?;
+    db::concerts::adjust_seat_count(&mut tx, concert, -1).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn seat_not_found() -> ApiError {
+    ApiError::new(ErrorCode::SeatNotFound, "no such seat")
+}

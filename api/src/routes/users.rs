@@ -1,0 +1,224 @@
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use ticket_core::db::{self, users::UserRow};
+use ticket_core::domain::{FieldError, NickName, Password, Role, UserId, keep};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{ApiJson, ApiPath, AuthUser};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/users", post(create))
+        .route("/api/users/me", get(me))
+        .route("/api/users/{id}", get(show).patch(update).delete(remove))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateUserRequest {
+    /// 1–50 characters after trimming; unique, case-insensitively.
+    nick_name: String,
+    /// 8–128 characters.
+    password: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateUserRequest {
+    nick_name: Option<String>,
+    password: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserResponse {
+    id: u64,
+    nick_name: String,
+    #[schema(example = "USER")]
+    role: &'static str,
+    created_at: DateTime<Utc>,
+}
+
+impl From<UserRow> for UserResponse {
+    fn from(u: UserRow) -> Self {
+        Self {
+            id: u.id.get(),
+            nick_name: u.nickname,
+            role: u.role.as_str(),
+            created_at: u.created_at,
+        }
+    }
+}
+
+/// A valid sign-up.
+pub struct NewUser {
+    nickname: NickName,
+    password: Password,
+}
+
+impl TryFrom<CreateUserRequest> for NewUser {
+    type Error = Vec<FieldError>;
+
+    fn try_from(req: CreateUserRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        let nickname = keep(NickName::parse(&req.nick_name), &mut errors);
+        let password = keep(Password::parse(&req.password), &mut errors);
+        match (nickname, password) {
+            (Some(nickname), Some(password)) => Ok(Self { nickname, password }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// A valid change to an account; absent fields stay as they are.
+pub struct UserChanges {
+    nickname: Option<NickName>,
+    password: Option<Password>,
+}
+
+impl TryFrom<UpdateUserRequest> for UserChanges {
+    type Error = Vec<FieldError>;
+
+    fn try_from(req: UpdateUserRequest) -> Result<Self, Self::Error> {
+        let mut errors = Vec::new();
+        let nickname = keep(
+            req.nick_name.as_deref().map(NickName::parse).transpose(),
+            &mut errors,
+        );
+        let password = keep(
+            req.password.as_deref().map(Password::parse).transpose(),
+            &mut errors,
+        );
+        match (nickname, password) {
+            (Some(nickname), Some(password)) => Ok(Self { nickname, password }),
+            _ => Err(errors),
+        }
+    }
+}
+
+/// Signs up a new user (open to anyone).
+#[utoipa::path(post, path = "/api/users", tag = "users", request_body = CreateUserRequest,
+    responses((status = 201, body = UserResponse), (status = 400, body = Problem), (status = 409, body = Problem),
+              (status = 413, body = Problem), (status = 415, body = Problem)))]
+pub async fn create(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<CreateUserRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let new = NewUser::try_from(req)?;
+    let hash = state
+        .passwords
+        .hash(new.password.expose())
+        .await
+        .map_err(ApiError::internal)?;
+    let mut conn = state.pool.acquire().await?;
+    let id = db::users::insert(&mut conn, &new.nickname, &hash, Role::User, db::now()).await?;
+    let user = load(&mut conn, id).await?;
+    let location = format!("/api/users/{id}");
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(UserResponse::from(user)),
+    ))
+}
+
+/// The caller's own account.
+#[utoipa::path(get, path = "/api/users/me", tag = "users", security(("bearer" = [])),
+    responses((status = 200, body = UserResponse), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn me(State(state): State<AppState>, caller: AuthUser) -> ApiResult<Json<UserResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    Ok(Json(load(&mut conn, caller.id).await?.into()))
+}
+
+/// One user: yourself, or anyone if you are an admin.
+#[utoipa::path(get, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
+    responses((status = 200, body = UserResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn show(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<UserId>,
+) -> ApiResult<Json<UserResponse>> {
+    caller.ensure_can_act_on(id)?;
+    let mut conn = state.pool.acquire().await?;
+    Ok(Json(load(&mut conn, id).await?.into()))
+}
+
+/// Changes a nickname and/or password: yours, or anyone's if you are an admin.
+#[utoipa::path(patch, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
+    request_body = UpdateUserRequest,
+    responses((status = 200, body = UserResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn update(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<UserId>,
+    ApiJson(req): ApiJson<UpdateUserRequest>,
+) -> ApiResult<Json<UserResponse>> {
+    caller.ensure_can_act_on(id)?;
+    let changes = UserChanges::try_from(req)?;
+    let hash = match &changes.password {
+        Some(p) => Some(
+            state
+                .passwords
+                .hash(p.expose())
+                .await
+                .map_err(ApiError::internal)?,
+        ),
+        None => None,
+    };
+    let mut tx = state.pool.begin().await?;
+    if !db::users::lock(&mut tx, id).await? {
+        return Err(user_not_found());
+    }
+    db::users::update(
+        &mut tx,
+        id,
+        changes.nickname.as_ref(),
+        hash.as_deref(),
+        db::now(),
+    )
+    .await?;
+    let user = load(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(Json(user.into()))
+}
+
+/// Deletes an account that holds no ticket and has no request in the queue.
+#[utoipa::path(delete, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn remove(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<UserId>,
+) -> ApiResult<StatusCode> {
+    caller.ensure_can_act_on(id)?;
+    let mut tx = state.pool.begin().await?;
+    if !db::users::lock(&mut tx, id).await? {
+        return Err(user_not_found());
+    }
+    if db::users::holds_tickets_or_requests(&mut tx, id).await? {
+        return Err(ApiError::new(
+            ErrorCode::UserDeleteForbidden,
+            "the user holds confirmed reservations or pending requests; cancel them first",
+        ));
+    }
+    db::users::delete_with_history(&mut tx, id).await?;
+    tx.commit().await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+async fn load(conn: &mut db::Conn, id: UserId) -> ApiResult<UserRow> {
+    db::users::find(conn, id).await?.ok_or_else(user_not_found)
+}
+
+fn user_not_found() -> ApiError {
+    ApiError::new(ErrorCode::UserNotFound, "no such user")
+}

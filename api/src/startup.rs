@@ -1,0 +1,83 @@
+//! Building and running the HTTP server.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use sqlx::MySqlPool;
+use ticket_core::db;
+use ticket_core::domain::{NickName, Password};
+use tokio::net::TcpListener;
+
+use crate::routes;
+use crate::security::{PasswordHasher, TokenKeys};
+use crate::state::AppState;
+
+/// Everything the server needs, already validated.
+pub struct Settings {
+    pub addr: SocketAddr,
+    pub auth_secret: Vec<u8>,
+    pub token_ttl: Duration,
+    pub admin: Option<(NickName, Password)>,
+    pub max_concurrent_hashes: usize,
+}
+
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+}
+
+impl Application {
+    /// Binds the listener and prepares the state; with `settings.admin`,
+    /// creates or updates that admin account first.
+    pub async fn build(settings: Settings, pool: MySqlPool) -> anyhow::Result<Self> {
+        let tokens = TokenKeys::new(&settings.auth_secret, settings.token_ttl)?;
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        let hashes = match settings.max_concurrent_hashes {
+            0 => cores,
+            n => n,
+        };
+        let passwords = PasswordHasher::new(hashes)?;
+        if let Some((nickname, password)) = &settings.admin {
+            let hash = passwords.hash(password.expose()).await?;
+            let mut conn = pool.acquire().await.context("connecting to the database")?;
+            db::users::upsert_admin(&mut conn, nickname, &hash, db::now())
+                .await
+                .context("creating the admin account")?;
+            tracing::info!(nickname = nickname.as_str(), "admin account ready");
+        }
+        let listener = TcpListener::bind(settings.addr)
+            .await
+            .with_context(|| format!("binding {}", settings.addr))?;
+        Ok(Self {
+            listener,
+            state: AppState {
+                pool,
+                tokens: Arc::new(tokens),
+                passwords,
+            },
+        })
+    }
+
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then finishes in-flight requests.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        let app = routes::router(self.state);
+        tracing::info!(addr = %self.listener.local_addr()?, "listening");
+        axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

@@ -1,0 +1,13 @@
+use std::sync::Arc;
+
+use sqlx::MySqlPool;
+
+use crate::security::{PasswordHasher, TokenKeys};
+
+/// What every handler may reach. Cheap to clone: everything is shared.
+#[derive(Clone)]
+pub struct AppState {
+    pub pool: MySqlPool,
+    pub tokens: Arc<TokenKeys>,
+    pub passwords: PasswordHasher,
+}

@@ -1,0 +1,86 @@
+//! Every SQL statement of the system, as small functions over a connection.
+//! Callers own the transaction boundaries: pass `&mut *tx` to compose several
+//! of these into one transaction.
+
+pub mod concerts;
+pub mod seats;
+pub mod users;
+
+use chrono::{DateTime, SubsecRound, Utc};
+use sqlx::migrate::{MigrateError, Migrator};
+use sqlx::mysql::{MySqlConnection, MySqlPool};
+use sqlx::{Connection, Executor};
+
+pub use sqlx::mysql::MySqlPool as Pool;
+pub use sqlx::{MySqlConnection as Conn, Transaction};
+
+pub type Tx<'c> = sqlx::Transaction<'c, sqlx::MySql>;
+
+/// The migrations in `migrations/`, embedded in the binaries.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
+
+pub async fn migrate(pool: &MySqlPool) -> Result<(), MigrateError> {
+    MIGRATOR.run(pool).await
+}
+
+/// Run on every new connection. READ COMMITTED: no gap locks, so short
+/// transactions never block each other's inserts; every invariant that matters
+/// is held by row locks and constraints, not by snapshot isolation.
+pub(crate) async fn prepare_session(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
+    conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await?;
+    Ok(())
+}
+
+/// Whether the database answers at all (readiness).
+pub async fn ping(pool: &MySqlPool) -> Result<(), sqlx::Error> {
+    pool.acquire().await?.ping().await
+}
+
+/// The current time at the precision `DATETIME(6)` stores, so what we return
+/// to a client equals what a later read returns.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// The name of the unique index a statement violated (MySQL/MariaDB error
+/// 1062), without the `table.` prefix MySQL 8 adds. `None` for other errors.
+pub fn violated_unique_key(err: &sqlx::Error) -> Option<&str> {
+    let db = err.as_database_error()?;
+    if db.code().as_deref() != Some("23000") || !db.message().starts_with("Duplicate entry") {
+        return None;
+    }
+    // "Duplicate entry 'x' for key 'users.uq_users_nickname'": the key is the
+    // last quoted part, and the duplicated value itself may contain quotes.
+    let (_, key) = db.message().rsplit_once(" for key '")?;
+    let key = key.strip_suffix('\'')?;
+    Some(key.rsplit_once('.').map_or(key, |(_, k)| k))
+}
+
+/// MySQL error number of a database error, e.g. 1213 for a deadlock.
+pub fn error_number(err: &sqlx::Error) -> Option<u16> {
+    err.as_database_error()?
+        .try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        .map(|e| e.number())
+}
+
+/// Errors a caller may retry as they are: deadlock (1213), lock wait timeout
+/// (1205), and MariaDB's "record has changed since last read" (1020).
+pub fn is_transient_conflict(err: &sqlx::Error) -> bool {
+    matches!(error_number(err), Some(1213 | 1205 | 1020))
+}
+
+/// The database could not be reached or the pool had no connection to give:
+/// the request may succeed later, nothing about it was wrong.
+pub fn is_unavailable(err: &sqlx::Error) -> bool {
+    matches!(
+        err,
+        sqlx::Error::PoolTimedOut
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolClosed
+    ) || matches!(
+        error_number(err),
+        Some(2002 | 2003 | 2006 | 2013 | 1040 | 1053)
+    )
+}

@@ -1,0 +1,156 @@
+use chrono::{DateTime, Utc};
+use sqlx::MySqlConnection;
+
+use crate::domain::{ConcertId, SeatId, SeatNumber, SeatStatus};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct SeatRow {
+    pub id: SeatId,
+    pub concert_id: ConcertId,
+    pub seat_number: String,
+    pub status: SeatStatus,
+}
+
+/// The concert's seats in natural order (A1, A2, …, A10, …, B1), optionally
+/// only those with the given status.
+pub async fn list_for_concert(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    status: Option<SeatStatus>,
+) -> Result<Vec<SeatRow>, sqlx::Error> {
+    match status {
+        None => {
+            sqlx::query_as(
+                "SELECT id, concert_id, seat_number, status FROM seats \
+             WHERE concert_id = ? ORDER BY sort_key, id",
+            )
+            .bind(concert)
+            .fetch_all(conn)
+            .await
+        }
+        Some(status) => {
+            sqlx::query_as(
+                "SELECT id, concert_id, seat_number, status FROM seats \
+             WHERE concert_id = ? AND status = ? ORDER BY sort_key, id",
+            )
+            .bind(concert)
+            .bind(status)
+            .fetch_all(conn)
+            .await
+        }
+    }
+}
+
+pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Reads and locks the seat row for the rest of the transaction. Whoever
+/// takes the seat must update this row first, so holding the lock freezes
+/// the seat's reservations too.
+pub async fn find_for_update(
+    conn: &mut MySqlConnection,
+    id: SeatId,
+) -> Result<Option<SeatRow>, sqlx::Error> {
+    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+}
+
+/// Fails with a violation of `uq_seats_concert_seat_number` when the concert
+/// already has a seat with this number.
+pub async fn insert(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    number: &SeatNumber,
+    now: DateTime<Utc>,
+) -> Result<SeatId, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
+         VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
+    )
+    .bind(concert)
+    .bind(number.as_str())
+    .bind(number.sort_key())
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(SeatId(done.last_insert_id()))
+}
+
+/// Whether the seat is sold (a CONFIRMED reservation exists for it).
+pub async fn has_confirmed_reservation(
+    conn: &mut MySqlConnection,
+    id: SeatId,
+) -> Result<bool, sqlx::Error> {
+    let (held,): (bool,) =
+        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM reservations WHERE confirmed_seat_id = ?)")
+            .bind(id)
+            .fetch_one(conn)
+            .await?;
+    Ok(held)
+}
+
+/// Whether a request for the seat is still waiting in the queue.
+pub async fn has_open_requests(
+    conn: &mut MySqlConnection,
+    id: SeatId,
+) -> Result<bool, sqlx::Error> {
+    let (open,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ? \
+                        AND status IN ('PENDING', 'PROCESSING'))",
+    )
+    .bind(id)
+    .fetch_one(conn)
+    .await?;
+    Ok(open)
+}
+
+/// Changes what is given and leaves the rest. Fails with a violation of
+/// `uq_seats_concert_seat_number` when the new number is taken.
+pub async fn update(
+    conn: &mut MySqlConnection,
+    id: SeatId,
+    number: Option<&SeatNumber>,
+    status: Option<SeatStatus>,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE seats SET seat_number = COALESCE(?, seat_number), sort_key = COALESCE(?, sort_key), \
+         status = COALESCE(?, status), updated_at = ? WHERE id = ?",
+    )
+    .bind(number.map(SeatNumber::as_str))
+    .bind(number.map(SeatNumber::sort_key))
+    .bind(status)
+    .bind(now)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Deletes the seat with its finished requests and cancelled reservations.
+/// Call with the seat locked, unsold and without open requests.
+pub async fn delete_with_history(
+    conn: &mut MySqlConnection,
+    id: SeatId,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query("DELETE FROM reservation_queue WHERE seat_id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM reservations WHERE seat_id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    let done = sqlx::query("DELETE FROM seats WHERE id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

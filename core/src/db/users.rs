@@ -1,0 +1,152 @@
+use chrono::{DateTime, Utc};
+use sqlx::MySqlConnection;
+
+use crate::domain::{NickName, Role, UserId};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: UserId,
+    pub nickname: String,
+    pub password_hash: String,
+    pub role: Role,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str = "id, nickname, password_hash, role, created_at, updated_at";
+
+/// Fails with a violation of `uq_users_nickname` when the name is taken.
+pub async fn insert(
+    conn: &mut MySqlConnection,
+    nickname: &NickName,
+    password_hash: &str,
+    role: Role,
+    now: DateTime<Utc>,
+) -> Result<UserId, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(nickname.as_str())
+    .bind(password_hash)
+    .bind(role)
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(UserId(done.last_insert_id()))
+}
+
+/// Creates the account as an admin, or makes the existing one an admin with
+/// this password (start-up bootstrap; safe when several instances race).
+pub async fn upsert_admin(
+    conn: &mut MySqlConnection,
+    nickname: &NickName,
+    password_hash: &str,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+         VALUES (?, ?, 'ADMIN', ?, ?) \
+         ON DUPLICATE KEY UPDATE password_hash = VALUES(password_hash), role = 'ADMIN', \
+         updated_at = VALUES(updated_at)",
+    )
+    .bind(nickname.as_str())
+    .bind(password_hash)
+    .bind(now)
+    .bind(now)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM users WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+/// Locks the user row for the rest of the transaction.
+pub async fn lock(conn: &mut MySqlConnection, id: UserId) -> Result<bool, sqlx::Error> {
+    let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .await?;
+    Ok(row.is_some())
+}
+
+pub async fn find_by_nickname(
+    conn: &mut MySqlConnection,
+    nickname: &NickName,
+) -> Result<Option<UserRow>, sqlx::Error> {
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM users WHERE nickname = ?"
+    )))
+    .bind(nickname.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// Changes what is given and leaves the rest. Fails with a violation of
+/// `uq_users_nickname` when the new name is taken.
+pub async fn update(
+    conn: &mut MySqlConnection,
+    id: UserId,
+    nickname: Option<&NickName>,
+    password_hash: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE users SET nickname = COALESCE(?, nickname), \
+         password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
+    )
+    .bind(nickname.map(NickName::as_str))
+    .bind(password_hash)
+    .bind(now)
+    .bind(id)
+    .execute(conn)
+    .await?;
+    Ok(())
+}
+
+/// Whether the user holds a CONFIRMED reservation or has a request still in
+/// the queue; such an account must not disappear under its tickets.
+pub async fn holds_tickets_or_requests(
+    conn: &mut MySqlConnection,
+    id: UserId,
+) -> Result<bool, sqlx::Error> {
+    let (held,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status = 'CONFIRMED') \
+             OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
+                        AND status IN ('PENDING', 'PROCESSING'))",
+    )
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .await?;
+    Ok(held)
+}
+
+/// Deletes the user with their finished requests and cancelled reservations.
+/// Call with the user row locked and [`holds_tickets_or_requests`] false.
+pub async fn delete_with_history(
+    conn: &mut MySqlConnection,
+    id: UserId,
+) -> Result<bool, sqlx::Error> {
+    sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    sqlx::query("DELETE FROM reservations WHERE user_id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    let done = sqlx::query("DELETE FROM users WHERE id = ?")
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}

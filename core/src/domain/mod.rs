@@ -1,0 +1,82 @@
+//! Domain types. Each is built with `parse`, which is the only way to get one,
+//! so a value of these types has already been validated.
+
+mod concert;
+mod ids;
+mod page;
+mod seat;
+mod status;
+mod user;
+
+pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
+pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
+pub use page::PageRequest;
+pub use seat::SeatNumber;
+pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
+pub use user::{NickName, Password};
+
+/// Why one input field was rejected; `field` uses the API's camelCase name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: &'static str,
+    pub message: String,
+}
+
+impl FieldError {
+    pub fn new(field: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            message: message.into(),
+        }
+    }
+}
+
+/// Counts characters, not bytes: limits are stated to users in characters.
+pub(crate) fn char_len(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Shared rule for free-text names: trimmed, 1..=max characters, no control
+/// characters (they break logs and terminals and never belong in a name).
+pub(crate) fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, FieldError> {
+    let trimmed = raw.trim();
+    let len = char_len(trimmed);
+    if len == 0 {
+        return Err(FieldError::new(field, "must not be empty"));
+    }
+    if len > max {
+        return Err(FieldError::new(
+            field,
+            format!("must be at most {max} characters"),
+        ));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err(FieldError::new(
+            field,
+            "must not contain control characters",
+        ));
+    }
+    Ok(trimmed.to_owned())
+}
+
+/// Keeps a parsed value, or records why it failed, so that one response can
+/// list every invalid field:
+///
+/// ```
+/// # use ticket_core::domain::{keep, NickName, Password};
+/// let mut errors = Vec::new();
+/// let nick = keep(NickName::parse(""), &mut errors);
+/// let pass = keep(Password::parse("short"), &mut errors);
+/// assert!(nick.is_none() && pass.is_none());
+/// assert_eq!(errors.len(), 2);
+/// ```
+pub fn keep<T>(parsed: Result<T, FieldError>, errors: &mut Vec<FieldError>) -> Option<T> {
+    match parsed {
+        Ok(value) => Some(value),
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
+}

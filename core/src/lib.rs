@@ -1,0 +1,9 @@
+//! Everything the ticket API and worker share: the domain types that parse
+//! input at the edge, every SQL query (as small functions over a connection or
+//! transaction), database configuration, and telemetry set-up.
+
+pub mod config;
+pub mod db;
+pub mod domain;
+pub mod shutdown;
+pub mod telemetry;

@@ -1,0 +1,32 @@
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Parser;
+use ticket_core::telemetry;
+use ticket_worker::Cli;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let telemetry = telemetry::init("ticket-worker");
+    let result = run(cli).await;
+    if let Err(e) = &result {
+        tracing::error!(error = format!("{e:#}"), "ticket-worker failed");
+    }
+    telemetry.shutdown();
+    result
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let pool = cli.database.lazy_pool().context("invalid DATABASE_URL")?;
+    let shutdown = CancellationToken::new();
+    tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move {
+            ticket_core::shutdown::signal().await;
+            shutdown.cancel();
+        }
+    });
+    ticket_worker::run(pool, Duration::from_millis(cli.poll_interval_ms), shutdown).await
+}
