@@ -36,10 +36,10 @@ pub async fn insert_with_seats(
     )
     .bind(title.as_str())
     .bind(venue.as_str())
-    .bind(date.get())
+    .bind(date.get().naive_utc())
     .bind(layout.seat_count())
-    .bind(now)
-    .bind(now)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
     .execute(&mut *conn)
     .await?;
     let id = ConcertId(done.last_insert_id());
@@ -54,8 +54,8 @@ pub async fn insert_with_seats(
                 .push_bind(seat.as_str().to_owned())
                 .push_bind(seat.sort_key())
                 .push_bind("AVAILABLE")
-                .push_bind(now)
-                .push_bind(now);
+                .push_bind(now.naive_utc())
+                .push_bind(now.naive_utc());
         });
         insert.build().execute(&mut *conn).await?;
     }
@@ -135,8 +135,8 @@ pub async fn update(
     )
     .bind(title.map(ConcertTitle::as_str))
     .bind(venue.map(Venue::as_str))
-    .bind(date.map(ConcertDate::get))
-    .bind(now)
+    .bind(date.map(|d| d.get().naive_utc()))
+    .bind(now.naive_utc())
     .bind(id)
     .execute(conn)
     .await?;

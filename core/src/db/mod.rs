@@ -39,6 +39,9 @@ pub async fn ping(pool: &MySqlPool) -> Result<(), sqlx::Error> {
 
 /// The current time at the precision `DATETIME(6)` stores, so what we return
 /// to a client equals what a later read returns.
+///
+/// Bind times as `.naive_utc()` (a `DATETIME`): sqlx sends a `DateTime<Utc>`
+/// as a `TIMESTAMP`, whose range ends in 2038.
 pub fn now() -> DateTime<Utc> {
     Utc::now().trunc_subsecs(6)
 }

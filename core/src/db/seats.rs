@@ -76,8 +76,8 @@ pub async fn insert(
     .bind(concert)
     .bind(number.as_str())
     .bind(number.sort_key())
-    .bind(now)
-    .bind(now)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
     .execute(conn)
     .await?;
     Ok(SeatId(done.last_insert_id()))
@@ -127,7 +127,7 @@ pub async fn update(
     .bind(number.map(SeatNumber::as_str))
     .bind(number.map(SeatNumber::sort_key))
     .bind(status)
-    .bind(now)
+    .bind(now.naive_utc())
     .bind(id)
     .execute(conn)
     .await?;

@@ -30,8 +30,8 @@ pub async fn insert(
     .bind(nickname.as_str())
     .bind(password_hash)
     .bind(role)
-    .bind(now)
-    .bind(now)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
     .execute(conn)
     .await?;
     Ok(UserId(done.last_insert_id()))
@@ -53,8 +53,8 @@ pub async fn upsert_admin(
     )
     .bind(nickname.as_str())
     .bind(password_hash)
-    .bind(now)
-    .bind(now)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
     .execute(conn)
     .await?;
     Ok(())
@@ -105,7 +105,7 @@ pub async fn update(
     )
     .bind(nickname.map(NickName::as_str))
     .bind(password_hash)
-    .bind(now)
+    .bind(now.naive_utc())
     .bind(id)
     .execute(conn)
     .await?;

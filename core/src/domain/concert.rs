@@ -170,7 +170,7 @@ mod tests {
         let wide = SeatLayout::parse(Some(30), Some(2)).unwrap();
         let last: Vec<_> = wide
             .seat_numbers()
-            .skip(56)
+            .skip(58)
             .map(|s| s.as_str().to_owned())
             .collect();
         assert_eq!(last, ["AD1", "AD2"]);

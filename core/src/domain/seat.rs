@@ -42,26 +42,37 @@ impl SeatNumber {
     }
 
     /// A key whose byte order is the natural order of seat numbers:
-    /// A1 < A2 < A10 < B1 < Z9 < AA1. The label splits into a prefix and its
-    /// trailing digits; shorter prefixes sort first (so Z before AA), then the
-    /// prefix case-insensitively, then the number by magnitude.
+    /// A1 < A2 < A10 < B1 < B3 < B3a < B4 < Z9 < AA1. The label is cut into
+    /// runs of digits and runs of anything else; each run is written as a tag
+    /// (digits before letters), its length in two digits, and its text
+    /// (letters upper-cased, digits without leading zeros). Shorter runs of
+    /// letters therefore sort first (Z before AA), numbers by magnitude, and
+    /// a label sorts right after its own prefix. At most 4 bytes per
+    /// character: 80 for the longest label, the width of `seats.sort_key`.
     pub fn sort_key(&self) -> String {
-        let digits_at = self
-            .0
-            .char_indices()
-            .rev()
-            .take_while(|(_, c)| c.is_ascii_digit())
-            .last()
-            .map_or(self.0.len(), |(i, _)| i);
-        let (prefix, digits) = self.0.split_at(digits_at);
-        let number = digits.trim_start_matches('0');
-        format!(
-            "{:02}{}#{:02}{}",
-            char_len(prefix),
-            prefix.to_uppercase(),
-            number.len(),
-            number
-        )
+        let mut key = String::new();
+        let mut chars = self.0.chars().peekable();
+        while let Some(&first) = chars.peek() {
+            let digits = first.is_ascii_digit();
+            let mut run = String::new();
+            while let Some(&c) = chars.peek() {
+                if c.is_ascii_digit() != digits {
+                    break;
+                }
+                // One character in, one out: the key length stays bounded.
+                run.push(c.to_uppercase().next().unwrap_or(c));
+                chars.next();
+            }
+            let text = if digits {
+                let trimmed = run.trim_start_matches('0');
+                if trimmed.is_empty() { "0" } else { trimmed }
+            } else {
+                run.as_str()
+            };
+            let tag = if digits { '0' } else { '1' };
+            key.push_str(&format!("{tag}{:02}{text}", char_len(text)));
+        }
+        key
     }
 }
 
@@ -81,8 +92,12 @@ mod tests {
     #[test]
     fn natural_order() {
         assert_eq!(
-            sorted(&["B1", "A10", "AA1", "A2", "Z3", "A1", "a3", "VIP", "VIP1"]),
-            ["A1", "A2", "a3", "A10", "B1", "Z3", "AA1", "VIP", "VIP1"]
+            sorted(&[
+                "B1", "A10", "AA1", "A2", "Z3", "A1", "a3", "VIP", "VIP1", "B3a", "B4", "B3", "A02"
+            ]),
+            [
+                "A1", "A2", "A02", "a3", "A10", "B1", "B3", "B3a", "B4", "Z3", "AA1", "VIP", "VIP1"
+            ]
         );
     }
 
@@ -102,5 +117,9 @@ mod tests {
         assert!(char_len(&longest.sort_key()) <= 80);
         let digits = SeatNumber::parse(&"9".repeat(20)).unwrap();
         assert!(char_len(&digits.sort_key()) <= 80);
+        let alternating = SeatNumber::parse(&"A1".repeat(10)).unwrap();
+        assert_eq!(char_len(&alternating.sort_key()), 80);
+        let expanding = SeatNumber::parse(&"ß".repeat(20)).unwrap();
+        assert!(char_len(&expanding.sort_key()) <= 80);
     }
 }

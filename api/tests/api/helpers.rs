@@ -1,0 +1,393 @@
+use std::str::FromStr;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::{ConnectOptions, Connection, Executor};
+use ticket_api::security::TokenKeys;
+use ticket_api::startup::{Application, Settings};
+use ticket_core::domain::{NickName, Password};
+
+pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
+pub const ADMIN_NICK: &str = "admin";
+pub const ADMIN_PASSWORD: &str = "admin-password";
+
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    /// A pool on the test's own database, for arranging and checking state.
+    pub pool: MySqlPool,
+    pub admin_token: String,
+    db: Option<TestDatabase>,
+}
+
+/// A database of its own for one test, dropped when the test ends.
+struct TestDatabase {
+    server: MySqlConnectOptions,
+    name: String,
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let server = self.server.clone();
+        let name = self.name.clone();
+        // Drop runs inside the test's runtime, which cannot be blocked on:
+        // do the clean-up on a thread with a runtime of its own.
+        let cleanup = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            rt.block_on(async {
+                let mut conn = server.connect().await?;
+                conn.execute(sqlx::AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS `{name}`"
+                )))
+                .await?;
+                Ok::<_, sqlx::Error>(())
+            })?;
+            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
+        });
+        if let Ok(Err(e)) = cleanup.join() {
+            eprintln!("could not drop test database: {e}");
+        }
+    }
+}
+
+fn server_options() -> MySqlConnectOptions {
+    let url = std::env::var("DATABASE_URL").expect(
+        "DATABASE_URL must point at a MySQL/MariaDB server; run the tests with `make test`",
+    );
+    MySqlConnectOptions::from_str(&url).expect("DATABASE_URL is not a valid MySQL URL")
+}
+
+async fn create_database() -> (TestDatabase, MySqlConnectOptions) {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let name = format!(
+        "ticket_test_{}_{}_{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed),
+        chrono::Utc::now().timestamp_micros() % 1_000_000
+    );
+    let server = server_options();
+    let mut conn = server
+        .connect()
+        .await
+        .expect("cannot connect to the test database server");
+    conn.execute(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
+    )))
+    .await
+    .expect("cannot create a test database");
+    conn.close().await.ok();
+    let options = server.clone().database(&name);
+    (TestDatabase { server, name }, options)
+}
+
+/// Starts the API against a fresh, migrated database, with an admin account.
+pub async fn spawn_app() -> TestApp {
+    init_test_logs();
+    let (db, options) = create_database().await;
+    let pool = MySqlPoolOptions::new()
+        .max_connections(20)
+        .after_connect(|conn, _| {
+            Box::pin(async move {
+                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+                    .await?;
+                Ok(())
+            })
+        })
+        .connect_with(options)
+        .await
+        .expect("cannot connect to the test database");
+    ticket_core::db::migrate(&pool)
+        .await
+        .expect("migrations failed");
+    let app = start_server(pool.clone()).await;
+    let mut test_app = TestApp {
+        base: app,
+        client: reqwest::Client::new(),
+        pool,
+        admin_token: String::new(),
+        db: Some(db),
+    };
+    test_app.admin_token = test_app.login(ADMIN_NICK, ADMIN_PASSWORD).await;
+    test_app
+}
+
+/// `TEST_LOG=1 cargo test …` shows the server's logs; silent otherwise.
+fn init_test_logs() {
+    if std::env::var_os("TEST_LOG").is_some() {
+        std::mem::forget(ticket_core::telemetry::init("ticket-api-test"));
+    }
+}
+
+/// Starts the API on a pool that points at nothing that answers.
+pub async fn spawn_app_without_database() -> TestApp {
+    let options = server_options().port(1);
+    let pool = MySqlPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(1))
+        .connect_lazy_with(options);
+    let base = start_server_with(pool.clone(), None).await;
+    TestApp {
+        base,
+        client: reqwest::Client::new(),
+        pool,
+        admin_token: String::new(),
+        db: None,
+    }
+}
+
+async fn start_server(pool: MySqlPool) -> String {
+    let admin = (
+        NickName::parse(ADMIN_NICK).unwrap(),
+        Password::parse(ADMIN_PASSWORD).unwrap(),
+    );
+    start_server_with(pool, Some(admin)).await
+}
+
+async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
+    let settings = Settings {
+        addr: "127.0.0.1:0".parse().unwrap(),
+        auth_secret: SECRET.to_vec(),
+        token_ttl: Duration::from_secs(3600),
+        admin,
+        max_concurrent_hashes: 0,
+    };
+    let app = Application::build(settings, pool)
+        .await
+        .expect("the API failed to start");
+    let base = format!("http://{}", app.local_addr().unwrap());
+    tokio::spawn(app.run_until(std::future::pending()));
+    base
+}
+
+/// The same keys the test server signs with, for minting special tokens.
+pub fn token_keys(ttl: Duration) -> TokenKeys {
+    TokenKeys::new(SECRET, ttl).unwrap()
+}
+
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    /// Asserts an RFC 9457 problem with this status and code; returns the body.
+    #[track_caller]
+    pub fn assert_problem(&self, status: u16, code: &str) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.body
+        );
+        let content_type = self
+            .headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok());
+        assert_eq!(
+            content_type,
+            Some("application/problem+json"),
+            "body: {}",
+            self.body
+        );
+        assert_eq!(self.body["code"], code, "body: {}", self.body);
+        assert_eq!(self.body["status"], status);
+        assert!(self.body["title"].is_string() && self.body["detail"].is_string());
+        &self.body
+    }
+
+    #[track_caller]
+    pub fn assert_status(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected status; body: {}",
+            self.body
+        );
+        &self.body
+    }
+
+    /// Names of the fields a validation problem lists.
+    pub fn error_fields(&self) -> Vec<String> {
+        self.body["errors"]
+            .as_array()
+            .map(|errors| {
+                errors
+                    .iter()
+                    .filter_map(|e| e["field"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+impl TestApp {
+    pub async fn request(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Reply {
+        let mut req = self.client.request(method, format!("{}{path}", self.base));
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        Self::reply(req.send().await.expect("request failed")).await
+    }
+
+    pub async fn reply(response: reqwest::Response) -> Reply {
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.expect("cannot read the body");
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        };
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    /// A request with a raw body and content type, for malformed input.
+    pub async fn raw(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Reply {
+        let mut req = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .body(body);
+        if let Some(token) = token {
+            req = req.bearer_auth(token);
+        }
+        if let Some(ct) = content_type {
+            req = req.header("content-type", ct);
+        }
+        Self::reply(req.send().await.expect("request failed")).await
+    }
+
+    pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
+        self.request(Method::GET, path, token, None).await
+    }
+    pub async fn post(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.request(Method::POST, path, token, Some(body)).await
+    }
+    pub async fn patch(&self, path: &str, token: Option<&str>, body: Value) -> Reply {
+        self.request(Method::PATCH, path, token, Some(body)).await
+    }
+    pub async fn delete(&self, path: &str, token: Option<&str>) -> Reply {
+        self.request(Method::DELETE, path, token, None).await
+    }
+
+    pub async fn try_login(&self, nick: &str, password: &str) -> Reply {
+        self.post(
+            "/api/auth/login",
+            None,
+            json!({"nickName": nick, "password": password}),
+        )
+        .await
+    }
+
+    pub async fn login(&self, nick: &str, password: &str) -> String {
+        let reply = self.try_login(nick, password).await;
+        reply.assert_status(200)["accessToken"]
+            .as_str()
+            .expect("no accessToken")
+            .to_owned()
+    }
+
+    /// Signs up a user; returns (id, token).
+    pub async fn user(&self, nick: &str) -> (u64, String) {
+        let reply = self
+            .post(
+                "/api/users",
+                None,
+                json!({"nickName": nick, "password": "password123"}),
+            )
+            .await;
+        let id = reply.assert_status(201)["id"].as_u64().expect("no id");
+        (id, self.login(nick, "password123").await)
+    }
+
+    /// Creates a concert (as admin) with the given extra fields; returns its JSON.
+    pub async fn concert(&self, extra: Value) -> Value {
+        let mut body = json!({"title": "IU Live", "venue": "Olympic Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let reply = self
+            .post("/api/concerts", Some(&self.admin_token), body)
+            .await;
+        reply.assert_status(201).clone()
+    }
+
+    pub async fn seats(&self, concert: u64) -> Vec<Value> {
+        let reply = self
+            .get(&format!("/api/concerts/{concert}/seats"), None)
+            .await;
+        reply
+            .assert_status(200)
+            .as_array()
+            .expect("seats must be an array")
+            .clone()
+    }
+
+    /// Books a seat directly in the database, as the reservation worker does:
+    /// the seat becomes RESERVED and a CONFIRMED reservation exists.
+    pub async fn book_directly(&self, user: u64, seat: u64) {
+        let now = ticket_core::db::now();
+        let mut tx = self.pool.begin().await.unwrap();
+        let updated = sqlx::query(
+            "UPDATE seats SET status = 'RESERVED' WHERE id = ? AND status = 'AVAILABLE'",
+        )
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        assert_eq!(updated.rows_affected(), 1, "seat {seat} was not available");
+        sqlx::query(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
+             SELECT ?, concert_id, id, 'CONFIRMED', ?, ? FROM seats WHERE id = ?",
+        )
+        .bind(user)
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        let (n,): (i64,) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        n
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        // The database goes after the pool's users are done with it.
+        self.db.take();
+    }
+}

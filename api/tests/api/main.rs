@@ -1,0 +1,11 @@
+//! Integration tests: the real API on port 0 against a fresh database on a
+//! real MySQL/MariaDB server (DATABASE_URL; `make test` provides one).
+
+mod auth;
+mod concerts;
+mod health;
+mod helpers;
+mod openapi;
+mod seats;
+mod users;
+mod validation;

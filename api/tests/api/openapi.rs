@@ -1,0 +1,115 @@
+use std::collections::BTreeSet;
+
+use crate::helpers::spawn_app;
+
+/// Every route the server answers, as (method, path template).
+const ROUTES: &[(&str, &str)] = &[
+    ("get", "/healthz"),
+    ("get", "/readyz"),
+    ("post", "/api/auth/login"),
+    ("post", "/api/users"),
+    ("get", "/api/users/me"),
+    ("get", "/api/users/{id}"),
+    ("patch", "/api/users/{id}"),
+    ("delete", "/api/users/{id}"),
+    ("get", "/api/concerts"),
+    ("post", "/api/concerts"),
+    ("get", "/api/concerts/{id}"),
+    ("patch", "/api/concerts/{id}"),
+    ("delete", "/api/concerts/{id}"),
+    ("get", "/api/concerts/{id}/seats"),
+    ("post", "/api/seats"),
+    ("get", "/api/seats/{id}"),
+    ("patch", "/api/seats/{id}"),
+    ("delete", "/api/seats/{id}"),
+];
+
+#[tokio::test]
+async fn the_document_is_openapi_3_1_and_covers_every_route() {
+    let app = spawn_app().await;
+    let reply = app.get("/api/openapi.json", None).await;
+    let doc = reply.assert_status(200);
+    assert!(
+        doc["openapi"].as_str().unwrap().starts_with("3.1"),
+        "{}",
+        doc["openapi"]
+    );
+
+    let documented: BTreeSet<(String, String)> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .flat_map(|(path, item)| {
+            item.as_object()
+                .unwrap()
+                .keys()
+                .map(move |m| (m.clone(), path.clone()))
+        })
+        .collect();
+    let expected: BTreeSet<(String, String)> = ROUTES
+        .iter()
+        .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
+        .collect();
+    assert_eq!(documented, expected);
+
+    // The listed routes really exist: none of them falls through to 404/405.
+    for (method, path) in ROUTES {
+        let concrete = path.replace("{id}", "1");
+        let method = reqwest::Method::from_bytes(method.to_uppercase().as_bytes()).unwrap();
+        let reply = app.request(method.clone(), &concrete, None, None).await;
+        assert!(
+            !["ROUTE_NOT_FOUND", "METHOD_NOT_ALLOWED"]
+                .contains(&reply.body["code"].as_str().unwrap_or("")),
+            "{method} {concrete} is documented but not served"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_error_response_is_a_documented_problem() {
+    let app = spawn_app().await;
+    let doc = app.get("/api/openapi.json", None).await.body;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (method, op) in item.as_object().unwrap() {
+            let responses = op["responses"].as_object().unwrap();
+            assert!(
+                responses.keys().any(|s| s.starts_with('2')),
+                "{method} {path} has no success response"
+            );
+            for (status, response) in responses {
+                if status.starts_with('4') || status.starts_with('5') {
+                    let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                    assert_eq!(
+                        schema, "#/components/schemas/Problem",
+                        "{method} {path} {status}"
+                    );
+                }
+            }
+            let protected = op.get("security").is_some();
+            if protected {
+                assert!(
+                    responses.contains_key("401"),
+                    "{method} {path} is protected but documents no 401"
+                );
+            }
+        }
+    }
+    let codes = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .unwrap();
+    for code in [
+        "VALIDATION_ERROR",
+        "NICKNAME_DUPLICATED",
+        "SEAT_STATUS_CONFLICT",
+        "DATABASE_UNAVAILABLE",
+    ] {
+        assert!(
+            codes.iter().any(|c| c == code),
+            "{code} missing from the ErrorCode schema"
+        );
+    }
+    assert_eq!(
+        doc["components"]["securitySchemes"]["bearer"]["scheme"],
+        "bearer"
+    );
+}

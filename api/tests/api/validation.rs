@@ -1,0 +1,206 @@
+//! Bad input of every kind gets a clear 4xx problem and changes nothing.
+
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::spawn_app;
+
+#[tokio::test]
+async fn malformed_bodies_are_rejected_without_writes() {
+    let app = spawn_app().await;
+    let json_ct = Some("application/json");
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("not json", b"{nickName: alice".to_vec()),
+        (
+            "truncated",
+            br#"{"nickName": "alice", "password": "#.to_vec(),
+        ),
+        ("empty", Vec::new()),
+        ("array", b"[]".to_vec()),
+        (
+            "wrong types",
+            br#"{"nickName": 12, "password": true}"#.to_vec(),
+        ),
+        ("missing field", br#"{"nickName": "alice"}"#.to_vec()),
+        (
+            "unknown field",
+            br#"{"nickName": "alice", "password": "password123", "role": "ADMIN"}"#.to_vec(),
+        ),
+        (
+            "trailing garbage",
+            br#"{"nickName": "alice", "password": "password123"} x"#.to_vec(),
+        ),
+        ("null", b"null".to_vec()),
+        (
+            "invalid utf-8",
+            b"{\"nickName\": \"\xff\xfe\", \"password\": \"password123\"}".to_vec(),
+        ),
+    ];
+    for (name, body) in cases {
+        let reply = app
+            .raw(Method::POST, "/api/users", None, json_ct, body)
+            .await;
+        assert_eq!(reply.status.as_u16(), 400, "{name}: {}", reply.body);
+        reply.assert_problem(400, "VALIDATION_ERROR");
+    }
+    let reply = app
+        .raw(
+            Method::POST,
+            "/api/users",
+            None,
+            json_ct,
+            br#"{"nickName": 12, "password": "password123"}"#.to_vec(),
+        )
+        .await;
+    assert_eq!(
+        reply.error_fields(),
+        ["nickName"],
+        "the problem names the field"
+    );
+    assert_eq!(app.count("users").await, 1, "only the admin exists");
+}
+
+#[tokio::test]
+async fn wrong_types_in_numbers_are_rejected() {
+    let app = spawn_app().await;
+    let admin = Some(app.admin_token.as_str());
+    for body in [
+        json!({"title": "t", "venue": "v", "concertDate": "2099-01-01T00:00:00Z", "rows": -1}),
+        json!({"title": "t", "venue": "v", "concertDate": "2099-01-01T00:00:00Z", "rows": "3"}),
+        json!({"title": "t", "venue": "v", "concertDate": "2099-01-01T00:00:00Z", "seatsPerRow": 1.5}),
+        json!({"title": "t", "venue": "v", "concertDate": 20990101}),
+        json!({"title": "t", "venue": "v", "concertDate": "2099-01-01T00:00:00Z", "rows": 99999999999u64}),
+    ] {
+        let reply = app.post("/api/concerts", admin, body.clone()).await;
+        assert_eq!(reply.status.as_u16(), 400, "{body}: {}", reply.body);
+        reply.assert_problem(400, "VALIDATION_ERROR");
+    }
+    app.post(
+        "/api/seats",
+        admin,
+        json!({"concertId": "1", "seatNumber": "A1"}),
+    )
+    .await
+    .assert_problem(400, "VALIDATION_ERROR");
+    app.post(
+        "/api/seats",
+        admin,
+        json!({"concertId": -5, "seatNumber": "A1"}),
+    )
+    .await
+    .assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(app.count("concerts").await, 0);
+}
+
+#[tokio::test]
+async fn hostile_strings_are_stored_verbatim_or_refused_never_executed() {
+    let app = spawn_app().await;
+    let hostile = "Robert'); DROP TABLE users;--";
+    let reply = app
+        .post(
+            "/api/users",
+            None,
+            json!({"nickName": hostile, "password": "password123"}),
+        )
+        .await;
+    assert_eq!(reply.assert_status(201)["nickName"], hostile);
+    let token = app.login(hostile, "password123").await;
+    assert_eq!(
+        app.get("/api/users/me", Some(&token)).await.body["nickName"],
+        hostile
+    );
+    let reply = app
+        .post(
+            "/api/users",
+            None,
+            json!({"nickName": "\u{202e}evil\u{0007}", "password": "password123"}),
+        )
+        .await;
+    reply.assert_problem(400, "VALIDATION_ERROR");
+    let concert = app
+        .concert(json!({"title": "<script>alert(1)</script>", "venue": "🎤 Hall"}))
+        .await;
+    assert_eq!(concert["title"], "<script>alert(1)</script>");
+    assert_eq!(concert["venue"], "🎤 Hall");
+}
+
+#[tokio::test]
+async fn oversized_bodies_get_413_and_wrong_media_types_415() {
+    let app = spawn_app().await;
+    let big = json!({"nickName": "alice", "password": "x".repeat(70 * 1024)})
+        .to_string()
+        .into_bytes();
+    let reply = app
+        .raw(
+            Method::POST,
+            "/api/users",
+            None,
+            Some("application/json"),
+            big,
+        )
+        .await;
+    reply.assert_problem(413, "PAYLOAD_TOO_LARGE");
+    let form = b"nickName=alice&password=password123".to_vec();
+    let reply = app
+        .raw(
+            Method::POST,
+            "/api/users",
+            None,
+            Some("application/x-www-form-urlencoded"),
+            form.clone(),
+        )
+        .await;
+    reply.assert_problem(415, "UNSUPPORTED_MEDIA_TYPE");
+    app.raw(Method::POST, "/api/users", None, None, form)
+        .await
+        .assert_problem(415, "UNSUPPORTED_MEDIA_TYPE");
+    // A JSON body just under the limit is read (and validated) normally.
+    let near = json!({"nickName": "alice", "password": "x".repeat(60 * 1024)})
+        .to_string()
+        .into_bytes();
+    let reply = app
+        .raw(
+            Method::POST,
+            "/api/users",
+            None,
+            Some("application/json; charset=utf-8"),
+            near,
+        )
+        .await;
+    reply.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(app.count("users").await, 1);
+}
+
+#[tokio::test]
+async fn non_numeric_and_out_of_range_ids_are_400() {
+    let app = spawn_app().await;
+    let admin = Some(app.admin_token.as_str());
+    for id in ["abc", "-1", "1.0", "18446744073709551616", "%27%20OR%201=1"] {
+        app.get(&format!("/api/concerts/{id}"), None)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+        app.get(&format!("/api/seats/{id}"), None)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+        app.get(&format!("/api/concerts/{id}/seats"), None)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+        app.get(&format!("/api/users/{id}"), admin)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+        app.delete(&format!("/api/concerts/{id}"), admin)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+    }
+}
+
+#[tokio::test]
+async fn unknown_routes_and_methods_are_problems_too() {
+    let app = spawn_app().await;
+    app.get("/api/nothing-here", None)
+        .await
+        .assert_problem(404, "ROUTE_NOT_FOUND");
+    app.request(Method::PUT, "/api/concerts", None, Some(json!({})))
+        .await
+        .assert_problem(405, "METHOD_NOT_ALLOWED");
+}
