@@ -119,7 +119,8 @@ pub async fn spawn_app() -> TestApp {
 /// `TEST_LOG=1 cargo test …` shows the server's logs; silent otherwise.
 fn init_test_logs() {
     if std::env::var_os("TEST_LOG").is_some() {
-        std::mem::forget(ticket_core::telemetry::init("ticket-api-test"));
+        // The subscriber is global; nothing to flush for plain logs.
+        let _ = ticket_core::telemetry::init("ticket-api-test");
     }
 }
 
