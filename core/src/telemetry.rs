@@ -1,5 +1,7 @@
 //! Logging and tracing set-up, done once per process by both binaries.
 
+use std::io::IsTerminal;
+
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::fmt;
 use tracing_subscriber::prelude::*;
@@ -17,7 +19,12 @@ pub fn init(service: &'static str) -> Telemetry {
     // A second init (tests start many apps in one process) keeps the first.
     let _ = tracing_subscriber::registry()
         .with(filter)
-        .with(fmt::layer().with_writer(std::io::stderr))
+        .with(
+            fmt::layer()
+                .with_writer(std::io::stderr)
+                // Colour codes only for people, not for files and collectors.
+                .with_ansi(std::io::stderr().is_terminal()),
+        )
         .try_init();
     Telemetry { service }
 }

@@ -24,9 +24,9 @@ pub struct TestApp {
 }
 
 /// A database of its own for one test, dropped when the test ends.
-struct TestDatabase {
+pub struct TestDatabase {
     server: MySqlConnectOptions,
-    name: String,
+    pub name: String,
 }
 
 impl Drop for TestDatabase {
@@ -62,7 +62,23 @@ fn server_options() -> MySqlConnectOptions {
     MySqlConnectOptions::from_str(&url).expect("DATABASE_URL is not a valid MySQL URL")
 }
 
-async fn create_database() -> (TestDatabase, MySqlConnectOptions) {
+/// DATABASE_URL with its database name replaced by `name`.
+pub fn database_url_for(name: &str) -> String {
+    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL must be set");
+    let (url, query) = url
+        .split_once('?')
+        .map_or((url.as_str(), None), |(u, q)| (u, Some(q)));
+    let authority_at = url.find("://").map_or(0, |i| i + 3);
+    let base = url[authority_at..]
+        .find('/')
+        .map_or(url, |i| &url[..authority_at + i]);
+    match query {
+        Some(q) => format!("{base}/{name}?{q}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+pub async fn create_database() -> (TestDatabase, MySqlConnectOptions) {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let name = format!(
         "ticket_test_{}_{}_{}",
@@ -89,6 +105,20 @@ async fn create_database() -> (TestDatabase, MySqlConnectOptions) {
 pub async fn spawn_app() -> TestApp {
     init_test_logs();
     let (db, options) = create_database().await;
+    let pool = migrated_pool(options).await;
+    let app = start_server(pool.clone()).await;
+    let mut test_app = TestApp {
+        base: app,
+        client: reqwest::Client::new(),
+        pool,
+        admin_token: String::new(),
+        db: Some(db),
+    };
+    test_app.admin_token = test_app.login(ADMIN_NICK, ADMIN_PASSWORD).await;
+    test_app
+}
+
+async fn migrated_pool(options: MySqlConnectOptions) -> MySqlPool {
     let pool = MySqlPoolOptions::new()
         .max_connections(20)
         .after_connect(|conn, _| {
@@ -104,16 +134,7 @@ pub async fn spawn_app() -> TestApp {
     ticket_core::db::migrate(&pool)
         .await
         .expect("migrations failed");
-    let app = start_server(pool.clone()).await;
-    let mut test_app = TestApp {
-        base: app,
-        client: reqwest::Client::new(),
-        pool,
-        admin_token: String::new(),
-        db: Some(db),
-    };
-    test_app.admin_token = test_app.login(ADMIN_NICK, ADMIN_PASSWORD).await;
-    test_app
+    pool
 }
 
 /// `TEST_LOG=1 cargo test …` shows the server's logs; silent otherwise.
@@ -140,7 +161,7 @@ pub async fn spawn_app_without_database() -> TestApp {
     }
 }
 
-async fn start_server(pool: MySqlPool) -> String {
+pub async fn start_server(pool: MySqlPool) -> String {
     let admin = (
         NickName::parse(ADMIN_NICK).unwrap(),
         Password::parse(ADMIN_PASSWORD).unwrap(),
@@ -148,7 +169,7 @@ async fn start_server(pool: MySqlPool) -> String {
     start_server_with(pool, Some(admin)).await
 }
 
-async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
+pub async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
     let settings = Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
         auth_secret: SECRET.to_vec(),
@@ -386,9 +407,16 @@ impl TestApp {
     }
 }
 
-impl Drop for TestApp {
-    fn drop(&mut self) {
-        // The database goes after the pool's users are done with it.
-        self.db.take();
+impl TestApp {
+    /// A client of another server on the same database; it does not own
+    /// (or drop) the database.
+    pub fn sharing_database(other: &TestApp, base: String) -> TestApp {
+        TestApp {
+            base,
+            client: other.client.clone(),
+            pool: other.pool.clone(),
+            admin_token: other.admin_token.clone(),
+            db: None,
+        }
     }
 }

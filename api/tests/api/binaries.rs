@@ -1,0 +1,171 @@
+//! The real `ticket-api` executable: migrations, start-up checks, signals.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use ticket_core::domain::{NickName, Password};
+
+use crate::helpers::{
+    ADMIN_NICK, SECRET, TestApp, create_database, database_url_for, spawn_app, start_server_with,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_ticket-api");
+
+fn api(database_url: &str) -> Command {
+    let mut cmd = Command::new(BIN);
+    cmd.env_clear()
+        .env("DATABASE_URL", database_url)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Waits for the child to exit, failing the test if it takes longer than `limit`.
+fn wait_for_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus {
+    let deadline = Instant::now() + limit;
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if Instant::now() > deadline {
+            child.kill().ok();
+            panic!("process did not exit within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[tokio::test]
+async fn migrate_applies_the_schema_and_is_idempotent() {
+    let (db, options) = create_database().await;
+    let url = database_url_for(&db.name);
+    for _ in 0..2 {
+        let out = api(&url).arg("migrate").output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let pool = sqlx::MySqlPool::connect_with(options).await.unwrap();
+    let (tables,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
+         AND table_name IN ('users', 'concerts', 'seats', 'reservations', 'reservation_queue')",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, 5);
+}
+
+#[test]
+fn serving_needs_a_strong_signing_secret() {
+    let url = database_url_for("unused");
+    let out = api(&url).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("TICKET_AUTH_SECRET"));
+    let out = api(&url)
+        .env("TICKET_AUTH_SECRET", "too-short")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 32 bytes"));
+}
+
+#[test]
+fn help_documents_every_option() {
+    let out = Command::new(BIN).arg("--help").output().unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for option in [
+        "DATABASE_URL",
+        "TICKET_API_ADDR",
+        "TICKET_AUTH_SECRET",
+        "TICKET_ADMIN_NICKNAME",
+        "TICKET_ADMIN_PASSWORD",
+        "TICKET_TOKEN_TTL_SECS",
+        "TICKET_DB_MAX_CONNECTIONS",
+        "migrate",
+    ] {
+        assert!(
+            help.contains(option),
+            "--help does not mention {option}:\n{help}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_api_stops_gracefully_on_sigterm() {
+    let (db, _) = create_database().await;
+    let url = database_url_for(&db.name);
+    assert!(api(&url).arg("migrate").status().unwrap().success());
+    let mut child = api(&url)
+        .env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    // The bound address is only known from the log line announcing it.
+    let addr = tokio::task::spawn_blocking(move || {
+        BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                line.split_once("listening addr=")
+                    .map(|(_, a)| a.trim().to_owned())
+            })
+    })
+    .await
+    .unwrap()
+    .expect("the API never said where it listens");
+    let ready = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
+    assert_eq!(ready.status(), 200);
+
+    let pid = child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let status =
+        tokio::task::spawn_blocking(move || wait_for_exit(&mut child, Duration::from_secs(10)))
+            .await
+            .unwrap();
+    assert!(status.success(), "exit status after SIGTERM: {status}");
+}
+
+#[tokio::test]
+async fn admin_bootstrap_promotes_and_updates_the_account() {
+    let app = spawn_app().await;
+    let (id, _) = app.user("boss").await;
+    let second = start_server_with(
+        app.pool.clone(),
+        Some((
+            NickName::parse("boss").unwrap(),
+            Password::parse("new-admin-password").unwrap(),
+        )),
+    )
+    .await;
+    let second = TestApp::sharing_database(&app, second);
+    second
+        .try_login("boss", "password123")
+        .await
+        .assert_problem(401, "INVALID_CREDENTIALS");
+    let token = second.login("boss", "new-admin-password").await;
+    let me = second.get("/api/users/me", Some(&token)).await;
+    assert_eq!(
+        (me.body["id"].as_u64(), me.body["role"].as_str()),
+        (Some(id), Some("ADMIN"))
+    );
+    // The original admin is untouched, and still one account per nickname.
+    second
+        .login(ADMIN_NICK, crate::helpers::ADMIN_PASSWORD)
+        .await;
+    assert_eq!(app.count("users").await, 2);
+}
