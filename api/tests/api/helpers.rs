@@ -20,7 +20,8 @@ pub struct TestApp {
     /// A pool on the test's own database, for arranging and checking state.
     pub pool: MySqlPool,
     pub admin_token: String,
-    db: Option<TestDatabase>,
+    /// Held only so the database is dropped with the app.
+    _db: Option<TestDatabase>,
 }
 
 /// A database of its own for one test, dropped when the test ends.
@@ -112,7 +113,7 @@ pub async fn spawn_app() -> TestApp {
         client: reqwest::Client::new(),
         pool,
         admin_token: String::new(),
-        db: Some(db),
+        _db: Some(db),
     };
     test_app.admin_token = test_app.login(ADMIN_NICK, ADMIN_PASSWORD).await;
     test_app
@@ -157,7 +158,7 @@ pub async fn spawn_app_without_database() -> TestApp {
         client: reqwest::Client::new(),
         pool,
         admin_token: String::new(),
-        db: None,
+        _db: None,
     }
 }
 
@@ -416,7 +417,7 @@ impl TestApp {
             client: other.client.clone(),
             pool: other.pool.clone(),
             admin_token: other.admin_token.clone(),
-            db: None,
+            _db: None,
         }
     }
 }
