@@ -7,3 +7,5 @@ pub mod db;
 pub mod domain;
 pub mod shutdown;
 pub mod telemetry;
+#[cfg(feature = "testing")]
+pub mod testing;

@@ -6,9 +6,9 @@ use std::time::{Duration, Instant};
 
 use ticket_core::domain::{NickName, Password};
 
-use crate::helpers::{
-    ADMIN_NICK, SECRET, TestApp, create_database, database_url_for, spawn_app, start_server_with,
-};
+use ticket_core::testing::TestDatabase;
+
+use crate::helpers::{ADMIN_NICK, SECRET, TestApp, spawn_app, start_server_with};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ticket-api");
 
@@ -38,8 +38,8 @@ fn wait_for_exit(child: &mut Child, limit: Duration) -> std::process::ExitStatus
 
 #[tokio::test]
 async fn migrate_applies_the_schema_and_is_idempotent() {
-    let (db, options) = create_database().await;
-    let url = database_url_for(&db.name);
+    let db = TestDatabase::create().await;
+    let url = db.url();
     for _ in 0..2 {
         let out = api(&url).arg("migrate").output().unwrap();
         assert!(
@@ -48,20 +48,20 @@ async fn migrate_applies_the_schema_and_is_idempotent() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let pool = sqlx::MySqlPool::connect_with(options).await.unwrap();
+    let pool = db.pool(1).await;
     let (tables,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
-         AND table_name IN ('users', 'concerts', 'seats', 'reservations', 'reservation_queue')",
+         AND table_name IN ('users', 'concerts', 'seats', 'reservations', 'reservation_queue', 'outbox')",
     )
     .fetch_one(&pool)
     .await
     .unwrap();
-    assert_eq!(tables, 5);
+    assert_eq!(tables, 6);
 }
 
 #[test]
 fn serving_needs_a_strong_signing_secret() {
-    let url = database_url_for("unused");
+    let url = ticket_core::testing::database_url_for("unused");
     let out = api(&url).output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("TICKET_AUTH_SECRET"));
@@ -96,8 +96,8 @@ fn help_documents_every_option() {
 
 #[tokio::test]
 async fn the_api_stops_gracefully_on_sigterm() {
-    let (db, _) = create_database().await;
-    let url = database_url_for(&db.name);
+    let db = TestDatabase::create().await;
+    let url = db.url();
     assert!(api(&url).arg("migrate").status().unwrap().success());
     let mut child = api(&url)
         .env("TICKET_API_ADDR", "127.0.0.1:0")

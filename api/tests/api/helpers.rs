@@ -1,14 +1,12 @@
-use std::str::FromStr;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
 use ticket_api::security::TokenKeys;
 use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
+use ticket_core::testing::TestDatabase;
 
 pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
 pub const ADMIN_NICK: &str = "admin";
@@ -24,89 +22,10 @@ pub struct TestApp {
     _db: Option<TestDatabase>,
 }
 
-/// A database of its own for one test, dropped when the test ends.
-pub struct TestDatabase {
-    server: MySqlConnectOptions,
-    pub name: String,
-}
-
-impl Drop for TestDatabase {
-    fn drop(&mut self) {
-        let server = self.server.clone();
-        let name = self.name.clone();
-        // Drop runs inside the test's runtime, which cannot be blocked on:
-        // do the clean-up on a thread with a runtime of its own.
-        let cleanup = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()?;
-            rt.block_on(async {
-                let mut conn = server.connect().await?;
-                conn.execute(sqlx::AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS `{name}`"
-                )))
-                .await?;
-                Ok::<_, sqlx::Error>(())
-            })?;
-            Ok::<_, Box<dyn std::error::Error + Send + Sync>>(())
-        });
-        if let Ok(Err(e)) = cleanup.join() {
-            eprintln!("could not drop test database: {e}");
-        }
-    }
-}
-
-fn server_options() -> MySqlConnectOptions {
-    let url = std::env::var("DATABASE_URL").expect(
-        "DATABASE_URL must point at a MySQL/MariaDB server; run the tests with `make test`",
-    );
-    MySqlConnectOptions::from_str(&url).expect("DATABASE_URL is not a valid MySQL URL")
-}
-
-/// DATABASE_URL with its database name replaced by `name`.
-pub fn database_url_for(name: &str) -> String {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL must be set");
-    let (url, query) = url
-        .split_once('?')
-        .map_or((url.as_str(), None), |(u, q)| (u, Some(q)));
-    let authority_at = url.find("://").map_or(0, |i| i + 3);
-    let base = url[authority_at..]
-        .find('/')
-        .map_or(url, |i| &url[..authority_at + i]);
-    match query {
-        Some(q) => format!("{base}/{name}?{q}"),
-        None => format!("{base}/{name}"),
-    }
-}
-
-pub async fn create_database() -> (TestDatabase, MySqlConnectOptions) {
-    static COUNTER: AtomicU32 = AtomicU32::new(0);
-    let name = format!(
-        "ticket_test_{}_{}_{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed),
-        chrono::Utc::now().timestamp_micros() % 1_000_000
-    );
-    let server = server_options();
-    let mut conn = server
-        .connect()
-        .await
-        .expect("cannot connect to the test database server");
-    conn.execute(sqlx::AssertSqlSafe(format!(
-        "CREATE DATABASE `{name}` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"
-    )))
-    .await
-    .expect("cannot create a test database");
-    conn.close().await.ok();
-    let options = server.clone().database(&name);
-    (TestDatabase { server, name }, options)
-}
-
 /// Starts the API against a fresh, migrated database, with an admin account.
 pub async fn spawn_app() -> TestApp {
     init_test_logs();
-    let (db, options) = create_database().await;
-    let pool = migrated_pool(options).await;
+    let (db, pool) = TestDatabase::migrated().await;
     let app = start_server(pool.clone()).await;
     let mut test_app = TestApp {
         base: app,
@@ -119,25 +38,6 @@ pub async fn spawn_app() -> TestApp {
     test_app
 }
 
-async fn migrated_pool(options: MySqlConnectOptions) -> MySqlPool {
-    let pool = MySqlPoolOptions::new()
-        .max_connections(20)
-        .after_connect(|conn, _| {
-            Box::pin(async move {
-                conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
-                    .await?;
-                Ok(())
-            })
-        })
-        .connect_with(options)
-        .await
-        .expect("cannot connect to the test database");
-    ticket_core::db::migrate(&pool)
-        .await
-        .expect("migrations failed");
-    pool
-}
-
 /// `TEST_LOG=1 cargo test …` shows the server's logs; silent otherwise.
 fn init_test_logs() {
     if std::env::var_os("TEST_LOG").is_some() {
@@ -148,7 +48,7 @@ fn init_test_logs() {
 
 /// Starts the API on a pool that points at nothing that answers.
 pub async fn spawn_app_without_database() -> TestApp {
-    let options = server_options().port(1);
+    let options = ticket_core::testing::server_options().port(1);
     let pool = MySqlPoolOptions::new()
         .acquire_timeout(Duration::from_secs(1))
         .connect_lazy_with(options);
