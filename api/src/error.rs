@@ -22,6 +22,8 @@ pub enum ErrorCode {
     UserNotFound,
     ConcertNotFound,
     SeatNotFound,
+    QueueNotFound,
+    ReservationNotFound,
     MethodNotAllowed,
     NicknameDuplicated,
     SeatDuplicated,
@@ -29,6 +31,9 @@ pub enum ErrorCode {
     ConcertDeleteForbidden,
     SeatDeleteForbidden,
     SeatStatusConflict,
+    QueueDuplicated,
+    IdempotencyKeyReused,
+    ReservationCancelForbidden,
     RequestTimeout,
     DatabaseUnavailable,
     InternalError,
@@ -43,14 +48,18 @@ impl ErrorCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
             Forbidden => StatusCode::FORBIDDEN,
-            RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound => StatusCode::NOT_FOUND,
+            RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
+            | ReservationNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
             | UserDeleteForbidden
             | ConcertDeleteForbidden
             | SeatDeleteForbidden
-            | SeatStatusConflict => StatusCode::CONFLICT,
+            | SeatStatusConflict
+            | QueueDuplicated
+            | IdempotencyKeyReused
+            | ReservationCancelForbidden => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
@@ -160,9 +169,21 @@ impl From<sqlx::Error> for ApiError {
                 ErrorCode::SeatDuplicated,
                 "the concert already has a seat with this seatNumber",
             )),
+            Some("uq_queue_open_request") => Some((
+                ErrorCode::QueueDuplicated,
+                "you already have a pending request for this seat",
+            )),
             _ => None,
         };
-        if let Some((code, detail)) = conflict {
+        let missing = match db::violated_foreign_key(&err) {
+            Some("fk_queue_seat") => Some((ErrorCode::SeatNotFound, "no such seat")),
+            // A valid token whose account was deleted since.
+            Some("fk_queue_user") => {
+                Some((ErrorCode::Unauthorized, "your account no longer exists"))
+            }
+            _ => None,
+        };
+        if let Some((code, detail)) = conflict.or(missing) {
             return Self::new(code, detail);
         }
         if db::is_unavailable(&err) || db::is_transient_conflict(&err) {

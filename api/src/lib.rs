@@ -8,3 +8,4 @@ pub mod routes;
 pub mod security;
 pub mod startup;
 pub mod state;
+pub mod trace_context;

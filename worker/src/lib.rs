@@ -1,53 +1,190 @@
-//! The reservation queue worker. Until the reservation pipeline lands this is
-//! its skeleton: configuration, database connection and a shutdown-aware loop
-//! that the claim/decide cycle will run inside.
+//! The reservation queue worker. Any number of them run side by side with no
+//! coordinator: each claims rows with `FOR UPDATE SKIP LOCKED` under a lease,
+//! decides them, and fences every write with the lease token.
+
+pub mod config;
+pub mod decide;
+mod random;
 
 use std::time::Duration;
 
-use clap::Parser;
-use sqlx::MySqlPool;
-use ticket_core::config::DatabaseArgs;
-use ticket_core::db;
+use sqlx::{Connection, MySqlPool};
+use ticket_core::db::{self, queue};
+use ticket_core::domain::QueueId;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "ticket-worker",
-    version,
-    about = "Reservation queue worker of the ticket reservation system"
-)]
-pub struct Cli {
-    #[command(flatten)]
-    pub database: DatabaseArgs,
+pub use config::{Cli, Mode, WorkerConfig};
+pub use decide::{DecideError, Decided};
 
-    /// How long to wait between polls of an idle queue (ms).
-    #[arg(long, env = "TICKET_WORKER_POLL_INTERVAL_MS", default_value_t = 50)]
-    pub poll_interval_ms: u64,
+/// Rows claimed by one claim transaction, under one lease.
+#[derive(Debug)]
+pub struct ClaimedBatch {
+    pub ids: Vec<QueueId>,
+    pub token: u64,
+    pub reclaimed: usize,
 }
 
-/// Runs until `shutdown` is cancelled. The loop checks the token only between
-/// iterations, so a batch in progress always finishes.
-pub async fn run(
+/// What one claim-and-decide cycle did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Cycle {
+    pub claimed: usize,
+    pub reclaimed: usize,
+    pub decided: Decided,
+}
+
+pub struct Worker {
     pool: MySqlPool,
-    poll_interval: Duration,
-    shutdown: CancellationToken,
-) -> anyhow::Result<()> {
-    let mut database_was_up = None;
-    loop {
-        let up = db::ping(&pool).await.is_ok();
-        if database_was_up != Some(up) {
-            if up {
-                tracing::info!("database reachable; waiting for work");
-            } else {
-                tracing::warn!("database unreachable; will keep trying");
-            }
-            database_was_up = Some(up);
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => break,
-            () = tokio::time::sleep(poll_interval) => {}
+    owner: String,
+    mode: Mode,
+    config: watch::Receiver<WorkerConfig>,
+}
+
+/// Attempts at deciding one batch when deadlocks or lock waits get in the way.
+const DECIDE_ATTEMPTS: u32 = 5;
+
+impl Worker {
+    /// `config` is read before every cycle, so a new value applies from the
+    /// next batch on without a restart.
+    pub fn new(
+        pool: MySqlPool,
+        owner: impl Into<String>,
+        mode: Mode,
+        config: watch::Receiver<WorkerConfig>,
+    ) -> Self {
+        Self {
+            pool,
+            owner: owner.into(),
+            mode,
+            config,
         }
     }
-    tracing::info!("worker stopped");
-    Ok(())
+
+    /// A worker with a fixed configuration.
+    pub fn with_config(
+        pool: MySqlPool,
+        owner: impl Into<String>,
+        mode: Mode,
+        config: WorkerConfig,
+    ) -> Self {
+        let (sender, receiver) = watch::channel(config);
+        // Nobody will change it; the receiver keeps the last value anyway.
+        drop(sender);
+        Self::new(pool, owner, mode, receiver)
+    }
+
+    pub fn config(&self) -> WorkerConfig {
+        *self.config.borrow()
+    }
+
+    /// Claims up to a batch of rows in a short transaction of its own and
+    /// commits, leaving them PROCESSING under a fresh lease.
+    pub async fn claim_once(&self) -> Result<ClaimedBatch, sqlx::Error> {
+        let config = self.config();
+        let now = db::now();
+        let lease = queue::Lease {
+            owner: self.owner.clone(),
+            token: random::u64(),
+            until: now
+                + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30)),
+        };
+        let mut conn = self.pool.acquire().await?;
+        let mut tx = conn.begin().await?;
+        let claim = queue::claim(&mut tx, &lease, config.batch_size, now).await?;
+        tx.commit().await?;
+        Ok(ClaimedBatch {
+            ids: claim.ids,
+            token: lease.token,
+            reclaimed: claim.reclaimed,
+        })
+    }
+
+    /// Decides a claimed batch, retrying deadlocks and lock-wait timeouts
+    /// with jittered backoff (each attempt starts from a clean rollback).
+    pub async fn decide(&self, batch: &ClaimedBatch) -> Result<Decided, DecideError> {
+        if batch.ids.is_empty() {
+            return Ok(Decided::default());
+        }
+        let mut attempt = 1;
+        loop {
+            let mut conn = self.pool.acquire().await?;
+            let result = match self.mode {
+                Mode::Batch => decide::batch(&mut conn, &batch.ids, batch.token).await,
+                Mode::PerRequest => decide::per_request(&mut conn, &batch.ids, batch.token).await,
+            };
+            match result {
+                Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
+                    tracing::warn!(error = %e, attempt, "transient conflict while deciding; retrying");
+                    tokio::time::sleep(random::jitter(Duration::from_millis(20 << attempt), 1.0))
+                        .await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// One claim-and-decide cycle: the deterministic entry point tests use.
+    pub async fn process_once(&self) -> anyhow::Result<Cycle> {
+        let batch = self.claim_once().await?;
+        let decided = self.decide(&batch).await?;
+        if batch.reclaimed > 0 {
+            tracing::info!(
+                reclaimed = batch.reclaimed,
+                "re-claimed rows whose lease had expired"
+            );
+        }
+        Ok(Cycle {
+            claimed: batch.ids.len(),
+            reclaimed: batch.reclaimed,
+            decided,
+        })
+    }
+
+    /// Claims and decides until `shutdown` is cancelled. Cancellation is
+    /// checked only between cycles, so a batch in progress always finishes.
+    /// After a full batch the next claim follows at once; an idle queue is
+    /// polled every poll interval (with jitter); errors back off up to 5 s.
+    pub async fn run(&self, shutdown: CancellationToken) {
+        let mut failures: u32 = 0;
+        tracing::info!(owner = %self.owner, mode = ?self.mode, config = ?self.config(), "worker started");
+        while !shutdown.is_cancelled() {
+            let config = self.config();
+            let pause = match self.process_once().await {
+                Ok(cycle) => {
+                    if failures > 0 {
+                        tracing::info!("worker recovered");
+                    }
+                    failures = 0;
+                    if cycle.claimed > 0 {
+                        tracing::debug!(?cycle, "batch decided");
+                    }
+                    let full = cycle.claimed >= config.batch_size as usize;
+                    if full && self.mode == Mode::Batch {
+                        continue;
+                    }
+                    random::jitter(config.poll_interval, 0.2)
+                }
+                Err(e) => {
+                    failures += 1;
+                    if failures == 1 || failures.is_power_of_two() {
+                        tracing::warn!(
+                            error = format!("{e:#}"),
+                            failures,
+                            "cycle failed; backing off"
+                        );
+                    }
+                    random::jitter(
+                        Duration::from_millis(50 << failures.min(6)).min(Duration::from_secs(5)),
+                        0.5,
+                    )
+                }
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => break,
+                () = tokio::time::sleep(pause) => {}
+            }
+        }
+        tracing::info!("worker stopped");
+    }
 }

@@ -1,9 +1,7 @@
-use std::time::Duration;
-
 use anyhow::Context;
 use clap::Parser;
 use ticket_core::telemetry;
-use ticket_worker::Cli;
+use ticket_worker::{Cli, Worker};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -28,5 +26,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             shutdown.cancel();
         }
     });
-    ticket_worker::run(pool, Duration::from_millis(cli.poll_interval_ms), shutdown).await
+    let worker = Worker::with_config(pool, cli.owner(), cli.mode, cli.worker_config());
+    worker.run(shutdown).await;
+    Ok(())
 }

@@ -46,9 +46,9 @@ pub struct UpdateConcertRequest {
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Zero-based page number.
-    page: Option<u32>,
+    pub page: Option<u32>,
     /// Items per page, 1–100 (default 20).
-    size: Option<u32>,
+    pub size: Option<u32>,
 }
 
 #[derive(Serialize, ToSchema)]

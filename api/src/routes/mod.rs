@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod concerts;
 pub mod health;
+pub mod reservations;
 pub mod seats;
 pub mod users;
 
@@ -30,6 +31,7 @@ pub fn router(state: AppState) -> Router {
         .merge(users::router())
         .merge(concerts::router())
         .merge(seats::router())
+        .merge(reservations::router())
         .merge(crate::openapi::router())
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {

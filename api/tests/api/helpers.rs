@@ -7,6 +7,7 @@ use ticket_api::security::TokenKeys;
 use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
 use ticket_core::testing::TestDatabase;
+use ticket_worker::{Mode, Worker, WorkerConfig};
 
 pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
 pub const ADMIN_NICK: &str = "admin";
@@ -319,5 +320,100 @@ impl TestApp {
             admin_token: other.admin_token.clone(),
             _db: None,
         }
+    }
+}
+
+impl TestApp {
+    /// `n` users inserted directly (no password hashing) with tokens minted
+    /// by the server's keys: for tests about reservations, not sign-up.
+    pub async fn many_users(&self, prefix: &str, n: usize) -> Vec<(u64, String)> {
+        let now = ticket_core::db::now().naive_utc();
+        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) ",
+            );
+            insert.push_values(chunk, |mut row, i| {
+                row.push_bind(format!("{prefix}{i}"))
+                    .push_bind("not-a-login-account")
+                    .push_bind("USER")
+                    .push_bind(now)
+                    .push_bind(now);
+            });
+            insert.build().execute(&self.pool).await.unwrap();
+        }
+        let ids: Vec<(u64,)> =
+            sqlx::query_as("SELECT id FROM users WHERE nickname LIKE ? ORDER BY id")
+                .bind(format!("{prefix}%"))
+                .fetch_all(&self.pool)
+                .await
+                .unwrap();
+        let keys = token_keys(Duration::from_secs(3600));
+        ids.into_iter()
+            .map(|(id,)| {
+                (
+                    id,
+                    keys.issue(
+                        ticket_core::domain::UserId(id),
+                        ticket_core::domain::Role::User,
+                        chrono::Utc::now(),
+                    )
+                    .token,
+                )
+            })
+            .collect()
+    }
+
+    /// A worker on this app's database with a fixed configuration.
+    pub fn worker(&self, name: &str, mode: Mode, batch_size: u32, lease: Duration) -> Worker {
+        let config = WorkerConfig {
+            batch_size,
+            poll_interval: Duration::from_millis(5),
+            lease,
+        };
+        Worker::with_config(self.pool.clone(), name, mode, config)
+    }
+
+    /// Decides everything queued, one batch at a time.
+    pub async fn drain(&self) {
+        let worker = self.worker("drain", Mode::Batch, 1000, Duration::from_secs(30));
+        while worker
+            .process_once()
+            .await
+            .expect("worker cycle failed")
+            .claimed
+            > 0
+        {}
+    }
+
+    pub async fn reserve(&self, token: &str, seat: u64) -> Reply {
+        self.post("/api/reservations", Some(token), json!({"seatId": seat}))
+            .await
+    }
+
+    pub async fn queue_status(&self, token: &str, queue_id: u64) -> Value {
+        let reply = self
+            .get(&format!("/api/reservations/status/{queue_id}"), Some(token))
+            .await;
+        reply.assert_status(200).clone()
+    }
+
+    /// Fails the test on any violated invariant of seats, reservations and queue.
+    pub async fn assert_invariants(&self) {
+        let mut conn = self.pool.acquire().await.unwrap();
+        let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
+        let violations = ticket_core::db::invariants::check(&mut conn, stale_before)
+            .await
+            .unwrap();
+        assert!(violations.is_empty(), "invariants violated: {violations:?}");
+    }
+
+    /// How many queue rows have each status.
+    pub async fn queue_counts(&self) -> std::collections::HashMap<String, i64> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap();
+        rows.into_iter().collect()
     }
 }

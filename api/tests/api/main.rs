@@ -7,6 +7,7 @@ mod concerts;
 mod health;
 mod helpers;
 mod openapi;
+mod reservations;
 mod seats;
 mod users;
 mod validation;

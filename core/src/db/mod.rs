@@ -3,6 +3,10 @@
 //! of these into one transaction.
 
 pub mod concerts;
+pub mod invariants;
+pub mod outbox;
+pub mod queue;
+pub mod reservations;
 pub mod seats;
 pub mod users;
 
@@ -28,6 +32,10 @@ pub async fn migrate(pool: &MySqlPool) -> Result<(), MigrateError> {
 /// is held by row locks and constraints, not by snapshot isolation.
 pub(crate) async fn prepare_session(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
     conn.execute("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED")
+        .await?;
+    // Fail a lock wait after 5 s (the default is 50 s) so that a request
+    // answers 503 and a worker retries, rather than both hanging.
+    conn.execute("SET SESSION innodb_lock_wait_timeout = 5")
         .await?;
     Ok(())
 }
@@ -60,6 +68,17 @@ pub fn violated_unique_key(err: &sqlx::Error) -> Option<&str> {
     Some(key.rsplit_once('.').map_or(key, |(_, k)| k))
 }
 
+/// The name of the foreign key a statement violated by referring to a row
+/// that does not exist (error 1452), e.g. `fk_queue_seat`.
+pub fn violated_foreign_key(err: &sqlx::Error) -> Option<&str> {
+    if error_number(err) != Some(1452) {
+        return None;
+    }
+    let message = err.as_database_error()?.message();
+    let (_, rest) = message.split_once("CONSTRAINT `")?;
+    rest.split_once('`').map(|(name, _)| name)
+}
+
 /// MySQL error number of a database error, e.g. 1213 for a deadlock.
 pub fn error_number(err: &sqlx::Error) -> Option<u16> {
     err.as_database_error()?
@@ -86,4 +105,18 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
         error_number(err),
         Some(2002 | 2003 | 2006 | 2013 | 1040 | 1053)
     )
+}
+
+/// `1,2,3` for an `IN (…)` list. Only for integers this system generated
+/// (row ids), never for client input; statements built with it vary in text,
+/// so run them with `.persistent(false)` to keep them out of the statement cache.
+pub(crate) fn id_list<I: IntoIterator<Item = u64>>(ids: I) -> String {
+    let mut list = String::new();
+    for id in ids {
+        if !list.is_empty() {
+            list.push(',');
+        }
+        list.push_str(&id.to_string());
+    }
+    list
 }

@@ -154,3 +154,71 @@ pub async fn delete_with_history(
         .await?;
     Ok(done.rows_affected() == 1)
 }
+
+/// Locks those of `seats` that are AVAILABLE and returns them; seats that
+/// are taken (or locked by a transaction that then takes them) are left out.
+/// Locks are taken in id order, the same order every worker uses.
+pub async fn lock_available(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+) -> Result<Vec<SeatId>, sqlx::Error> {
+    if seats.is_empty() {
+        return Ok(Vec::new());
+    }
+    let rows: Vec<(SeatId,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM seats WHERE id IN ({}) AND status = 'AVAILABLE' ORDER BY id FOR UPDATE",
+        super::id_list(seats.iter().map(|s| s.0))
+    )))
+    .persistent(false)
+    .fetch_all(conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Marks seats locked by [`lock_available`] as RESERVED.
+pub async fn mark_reserved(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if seats.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id IN ({}) AND status = 'AVAILABLE'",
+        super::id_list(seats.iter().map(|s| s.0))
+    )))
+    .persistent(false)
+    .bind(now.naive_utc())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// The original's conditional update: takes the seat if it is AVAILABLE.
+pub async fn reserve_if_available(
+    conn: &mut MySqlConnection,
+    seat: SeatId,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id = ? AND status = 'AVAILABLE'")
+        .bind(now.naive_utc())
+        .bind(seat)
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Makes a RESERVED seat AVAILABLE again (its reservation was cancelled).
+pub async fn release(
+    conn: &mut MySqlConnection,
+    seat: SeatId,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE seats SET status = 'AVAILABLE', updated_at = ? WHERE id = ? AND status = 'RESERVED'")
+        .bind(now.naive_utc())
+        .bind(seat)
+        .execute(conn)
+        .await?;
+    Ok(())
+}

@@ -4,6 +4,7 @@
 mod concert;
 mod ids;
 mod page;
+mod reservation;
 mod seat;
 mod status;
 mod user;
@@ -11,6 +12,7 @@ mod user;
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
 pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
 pub use page::PageRequest;
+pub use reservation::{FailureReason, IdempotencyKey};
 pub use seat::SeatNumber;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
 pub use user::{NickName, Password};

@@ -1,0 +1,85 @@
+//! Checks that the data tells one consistent story about every seat. Used by
+//! the tests after every concurrency scenario, and by operators.
+
+use chrono::{DateTime, Utc};
+use sqlx::MySqlConnection;
+
+/// One broken invariant, with how many rows break it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub invariant: &'static str,
+    pub rows: u64,
+}
+
+const CHECKS: &[(&str, &str)] = &[
+    (
+        "a seat has more than one CONFIRMED reservation",
+        "SELECT COUNT(*) FROM (SELECT seat_id FROM reservations WHERE status = 'CONFIRMED' \
+         GROUP BY seat_id HAVING COUNT(*) > 1) d",
+    ),
+    (
+        "a RESERVED seat has no CONFIRMED reservation",
+        "SELECT COUNT(*) FROM seats s WHERE s.status = 'RESERVED' AND NOT EXISTS \
+         (SELECT 1 FROM reservations r WHERE r.seat_id = s.id AND r.status = 'CONFIRMED')",
+    ),
+    (
+        "a seat with a CONFIRMED reservation is not RESERVED",
+        "SELECT COUNT(*) FROM reservations r JOIN seats s ON s.id = r.seat_id \
+         WHERE r.status = 'CONFIRMED' AND s.status <> 'RESERVED'",
+    ),
+    (
+        "a SUCCESS request has no reservation for its user and seat",
+        "SELECT COUNT(*) FROM reservation_queue q LEFT JOIN reservations r ON r.id = q.reservation_id \
+         WHERE q.status = 'SUCCESS' AND (r.id IS NULL OR r.seat_id <> q.seat_id OR r.user_id <> q.user_id)",
+    ),
+    (
+        "a reservation was made by more than one request",
+        "SELECT COUNT(*) FROM (SELECT reservation_id FROM reservation_queue WHERE status = 'SUCCESS' \
+         GROUP BY reservation_id HAVING COUNT(*) > 1) d",
+    ),
+    (
+        "a decided request has no decision time",
+        "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('SUCCESS', 'FAILED') AND decided_at IS NULL",
+    ),
+    (
+        "a reservation has no ReservationSucceeded event",
+        "SELECT COUNT(*) FROM reservations r WHERE NOT EXISTS (SELECT 1 FROM outbox o \
+         WHERE o.event_type = 'ReservationSucceeded' AND o.aggregate_id = r.id)",
+    ),
+    (
+        "a concert's seat_count differs from its seats",
+        "SELECT COUNT(*) FROM concerts c WHERE c.seat_count <> \
+         (SELECT COUNT(*) FROM seats s WHERE s.concert_id = c.id)",
+    ),
+];
+
+/// Every violated invariant; empty when all hold. A PROCESSING request whose
+/// lease ended before `stale_before` counts as stuck.
+pub async fn check(
+    conn: &mut MySqlConnection,
+    stale_before: DateTime<Utc>,
+) -> Result<Vec<Violation>, sqlx::Error> {
+    let mut violations = Vec::new();
+    for (invariant, sql) in CHECKS {
+        let (rows,): (i64,) = sqlx::query_as(*sql).fetch_one(&mut *conn).await?;
+        if rows > 0 {
+            violations.push(Violation {
+                invariant,
+                rows: rows.unsigned_abs(),
+            });
+        }
+    }
+    let (stuck,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ?",
+    )
+    .bind(stale_before.naive_utc())
+    .fetch_one(&mut *conn)
+    .await?;
+    if stuck > 0 {
+        violations.push(Violation {
+            invariant: "a PROCESSING request's lease expired long ago",
+            rows: stuck.unsigned_abs(),
+        });
+    }
+    Ok(violations)
+}

@@ -1,0 +1,55 @@
+//! Events written in the transaction of the change they announce.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::id_list;
+use crate::domain::{QueueId, ReservationId};
+
+pub const RESERVATION_SUCCEEDED: &str = "ReservationSucceeded";
+pub const RESERVATION_CANCELLED: &str = "ReservationCancelled";
+
+/// A `ReservationSucceeded` event for each SUCCESS request given.
+pub async fn record_succeeded(
+    conn: &mut MySqlConnection,
+    requests: &[QueueId],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if requests.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(AssertSqlSafe(format!(
+        "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
+         SELECT ?, r.id, JSON_OBJECT('reservationId', r.id, 'queueId', q.id, 'userId', r.user_id, \
+                                     'concertId', r.concert_id, 'seatId', r.seat_id), ? \
+         FROM reservation_queue q JOIN reservations r ON r.id = q.reservation_id \
+         WHERE q.id IN ({}) AND q.status = 'SUCCESS' ORDER BY q.id",
+        id_list(requests.iter().map(|id| id.0))
+    )))
+    .persistent(false)
+    .bind(RESERVATION_SUCCEEDED)
+    .bind(now.naive_utc())
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// A `ReservationCancelled` event for the reservation.
+pub async fn record_cancelled(
+    conn: &mut MySqlConnection,
+    reservation: ReservationId,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
+         SELECT ?, id, JSON_OBJECT('reservationId', id, 'userId', user_id, 'concertId', concert_id, \
+                                   'seatId', seat_id), ? \
+         FROM reservations WHERE id = ?",
+    )
+    .bind(RESERVATION_CANCELLED)
+    .bind(now.naive_utc())
+    .bind(reservation)
+    .execute(conn)
+    .await?;
+    Ok(())
+}

@@ -1,0 +1,255 @@
+//! The reservation queue: enqueue, claim under a lease, and fenced completion.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::id_list;
+use crate::domain::{
+    FailureReason, IdempotencyKey, QueueId, QueueStatus, ReservationId, SeatId, UserId,
+};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct QueueRow {
+    pub id: QueueId,
+    pub user_id: UserId,
+    pub seat_id: SeatId,
+    pub status: QueueStatus,
+    pub reservation_id: Option<ReservationId>,
+    pub reason: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub decided_at: Option<DateTime<Utc>>,
+}
+
+const COLUMNS: &str =
+    "id, user_id, seat_id, status, reservation_id, reason, created_at, decided_at";
+
+/// W3C trace context of the request that enqueued a row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceContext {
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+}
+
+/// Adds a PENDING request. Fails with a violation of `uq_queue_open_request`
+/// when the user already has an open request for the seat, of
+/// `uq_queue_idempotency` when the key was used before, and with a foreign
+/// key error (1452) when the seat or user does not exist.
+pub async fn enqueue(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    seat: SeatId,
+    key: Option<&IdempotencyKey>,
+    trace: &TraceContext,
+    now: DateTime<Utc>,
+) -> Result<QueueId, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO reservation_queue \
+         (user_id, seat_id, status, idempotency_key, traceparent, tracestate, created_at, updated_at) \
+         VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?)",
+    )
+    .bind(user)
+    .bind(seat)
+    .bind(key.map(IdempotencyKey::as_str))
+    .bind(trace.traceparent.as_deref())
+    .bind(trace.tracestate.as_deref())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(conn)
+    .await?;
+    Ok(QueueId(done.last_insert_id()))
+}
+
+pub async fn find(
+    conn: &mut MySqlConnection,
+    id: QueueId,
+) -> Result<Option<QueueRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM reservation_queue WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .await
+}
+
+pub async fn find_by_idempotency_key(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    key: &IdempotencyKey,
+) -> Result<Option<QueueRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM reservation_queue WHERE user_id = ? AND idempotency_key = ?"
+    )))
+    .bind(user)
+    .bind(key.as_str())
+    .fetch_optional(conn)
+    .await
+}
+
+/// Who holds claimed rows, and until when.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub owner: String,
+    /// Fences every later write: a worker whose rows were re-claimed by
+    /// another (after its lease ran out) no longer matches and changes nothing.
+    pub token: u64,
+    pub until: DateTime<Utc>,
+}
+
+/// What a claim took.
+#[derive(Debug, Default)]
+pub struct Claim {
+    /// In queue order.
+    pub ids: Vec<QueueId>,
+    /// How many of them were PROCESSING under a lease that had run out.
+    pub reclaimed: usize,
+}
+
+/// Claims up to `limit` rows: first rows whose lease ran out (their worker
+/// died or stalled), then the oldest PENDING ones; rows another transaction
+/// holds are skipped, not waited for. Run in its own short transaction and
+/// commit at once: the lease, not the lock, keeps the rows ours afterwards.
+pub async fn claim(
+    conn: &mut MySqlConnection,
+    lease: &Lease,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Claim, sqlx::Error> {
+    let expired: Vec<(QueueId,)> = sqlx::query_as(
+        "SELECT id FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
+         ORDER BY lease_until LIMIT ? FOR UPDATE SKIP LOCKED",
+    )
+    .bind(now.naive_utc())
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
+    let pending: Vec<(QueueId,)> = if room == 0 {
+        Vec::new()
+    } else {
+        sqlx::query_as(
+            "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
+             ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+        )
+        .bind(room)
+        .fetch_all(&mut *conn)
+        .await?
+    };
+    let reclaimed = expired.len();
+    let mut ids: Vec<QueueId> = expired.into_iter().chain(pending).map(|(id,)| id).collect();
+    if ids.is_empty() {
+        return Ok(Claim::default());
+    }
+    ids.sort_unstable();
+    sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
+         lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id IN ({})",
+        id_list(ids.iter().map(|id| id.0))
+    )))
+    .persistent(false)
+    .bind(&lease.owner)
+    .bind(lease.token)
+    .bind(lease.until.naive_utc())
+    .bind(now.naive_utc())
+    .execute(&mut *conn)
+    .await?;
+    Ok(Claim { ids, reclaimed })
+}
+
+/// A claimed request, as the decision needs it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LeasedRow {
+    pub id: QueueId,
+    pub user_id: UserId,
+    pub seat_id: SeatId,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// Locks the rows of `ids` that are still PROCESSING under this lease token,
+/// in queue order. Rows missing from the answer were lost (re-claimed by
+/// another worker, or already decided) and must not be touched.
+pub async fn lock_leased(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    token: u64,
+) -> Result<Vec<LeasedRow>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT id, user_id, seat_id, traceparent, tracestate, created_at FROM reservation_queue \
+         WHERE id IN ({}) AND status = 'PROCESSING' AND lease_token = ? ORDER BY id FOR UPDATE",
+        id_list(ids.iter().map(|id| id.0))
+    )))
+    .persistent(false)
+    .bind(token)
+    .fetch_all(conn)
+    .await
+}
+
+/// Marks requests SUCCESS with the CONFIRMED reservation of their seat.
+pub async fn mark_succeeded(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    token: u64,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue q JOIN reservations r ON r.confirmed_seat_id = q.seat_id \
+         SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
+             q.decided_at = ?, q.updated_at = ? \
+         WHERE q.id IN ({}) AND q.status = 'PROCESSING' AND q.lease_token = ?",
+        id_list(ids.iter().map(|id| id.0))
+    )))
+    .persistent(false)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .bind(token)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+pub async fn mark_failed(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    token: u64,
+    reason: FailureReason,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let done = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
+             decided_at = ?, updated_at = ? \
+         WHERE id IN ({}) AND status = 'PROCESSING' AND lease_token = ?",
+        id_list(ids.iter().map(|id| id.0))
+    )))
+    .persistent(false)
+    .bind(reason.as_str())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .bind(token)
+    .execute(conn)
+    .await?;
+    Ok(done.rows_affected())
+}
+
+/// Number of queue rows in each status (operators' view of the backlog).
+pub async fn depth_by_status(
+    conn: &mut MySqlConnection,
+) -> Result<Vec<(QueueStatus, u64)>, sqlx::Error> {
+    let rows: Vec<(QueueStatus, i64)> =
+        sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
+            .fetch_all(conn)
+            .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(s, n)| (s, n.unsigned_abs()))
+        .collect())
+}

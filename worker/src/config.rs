@@ -1,0 +1,91 @@
+//! Command line and environment of `ticket-worker`.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+use ticket_core::config::DatabaseArgs;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "ticket-worker",
+    version,
+    about = "Reservation queue worker of the ticket reservation system"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub database: DatabaseArgs,
+
+    /// Most queue rows claimed and decided together.
+    #[arg(long, env = "TICKET_WORKER_BATCH_SIZE", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=WorkerConfig::MAX_BATCH_SIZE as i64))]
+    pub batch_size: u32,
+
+    /// Wait between polls of an idle queue (ms); a full batch is followed by
+    /// the next claim at once.
+    #[arg(long, env = "TICKET_WORKER_POLL_INTERVAL_MS", default_value_t = 50,
+          value_parser = clap::value_parser!(u64).range(1..=60_000))]
+    pub poll_interval_ms: u64,
+
+    /// How long claimed rows stay ours (ms); after that any worker may claim
+    /// them again, so a crashed worker's rows are not stuck.
+    #[arg(long, env = "TICKET_WORKER_LEASE_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
+    pub lease_ms: u64,
+
+    /// `batch` decides a claimed batch in one transaction; `per-request` is
+    /// the original system's algorithm (one transaction per request, 50 rows
+    /// every 250 ms), kept only as a benchmark baseline.
+    #[arg(long, env = "TICKET_WORKER_MODE", value_enum, default_value_t = Mode::Batch)]
+    pub mode: Mode,
+
+    /// Name recorded as the owner of claimed rows (default: host name and pid).
+    #[arg(long, env = "TICKET_WORKER_ID")]
+    pub worker_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    Batch,
+    PerRequest,
+}
+
+/// The settings the claim loop reads before every batch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerConfig {
+    pub batch_size: u32,
+    pub poll_interval: Duration,
+    pub lease: Duration,
+}
+
+impl WorkerConfig {
+    /// A batch's `IN (…)` lists and multi-row statements stay far below the
+    /// server's packet and placeholder limits.
+    pub const MAX_BATCH_SIZE: u32 = 10_000;
+
+    /// The original system's settings, used by `--mode=per-request`.
+    pub const PER_REQUEST_BASELINE: Self = Self {
+        batch_size: 50,
+        poll_interval: Duration::from_millis(250),
+        lease: Duration::from_secs(30),
+    };
+}
+
+impl Cli {
+    pub fn worker_config(&self) -> WorkerConfig {
+        match self.mode {
+            Mode::Batch => WorkerConfig {
+                batch_size: self.batch_size,
+                poll_interval: Duration::from_millis(self.poll_interval_ms),
+                lease: Duration::from_millis(self.lease_ms),
+            },
+            Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
+        }
+    }
+
+    pub fn owner(&self) -> String {
+        self.worker_id.clone().unwrap_or_else(|| {
+            let host = std::env::var("HOSTNAME").unwrap_or_else(|_| "worker".to_owned());
+            format!("{host}-{}", std::process::id())
+        })
+    }
+}
