@@ -164,18 +164,17 @@ pub async fn enqueue(
         Ok(id) => Ok(accepted(id, false)),
         Err(e) => {
             // The same key again: answer as the first time, if it was the same request.
-            if let (Some(key), Some(_)) = (&key, db::violated_unique_key(&e)) {
-                if let Some(original) =
+            if let (Some(key), Some(_)) = (&key, db::violated_unique_key(&e))
+                && let Some(original) =
                     queue::find_by_idempotency_key(&mut conn, caller.id, key).await?
-                {
-                    if original.seat_id != seat {
-                        return Err(ApiError::new(
-                            ErrorCode::IdempotencyKeyReused,
-                            "this Idempotency-Key was used for a different request",
-                        ));
-                    }
-                    return Ok(accepted(original.id, true));
+            {
+                if original.seat_id != seat {
+                    return Err(ApiError::new(
+                        ErrorCode::IdempotencyKeyReused,
+                        "this Idempotency-Key was used for a different request",
+                    ));
                 }
+                return Ok(accepted(original.id, true));
             }
             Err(e.into())
         }
