@@ -7,4 +7,4 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 DATABASE_URL="$(scripts/db.sh)"
 export DATABASE_URL
-cargo test --workspace --locked "$@"
+cargo test --workspace --locked --no-fail-fast "$@"

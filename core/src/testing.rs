@@ -115,3 +115,86 @@ pub fn database_url_for(name: &str) -> String {
         None => format!("{base}/{name}"),
     }
 }
+
+/// Bulk data for tests and benchmarks, written straight to the tables.
+pub mod seed {
+    use sqlx::{MySqlConnection, QueryBuilder};
+
+    use crate::db;
+    use crate::domain::{ConcertDate, ConcertTitle, SeatId, SeatLayout, UserId, Venue};
+
+    /// `n` users named `{prefix}{i}` that cannot log in (their hash is not a
+    /// hash): for exercising reservations without paying for Argon2.
+    pub async fn users(
+        conn: &mut MySqlConnection,
+        prefix: &str,
+        n: usize,
+    ) -> Result<Vec<UserId>, sqlx::Error> {
+        let now = db::now().naive_utc();
+        for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
+            let mut insert = QueryBuilder::new(
+                "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) ",
+            );
+            insert.push_values(chunk, |mut row, i| {
+                row.push_bind(format!("{prefix}{i}"))
+                    .push_bind("!")
+                    .push_bind("USER")
+                    .push_bind(now)
+                    .push_bind(now);
+            });
+            insert.build().persistent(false).execute(&mut *conn).await?;
+        }
+        let ids: Vec<(UserId,)> =
+            sqlx::query_as("SELECT id FROM users WHERE nickname LIKE ? ORDER BY id")
+                .bind(format!("{prefix}%"))
+                .fetch_all(conn)
+                .await?;
+        Ok(ids.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// A concert in 2099 with `rows` × `per_row` seats; returns the seat ids.
+    pub async fn concert(
+        conn: &mut MySqlConnection,
+        rows: u32,
+        per_row: u32,
+    ) -> Result<Vec<SeatId>, sqlx::Error> {
+        let layout = SeatLayout::parse(Some(rows), Some(per_row))
+            .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let date = ConcertDate::parse("2099-01-01T00:00:00Z", chrono::Utc::now())
+            .map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let title =
+            ConcertTitle::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let venue = Venue::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let id =
+            db::concerts::insert_with_seats(&mut *conn, &title, &venue, date, layout, db::now())
+                .await?;
+        let seats: Vec<(SeatId,)> =
+            sqlx::query_as("SELECT id FROM seats WHERE concert_id = ? ORDER BY id")
+                .bind(id)
+                .fetch_all(conn)
+                .await?;
+        Ok(seats.into_iter().map(|(id,)| id).collect())
+    }
+
+    /// PENDING requests, queued in the order given.
+    pub async fn requests(
+        conn: &mut MySqlConnection,
+        requests: &[(UserId, SeatId)],
+    ) -> Result<(), sqlx::Error> {
+        let now = db::now().naive_utc();
+        for chunk in requests.chunks(5_000) {
+            let mut insert = QueryBuilder::new(
+                "INSERT INTO reservation_queue (user_id, seat_id, status, created_at, updated_at) ",
+            );
+            insert.push_values(chunk, |mut row, (user, seat)| {
+                row.push_bind(*user)
+                    .push_bind(*seat)
+                    .push_bind("PENDING")
+                    .push_bind(now)
+                    .push_bind(now);
+            });
+            insert.build().persistent(false).execute(&mut *conn).await?;
+        }
+        Ok(())
+    }
+}

@@ -1,43 +1,147 @@
-//! The real `ticket-worker` executable stops cleanly when asked to.
+//! The real `ticket-worker` executable: clean exit on SIGTERM, and a worker
+//! killed with SIGKILL mid-batch loses nothing.
+
+mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-#[test]
-fn the_worker_exits_zero_on_sigterm() {
-    let url = std::env::var("DATABASE_URL").expect("DATABASE_URL must be set; run `make test`");
+use common::{assert_each_requested_seat_sold_once, counts, open_requests, queue, worker};
+use ticket_worker::Mode;
+
+fn spawn_worker(url: &str, extra_env: &[(&str, &str)]) -> (Child, mpsc::Receiver<String>) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_ticket-worker"))
         .env_clear()
         .env("DATABASE_URL", url)
         .env("RUST_LOG", "info")
+        .envs(extra_env.iter().copied())
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
     let stderr = child.stderr.take().unwrap();
-    let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
-    assert!(
-        lines.any(|line| line.contains("waiting for work")),
-        "the worker never reached its loop"
-    );
+    let (lines, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, receiver)
+}
 
+/// Waits (at most 20 s) for a log line containing `text`.
+fn expect_line(lines: &mpsc::Receiver<String>, text: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match lines.recv_timeout(left) {
+            Ok(line) if line.contains(text) => return,
+            Ok(_) => {}
+            Err(_) => panic!("the worker never logged {text:?}"),
+        }
+    }
+}
+
+fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        assert!(Instant::now() < deadline, "worker did not exit");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn signal(child: &Child, name: &str) {
     let pid = child.id().to_string();
     assert!(
         Command::new("kill")
-            .args(["-TERM", &pid])
+            .args([name, &pid])
             .status()
             .unwrap()
             .success()
     );
-    let deadline = Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(Instant::now() < deadline, "worker ignored SIGTERM");
-        std::thread::sleep(Duration::from_millis(20));
-    };
+}
+
+#[tokio::test]
+async fn the_worker_exits_zero_on_sigterm() {
+    let q = queue(1, 1).await;
+    let (mut child, lines) = spawn_worker(&q.db.url(), &[]);
+    expect_line(&lines, "worker started");
+    signal(&child, "-TERM");
+    let status = wait_for_exit(&mut child);
     assert!(status.success(), "exit status after SIGTERM: {status}");
-    assert!(lines.any(|line| line.contains("worker stopped")));
+    expect_line(&lines, "worker stopped");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_batch_loses_nothing() {
+    let q = queue(500, 30_000).await;
+    let mut reclaimed_somewhere = false;
+    // Kill a worker process three times while it holds claimed rows.
+    for _ in 0..3 {
+        let (mut child, lines) = spawn_worker(
+            &q.db.url(),
+            &[
+                ("TICKET_WORKER_BATCH_SIZE", "500"),
+                ("TICKET_WORKER_LEASE_MS", "500"),
+            ],
+        );
+        expect_line(&lines, "worker started");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while counts(&q.pool)
+            .await
+            .get("PROCESSING")
+            .copied()
+            .unwrap_or(0)
+            == 0
+        {
+            assert!(
+                Instant::now() < deadline,
+                "the worker never claimed: {:?}",
+                counts(&q.pool).await
+            );
+        }
+        signal(&child, "-KILL");
+        wait_for_exit(&mut child);
+        reclaimed_somewhere |= counts(&q.pool)
+            .await
+            .get("PROCESSING")
+            .copied()
+            .unwrap_or(0)
+            > 0;
+    }
+    assert!(
+        reclaimed_somewhere,
+        "no kill landed while rows were claimed"
+    );
+    // Another worker finishes everything, including the dead ones' rows.
+    let rescuer = worker(
+        &q.pool,
+        "rescuer",
+        Mode::Batch,
+        1000,
+        Duration::from_secs(30),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while open_requests(&q.pool).await > 0 {
+        rescuer.process_once().await.unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(&q.pool).await
+        );
+    }
+    assert_each_requested_seat_sold_once(&q.pool, 500, 30_000).await;
+    let (twice,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > 1")
+            .fetch_one(&q.pool)
+            .await
+            .unwrap();
+    assert!(twice > 0, "the killed workers' rows were re-claimed");
 }

@@ -22,6 +22,11 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/seats/{id}"),
     ("patch", "/api/seats/{id}"),
     ("delete", "/api/seats/{id}"),
+    ("post", "/api/reservations"),
+    ("get", "/api/reservations/status/{id}"),
+    ("get", "/api/reservations/{id}"),
+    ("post", "/api/reservations/cancel"),
+    ("get", "/api/users/me/reservations"),
 ];
 
 #[tokio::test]

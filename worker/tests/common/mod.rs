@@ -1,0 +1,89 @@
+//! Shared set-up for the worker's tests: a fresh database with seats, users
+//! and queued requests.
+#![allow(dead_code)] // each test file uses a different part of it
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use sqlx::MySqlPool;
+use ticket_core::domain::{SeatId, UserId};
+use ticket_core::testing::{TestDatabase, seed};
+use ticket_worker::{Mode, Worker, WorkerConfig};
+
+pub struct Queue {
+    pub db: TestDatabase,
+    pub pool: MySqlPool,
+}
+
+/// `requests` requests from distinct users, spread round-robin over `seats` seats.
+pub async fn queue(seats: u32, requests: usize) -> Queue {
+    let (db, pool) = TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await.unwrap();
+    let seat_ids = seed::concert(&mut conn, 1, seats).await.unwrap();
+    let users = seed::users(&mut conn, "u", requests).await.unwrap();
+    let pairs: Vec<(UserId, SeatId)> = users
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (*u, seat_ids[i % seat_ids.len()]))
+        .collect();
+    seed::requests(&mut conn, &pairs).await.unwrap();
+    drop(conn);
+    Queue { db, pool }
+}
+
+pub fn worker(
+    pool: &MySqlPool,
+    name: &str,
+    mode: Mode,
+    batch_size: u32,
+    lease: Duration,
+) -> Worker {
+    let config = WorkerConfig {
+        batch_size,
+        poll_interval: Duration::from_millis(5),
+        lease,
+    };
+    Worker::with_config(pool.clone(), name, mode, config)
+}
+
+pub async fn counts(pool: &MySqlPool) -> HashMap<String, i64> {
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
+            .fetch_all(pool)
+            .await
+            .unwrap();
+    rows.into_iter().collect()
+}
+
+pub async fn open_requests(pool: &MySqlPool) -> i64 {
+    let c = counts(pool).await;
+    c.get("PENDING").copied().unwrap_or(0) + c.get("PROCESSING").copied().unwrap_or(0)
+}
+
+pub async fn assert_invariants(pool: &MySqlPool) {
+    let mut conn = pool.acquire().await.unwrap();
+    let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
+    let violations = ticket_core::db::invariants::check(&mut conn, stale_before)
+        .await
+        .unwrap();
+    assert!(violations.is_empty(), "invariants violated: {violations:?}");
+}
+
+/// Every requested seat is sold exactly once; every other request failed.
+pub async fn assert_each_requested_seat_sold_once(pool: &MySqlPool, seats: usize, requests: usize) {
+    let c = counts(pool).await;
+    let sold = seats.min(requests) as i64;
+    assert_eq!(c.get("SUCCESS").copied().unwrap_or(0), sold, "{c:?}");
+    assert_eq!(
+        c.get("FAILED").copied().unwrap_or(0),
+        requests as i64 - sold,
+        "{c:?}"
+    );
+    let (confirmed,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM reservations WHERE status = 'CONFIRMED'")
+            .fetch_one(pool)
+            .await
+            .unwrap();
+    assert_eq!(confirmed, sold);
+    assert_invariants(pool).await;
+}

@@ -1,0 +1,163 @@
+//! The worker against a real database: many instances at once, leases that
+//! expire, fencing of late writers, and the per-request baseline.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_each_requested_seat_sold_once, counts, open_requests, queue, worker};
+use ticket_worker::Mode;
+use tokio_util::sync::CancellationToken;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_workers_decide_every_request_exactly_once() {
+    let q = queue(200, 4_000).await;
+    let shutdown = CancellationToken::new();
+    let mut handles = Vec::new();
+    for i in 0..4 {
+        // Each worker has its own pool, as separate processes would.
+        let pool = q.db.pool(4).await;
+        let w = worker(
+            &pool,
+            &format!("w{i}"),
+            Mode::Batch,
+            250,
+            Duration::from_secs(60),
+        );
+        let shutdown = shutdown.clone();
+        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while open_requests(&q.pool).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(&q.pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    for h in handles {
+        h.await.unwrap();
+    }
+    assert_each_requested_seat_sold_once(&q.pool, 200, 4_000).await;
+    // No row was claimed twice: with leases far longer than the test, a
+    // second claim would mean two workers shared it.
+    let (max_attempts, owners): (u32, i64) =
+        sqlx::query_as("SELECT MAX(attempts), COUNT(DISTINCT lease_owner) FROM reservation_queue")
+            .fetch_one(&q.pool)
+            .await
+            .unwrap();
+    assert_eq!(max_attempts, 1);
+    assert!(
+        owners > 1,
+        "the work was shared, not done by one worker ({owners})"
+    );
+}
+
+#[tokio::test]
+async fn rows_of_a_crashed_claim_are_reclaimed_after_the_lease_and_the_late_writer_is_fenced() {
+    let q = queue(10, 50).await;
+    let lease = Duration::from_millis(300);
+    let crashed = worker(&q.pool, "crashed", Mode::Batch, 100, lease);
+    let stalled = crashed.claim_once().await.unwrap();
+    assert_eq!(stalled.ids.len(), 50);
+    assert_eq!(counts(&q.pool).await.get("PROCESSING"), Some(&50));
+
+    // While the lease holds, nobody else takes those rows.
+    let rescuer = worker(
+        &q.pool,
+        "rescuer",
+        Mode::Batch,
+        100,
+        Duration::from_secs(30),
+    );
+    assert_eq!(rescuer.process_once().await.unwrap().claimed, 0);
+
+    // Once it runs out, the next claim takes them all back and decides them.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let cycle = loop {
+        let cycle = rescuer.process_once().await.unwrap();
+        if cycle.claimed > 0 {
+            break cycle;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "lease never expired"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!((cycle.claimed, cycle.reclaimed), (50, 50));
+    assert_eq!((cycle.decided.succeeded, cycle.decided.failed), (10, 40));
+
+    // The crashed worker wakes up and tries to finish: its lease is gone.
+    let late = crashed.decide(&stalled).await.unwrap();
+    assert_eq!((late.succeeded, late.failed, late.lost), (0, 0, 50));
+    assert_each_requested_seat_sold_once(&q.pool, 10, 50).await;
+}
+
+#[tokio::test]
+async fn the_per_request_baseline_reaches_the_same_decisions() {
+    let q = queue(20, 60).await;
+    let w = worker(
+        &q.pool,
+        "baseline",
+        Mode::PerRequest,
+        50,
+        Duration::from_secs(30),
+    );
+    while w.process_once().await.unwrap().claimed > 0 {}
+    assert_each_requested_seat_sold_once(&q.pool, 20, 60).await;
+    // Queue order decides: the first request for each seat won.
+    let (wrong,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status = 'SUCCESS' AND EXISTS \
+         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = q.seat_id AND e.id < q.id)",
+    )
+    .fetch_one(&q.pool)
+    .await
+    .unwrap();
+    assert_eq!(wrong, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_finishes_the_batch_in_progress_then_stops_claiming() {
+    let q = queue(100, 10_000).await;
+    let w = worker(
+        &q.pool,
+        "stopping",
+        Mode::Batch,
+        200,
+        Duration::from_secs(30),
+    );
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { w.run(shutdown).await }
+    });
+    // Ask it to stop while it holds a claimed batch.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while counts(&q.pool)
+        .await
+        .get("PROCESSING")
+        .copied()
+        .unwrap_or(0)
+        == 0
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the worker never claimed"
+        );
+    }
+    shutdown.cancel();
+    running.await.unwrap();
+    let c = counts(&q.pool).await;
+    assert_eq!(
+        c.get("PROCESSING"),
+        None,
+        "the claimed batch was finished, not abandoned: {c:?}"
+    );
+    assert!(
+        c.get("PENDING").copied().unwrap_or(0) > 0,
+        "it stopped claiming: {c:?}"
+    );
+}
