@@ -22,7 +22,7 @@ pub struct DatabaseArgs {
 
 impl DatabaseArgs {
     pub fn connect_options(&self) -> Result<MySqlConnectOptions, sqlx::Error> {
-        self.database_url.parse()
+        Ok(crate::db::tune(self.database_url.parse()?))
     }
 
     /// A pool that connects on first use, so a process can start (and report

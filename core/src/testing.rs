@@ -97,7 +97,9 @@ pub fn server_options() -> MySqlConnectOptions {
     let url = std::env::var("DATABASE_URL").expect(
         "DATABASE_URL must point at a MySQL/MariaDB server; run the tests with `make test`",
     );
-    MySqlConnectOptions::from_str(&url).expect("DATABASE_URL is not a valid MySQL URL")
+    crate::db::tune(
+        MySqlConnectOptions::from_str(&url).expect("DATABASE_URL is not a valid MySQL URL"),
+    )
 }
 
 /// DATABASE_URL with its database name replaced by `name`.
@@ -142,7 +144,7 @@ pub mod seed {
                     .push_bind(now)
                     .push_bind(now);
             });
-            insert.build().persistent(false).execute(&mut *conn).await?;
+            insert.build().execute(&mut *conn).await?;
         }
         let ids: Vec<(UserId,)> =
             sqlx::query_as("SELECT id FROM users WHERE nickname LIKE ? ORDER BY id")
@@ -193,7 +195,7 @@ pub mod seed {
                     .push_bind(now)
                     .push_bind(now);
             });
-            insert.build().persistent(false).execute(&mut *conn).await?;
+            insert.build().execute(&mut *conn).await?;
         }
         Ok(())
     }

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::id_list;
+use super::{bind_ids_exec, in_placeholders};
 use crate::domain::{QueueId, ReservationId};
 
 pub const RESERVATION_SUCCEEDED: &str = "ReservationSucceeded";
@@ -18,19 +18,18 @@ pub async fn record_succeeded(
     if requests.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(AssertSqlSafe(format!(
+    let insert = sqlx::query(AssertSqlSafe(format!(
         "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
          SELECT ?, r.id, JSON_OBJECT('reservationId', r.id, 'queueId', q.id, 'userId', r.user_id, \
                                      'concertId', r.concert_id, 'seatId', r.seat_id), ? \
          FROM reservation_queue q JOIN reservations r ON r.id = q.reservation_id \
-         WHERE q.id IN ({}) AND q.status = 'SUCCESS' ORDER BY q.id",
-        id_list(requests.iter().map(|id| id.0))
+         WHERE q.status = 'SUCCESS' AND q.id IN ({}) ORDER BY q.id",
+        in_placeholders(requests.len())
     )))
-    .persistent(false)
     .bind(RESERVATION_SUCCEEDED)
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
+    .bind(now.naive_utc());
+    let ids: Vec<u64> = requests.iter().map(|id| id.0).collect();
+    let done = bind_ids_exec(insert, &ids).execute(conn).await?;
     Ok(done.rows_affected())
 }
 

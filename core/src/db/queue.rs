@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::id_list;
+use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
     FailureReason, IdempotencyKey, QueueId, QueueStatus, ReservationId, SeatId, UserId,
 };
@@ -116,7 +116,7 @@ pub async fn claim(
 ) -> Result<Claim, sqlx::Error> {
     let expired: Vec<(QueueId,)> = sqlx::query_as(
         "SELECT id FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
-         ORDER BY lease_until LIMIT ? FOR UPDATE SKIP LOCKED",
+         ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
     )
     .bind(now.naive_utc())
     .bind(limit)
@@ -140,18 +140,18 @@ pub async fn claim(
         return Ok(Claim::default());
     }
     ids.sort_unstable();
-    sqlx::query(AssertSqlSafe(format!(
+    let update = sqlx::query(AssertSqlSafe(format!(
         "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
          lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id IN ({})",
-        id_list(ids.iter().map(|id| id.0))
+        in_placeholders(ids.len())
     )))
-    .persistent(false)
     .bind(&lease.owner)
     .bind(lease.token)
     .bind(lease.until.naive_utc())
-    .bind(now.naive_utc())
-    .execute(&mut *conn)
-    .await?;
+    .bind(now.naive_utc());
+    bind_ids_exec(update, &raw(&ids))
+        .execute(&mut *conn)
+        .await?;
     Ok(Claim { ids, reclaimed })
 }
 
@@ -177,15 +177,13 @@ pub async fn lock_leased(
     if ids.is_empty() {
         return Ok(Vec::new());
     }
-    sqlx::query_as(AssertSqlSafe(format!(
+    let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT id, user_id, seat_id, traceparent, tracestate, created_at FROM reservation_queue \
-         WHERE id IN ({}) AND status = 'PROCESSING' AND lease_token = ? ORDER BY id FOR UPDATE",
-        id_list(ids.iter().map(|id| id.0))
+         WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({}) ORDER BY id FOR UPDATE",
+        in_placeholders(ids.len())
     )))
-    .persistent(false)
-    .bind(token)
-    .fetch_all(conn)
-    .await
+    .bind(token);
+    bind_ids(select, &raw(ids)).fetch_all(conn).await
 }
 
 /// Marks requests SUCCESS with the CONFIRMED reservation of their seat.
@@ -198,19 +196,17 @@ pub async fn mark_succeeded(
     if ids.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(AssertSqlSafe(format!(
+    let update = sqlx::query(AssertSqlSafe(format!(
         "UPDATE reservation_queue q JOIN reservations r ON r.confirmed_seat_id = q.seat_id \
          SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
              q.decided_at = ?, q.updated_at = ? \
-         WHERE q.id IN ({}) AND q.status = 'PROCESSING' AND q.lease_token = ?",
-        id_list(ids.iter().map(|id| id.0))
+         WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({})",
+        in_placeholders(ids.len())
     )))
-    .persistent(false)
     .bind(now.naive_utc())
     .bind(now.naive_utc())
-    .bind(token)
-    .execute(conn)
-    .await?;
+    .bind(token);
+    let done = bind_ids_exec(update, &raw(ids)).execute(conn).await?;
     Ok(done.rows_affected())
 }
 
@@ -224,19 +220,17 @@ pub async fn mark_failed(
     if ids.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(AssertSqlSafe(format!(
+    let update = sqlx::query(AssertSqlSafe(format!(
         "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
              decided_at = ?, updated_at = ? \
-         WHERE id IN ({}) AND status = 'PROCESSING' AND lease_token = ?",
-        id_list(ids.iter().map(|id| id.0))
+         WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({})",
+        in_placeholders(ids.len())
     )))
-    .persistent(false)
     .bind(reason.as_str())
     .bind(now.naive_utc())
     .bind(now.naive_utc())
-    .bind(token)
-    .execute(conn)
-    .await?;
+    .bind(token);
+    let done = bind_ids_exec(update, &raw(ids)).execute(conn).await?;
     Ok(done.rows_affected())
 }
 
@@ -252,4 +246,8 @@ pub async fn depth_by_status(
         .into_iter()
         .map(|(s, n)| (s, n.unsigned_abs()))
         .collect())
+}
+
+fn raw(ids: &[QueueId]) -> Vec<u64> {
+    ids.iter().map(|id| id.0).collect()
 }

@@ -1,7 +1,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::id_list;
+use super::{bind_ids_exec, in_placeholders};
 use crate::domain::{
     ConcertId, PageRequest, QueueId, ReservationId, ReservationStatus, SeatId, UserId,
 };
@@ -84,17 +84,16 @@ pub async fn insert_for_requests(
     if requests.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(AssertSqlSafe(format!(
+    let insert = sqlx::query(AssertSqlSafe(format!(
         "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
          SELECT q.user_id, s.concert_id, s.id, 'CONFIRMED', ?, ? \
          FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE q.id IN ({}) ORDER BY q.id",
-        id_list(requests.iter().map(|id| id.0))
+        in_placeholders(requests.len())
     )))
-    .persistent(false)
     .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
+    .bind(now.naive_utc());
+    let ids: Vec<u64> = requests.iter().map(|id| id.0).collect();
+    let done = bind_ids_exec(insert, &ids).execute(conn).await?;
     Ok(done.rows_affected())
 }
 

@@ -165,13 +165,12 @@ pub async fn lock_available(
     if seats.is_empty() {
         return Ok(Vec::new());
     }
-    let rows: Vec<(SeatId,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id FROM seats WHERE id IN ({}) AND status = 'AVAILABLE' ORDER BY id FOR UPDATE",
-        super::id_list(seats.iter().map(|s| s.0))
-    )))
-    .persistent(false)
-    .fetch_all(conn)
-    .await?;
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM seats WHERE status = 'AVAILABLE' AND id IN ({}) ORDER BY id FOR UPDATE",
+        super::in_placeholders(seats.len())
+    )));
+    let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+    let rows: Vec<(SeatId,)> = super::bind_ids(select, &ids).fetch_all(conn).await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
 
@@ -184,14 +183,13 @@ pub async fn mark_reserved(
     if seats.is_empty() {
         return Ok(0);
     }
-    let done = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id IN ({}) AND status = 'AVAILABLE'",
-        super::id_list(seats.iter().map(|s| s.0))
+    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE status = 'AVAILABLE' AND id IN ({})",
+        super::in_placeholders(seats.len())
     )))
-    .persistent(false)
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
+    .bind(now.naive_utc());
+    let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+    let done = super::bind_ids_exec(update, &ids).execute(conn).await?;
     Ok(done.rows_affected())
 }
 

@@ -1,0 +1,94 @@
+use std::time::{Duration, Instant};
+
+use anyhow::ensure;
+use clap::Args as ClapArgs;
+use ticket_core::domain::{SeatId, UserId};
+use ticket_core::testing::{TestDatabase, seed};
+use ticket_worker::{Mode, Worker, WorkerConfig};
+use tokio_util::sync::CancellationToken;
+
+#[derive(ClapArgs)]
+pub struct Args {
+    #[arg(long, default_value_t = 100_000)]
+    requests: usize,
+    #[arg(long, default_value_t = 10_000)]
+    seats: u32,
+    #[arg(long, default_value_t = 1)]
+    workers: usize,
+    #[arg(long, value_enum, default_value_t = Mode::Batch)]
+    mode: Mode,
+    #[arg(long, default_value_t = 1000)]
+    batch_size: u32,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let (db, pool) = TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await?;
+    let rows = args.seats.div_ceil(1000);
+    let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
+    let users = seed::users(&mut conn, "bench", args.requests).await?;
+    // Requests land on seats in a shuffled but reproducible order.
+    let pairs: Vec<(UserId, SeatId)> = users
+        .iter()
+        .enumerate()
+        .map(|(i, u)| (*u, seats[(i.wrapping_mul(7919)) % seats.len()]))
+        .collect();
+    seed::requests(&mut conn, &pairs).await?;
+    drop(conn);
+
+    let config = match args.mode {
+        Mode::Batch => WorkerConfig {
+            batch_size: args.batch_size,
+            poll_interval: Duration::from_millis(50),
+            lease: Duration::from_secs(30),
+        },
+        Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
+    };
+    let shutdown = CancellationToken::new();
+    let started = Instant::now();
+    let mut handles = Vec::new();
+    for i in 0..args.workers {
+        let worker_pool = db.pool(4).await;
+        let worker = Worker::with_config(worker_pool, format!("bench-{i}"), args.mode, config);
+        let shutdown = shutdown.clone();
+        handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
+    }
+    loop {
+        // Two index probes: cheap enough not to disturb what is measured.
+        let (open,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE status = 'PENDING') \
+                 OR EXISTS (SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING')",
+        )
+        .fetch_one(&pool)
+        .await?;
+        if !open {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let elapsed = started.elapsed();
+    shutdown.cancel();
+    for h in handles {
+        h.await?;
+    }
+    let mut conn = pool.acquire().await?;
+    let violations = ticket_core::db::invariants::check(&mut conn, chrono::Utc::now()).await?;
+    ensure!(violations.is_empty(), "invariants violated: {violations:?}");
+    let (succeeded,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE status = 'SUCCESS'")
+            .fetch_one(&mut *conn)
+            .await?;
+    let rate = args.requests as f64 / elapsed.as_secs_f64();
+    println!(
+        "drain mode={:?} workers={} batch={} requests={} seats={}: {:.2} s, {:.0} decisions/s, {} SUCCESS, invariants hold",
+        args.mode,
+        args.workers,
+        config.batch_size,
+        args.requests,
+        args.seats,
+        elapsed.as_secs_f64(),
+        rate,
+        succeeded
+    );
+    Ok(())
+}

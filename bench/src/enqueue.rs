@@ -1,0 +1,42 @@
+use std::io::Write;
+use std::time::Duration;
+
+use clap::Args as ClapArgs;
+use ticket_api::security::TokenKeys;
+use ticket_core::domain::Role;
+use ticket_core::testing::{TestDatabase, seed};
+
+#[derive(ClapArgs)]
+pub struct Args {
+    #[arg(long, default_value_t = 20_000)]
+    users: usize,
+    #[arg(long, default_value_t = 10_000)]
+    seats: u32,
+    /// Token signing secret the API under test uses.
+    #[arg(long, env = "TICKET_AUTH_SECRET")]
+    secret: String,
+    /// Where to write one `token seatId` pair per line for the load tool.
+    #[arg(long)]
+    out: std::path::PathBuf,
+}
+
+/// Makes a migrated database with users and seats, writes request lines for
+/// the load tool, and prints the database URL. The database is kept.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let (db, pool) = TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await?;
+    let rows = args.seats.div_ceil(1000);
+    let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
+    let users = seed::users(&mut conn, "load", args.users).await?;
+    let keys = TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?;
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&args.out)?);
+    for (i, user) in users.iter().enumerate() {
+        let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
+        writeln!(out, "{token} {}", seats[i % seats.len()])?;
+    }
+    out.flush()?;
+    println!("{}", db.url());
+    // The load test needs the database after this process ends.
+    std::mem::forget(db);
+    Ok(())
+}

@@ -1,0 +1,47 @@
+use clap::Args as ClapArgs;
+use sqlx::Connection;
+
+#[derive(ClapArgs)]
+pub struct Args {
+    /// The database of the run to analyse.
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+}
+
+/// Percentiles of decided_at - created_at over every decided request, and
+/// whether any request is still open.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let mut waits: Vec<i64> = sqlx::query_as::<_, (i64,)>(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, decided_at) FROM reservation_queue \
+         WHERE decided_at IS NOT NULL",
+    )
+    .fetch_all(&mut conn)
+    .await?
+    .into_iter()
+    .map(|(us,)| us)
+    .collect();
+    let (open,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('PENDING', 'PROCESSING')",
+    )
+    .fetch_one(&mut conn)
+    .await?;
+    waits.sort_unstable();
+    let pct = |p: f64| -> f64 {
+        if waits.is_empty() {
+            return f64::NAN;
+        }
+        let i = ((waits.len() as f64 - 1.0) * p).round() as usize;
+        waits[i] as f64 / 1000.0
+    };
+    println!(
+        "decided={} open={} enqueue->decision ms: p50={:.1} p90={:.1} p99={:.1} max={:.1}",
+        waits.len(),
+        open,
+        pct(0.50),
+        pct(0.90),
+        pct(0.99),
+        pct(1.0)
+    );
+    Ok(())
+}

@@ -1,0 +1,38 @@
+//! `ticket-bench`: measurements for docs/benchmarks.md. Each command makes a
+//! fresh database on the server DATABASE_URL names, so runs never interfere.
+
+mod drain;
+mod enqueue;
+mod latency;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "ticket-bench",
+    about = "Benchmarks of the ticket reservation system"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Decisions per second: queue N requests over M seats, let W workers drain them.
+    Drain(drain::Args),
+    /// Prepare a database, users, tokens and seats for an HTTP enqueue load test.
+    PrepareEnqueue(enqueue::Args),
+    /// Time from enqueue to decision, read from the queue rows of a finished run.
+    Latency(latency::Args),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let _telemetry = ticket_core::telemetry::init("ticket-bench");
+    match Cli::parse().command {
+        Command::Drain(args) => drain::run(args).await,
+        Command::PrepareEnqueue(args) => enqueue::run(args).await,
+        Command::Latency(args) => latency::run(args).await,
+    }
+}
