@@ -1,6 +1,7 @@
 //! The ticket HTTP API: feature routers over the shared `ticket-core` crate.
 
 pub mod config;
+pub mod enqueue_batcher;
 pub mod error;
 pub mod extract;
 pub mod openapi;

@@ -11,6 +11,7 @@ use ticket_core::db;
 use ticket_core::domain::{NickName, Password};
 use tokio::net::TcpListener;
 
+use crate::enqueue_batcher::EnqueueBatcher;
 use crate::routes;
 use crate::security::{PasswordHasher, TokenKeys};
 use crate::state::AppState;
@@ -54,6 +55,7 @@ impl Application {
         Ok(Self {
             listener,
             state: AppState {
+                enqueuer: EnqueueBatcher::start(pool.clone()),
                 pool,
                 tokens: Arc::new(tokens),
                 passwords,

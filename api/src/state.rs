@@ -2,6 +2,7 @@ use std::sync::Arc;
 
 use sqlx::MySqlPool;
 
+use crate::enqueue_batcher::EnqueueBatcher;
 use crate::security::{PasswordHasher, TokenKeys};
 
 /// What every handler may reach. Cheap to clone: everything is shared.
@@ -10,4 +11,5 @@ pub struct AppState {
     pub pool: MySqlPool,
     pub tokens: Arc<TokenKeys>,
     pub passwords: PasswordHasher,
+    pub enqueuer: EnqueueBatcher,
 }

@@ -45,3 +45,56 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[derive(ClapArgs)]
+pub struct DbArgs {
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+}
+
+/// Prints how many requests the queue holds.
+pub async fn count(args: DbArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM reservation_queue")
+        .fetch_one(&mut conn)
+        .await?;
+    println!("{n}");
+    Ok(())
+}
+
+/// Waits (at most two minutes) until no request is PENDING or PROCESSING.
+pub async fn wait_drained(args: DbArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let (open,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE status IN ('PENDING', 'PROCESSING'))",
+        )
+        .fetch_one(&mut conn)
+        .await?;
+        if !open {
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "the queue did not drain"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// Drops the database of a finished run.
+pub async fn drop_database(args: DbArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let (name,): (String,) = sqlx::query_as("SELECT DATABASE()")
+        .fetch_one(&mut conn)
+        .await?;
+    anyhow::ensure!(
+        name.starts_with("ticket_test_"),
+        "refusing to drop {name}: not a benchmark database"
+    );
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!("DROP DATABASE `{name}`")))
+        .execute(&mut conn)
+        .await?;
+    Ok(())
+}

@@ -4,6 +4,7 @@
 mod drain;
 mod enqueue;
 mod latency;
+mod load;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +26,14 @@ enum Command {
     PrepareEnqueue(enqueue::Args),
     /// Time from enqueue to decision, read from the queue rows of a finished run.
     Latency(latency::Args),
+    /// POST reservation requests at a constant rate (open loop).
+    Load(load::Args),
+    /// Print the number of queue rows.
+    CountQueue(latency::DbArgs),
+    /// Wait until no request is open.
+    WaitDrained(latency::DbArgs),
+    /// Drop the database of a finished run.
+    DropDatabase(latency::DbArgs),
 }
 
 #[tokio::main]
@@ -34,5 +43,9 @@ async fn main() -> anyhow::Result<()> {
         Command::Drain(args) => drain::run(args).await,
         Command::PrepareEnqueue(args) => enqueue::run(args).await,
         Command::Latency(args) => latency::run(args).await,
+        Command::Load(args) => load::run(args).await,
+        Command::CountQueue(args) => latency::count(args).await,
+        Command::WaitDrained(args) => latency::wait_drained(args).await,
+        Command::DropDatabase(args) => latency::drop_database(args).await,
     }
 }

@@ -159,6 +159,16 @@ pub async fn enqueue(
     };
     let seat = SeatId(req.seat_id);
     let trace = trace_context::from_headers(&headers);
+    let Some(key) = key else {
+        // The common case: written together with concurrent requests.
+        let request = queue::NewRequest {
+            user: caller.id,
+            seat,
+            trace,
+        };
+        return Ok(accepted(state.enqueuer.enqueue(request).await?, false));
+    };
+    let key = Some(key);
     let mut conn = state.pool.acquire().await?;
     match queue::enqueue(&mut conn, caller.id, seat, key.as_ref(), &trace, db::now()).await {
         Ok(id) => Ok(accepted(id, false)),

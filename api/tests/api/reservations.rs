@@ -606,3 +606,65 @@ async fn cancel_racing_a_new_booking_never_leaves_two_confirmed() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn grouped_requests_each_get_their_own_answer() {
+    let app = spawn_app().await;
+    let users = app.many_users("fan", 150).await;
+    let seats = seats_of_new_concert(&app, 50).await;
+    // 150 valid requests, 30 repeats of earlier ones, 20 for a seat that does not exist.
+    let mut requests: Vec<(String, u64)> = users
+        .iter()
+        .enumerate()
+        .map(|(i, (_, t))| (t.clone(), seats[i % 50]))
+        .collect();
+    requests.extend(
+        users
+            .iter()
+            .take(30)
+            .enumerate()
+            .map(|(i, (_, t))| (t.clone(), seats[i % 50])),
+    );
+    requests.extend(
+        users
+            .iter()
+            .skip(100)
+            .take(20)
+            .map(|(_, t)| (t.clone(), 999_999)),
+    );
+    let replies = reserve_all_at_once(&app, requests.clone()).await;
+    let count = |status: u16| {
+        replies
+            .iter()
+            .filter(|r| r.status.as_u16() == status)
+            .count()
+    };
+    assert_eq!((count(201), count(409), count(404)), (150, 30, 20));
+    for r in replies.iter().filter(|r| r.status.as_u16() == 409) {
+        r.assert_problem(409, "QUEUE_DUPLICATED");
+    }
+    for r in replies.iter().filter(|r| r.status.as_u16() == 404) {
+        r.assert_problem(404, "SEAT_NOT_FOUND");
+    }
+    // Every 201 names a distinct row that really is the caller's request.
+    let ids: std::collections::HashSet<u64> = replies
+        .iter()
+        .filter(|r| r.status.as_u16() == 201)
+        .map(|r| r.body["queueId"].as_u64().unwrap())
+        .collect();
+    assert_eq!(ids.len(), 150);
+    assert_eq!(app.count("reservation_queue").await, 150);
+    for (reply, (token, seat)) in replies
+        .iter()
+        .zip(&requests)
+        .filter(|(r, _)| r.status.as_u16() == 201)
+    {
+        let status = app
+            .queue_status(token, reply.body["queueId"].as_u64().unwrap())
+            .await;
+        assert_eq!(
+            status["seatId"], *seat,
+            "a caller got someone else's queueId"
+        );
+    }
+}

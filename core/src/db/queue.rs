@@ -59,6 +59,62 @@ pub async fn enqueue(
     Ok(QueueId(done.last_insert_id()))
 }
 
+/// One request of a group enqueued together.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub user: UserId,
+    pub seat: SeatId,
+    pub trace: TraceContext,
+}
+
+/// Adds many PENDING requests with one multi-row INSERT; returns their ids in
+/// the order given. Call inside a transaction. Fails as a whole (and should be
+/// rolled back) if any one request would fail alone: then enqueue them one by
+/// one to learn which. The ids are read back through the unique open-request
+/// key (user, seat), not by assuming consecutive auto-increment values.
+pub async fn enqueue_many(
+    conn: &mut MySqlConnection,
+    requests: &[NewRequest],
+    now: DateTime<Utc>,
+) -> Result<Vec<QueueId>, sqlx::Error> {
+    if requests.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO reservation_queue \
+         (user_id, seat_id, status, traceparent, tracestate, created_at, updated_at) ",
+    );
+    insert.push_values(requests, |mut row, r| {
+        row.push_bind(r.user)
+            .push_bind(r.seat)
+            .push_bind("PENDING")
+            .push_bind(r.trace.traceparent.clone())
+            .push_bind(r.trace.tracestate.clone())
+            .push_bind(now.naive_utc())
+            .push_bind(now.naive_utc());
+    });
+    insert.build().execute(&mut *conn).await?;
+    let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT user_id, seat_id, id FROM reservation_queue \
+         WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
+        in_placeholders(users.len())
+    )));
+    let open: Vec<(UserId, SeatId, QueueId)> =
+        bind_ids(select, &users).fetch_all(&mut *conn).await?;
+    let by_pair: std::collections::HashMap<(UserId, SeatId), QueueId> =
+        open.into_iter().map(|(u, s, id)| ((u, s), id)).collect();
+    requests
+        .iter()
+        .map(|r| {
+            by_pair
+                .get(&(r.user, r.seat))
+                .copied()
+                .ok_or_else(|| sqlx::Error::Protocol("an enqueued request was not found".into()))
+        })
+        .collect()
+}
+
 pub async fn find(
     conn: &mut MySqlConnection,
     id: QueueId,

@@ -1,0 +1,154 @@
+//! Groups concurrent reservation requests into one INSERT and one commit.
+//!
+//! On ticket-open day thousands of requests arrive in the same second; one
+//! transaction each spends most of the database's CPU on per-statement and
+//! per-commit overhead. Requests that arrive while earlier groups are being
+//! written wait together and go in the next group, so the group grows with
+//! the load and stays a single request when the service is quiet. Every
+//! caller is answered only after the commit that holds its row.
+
+use std::sync::Arc;
+
+use sqlx::{Connection, MySqlPool};
+use ticket_core::db::{self, queue};
+use ticket_core::domain::QueueId;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+/// Largest group: 7 placeholders a row stays far below the statement limit.
+const MAX_GROUP: usize = 512;
+/// Groups written at the same time (each holds one pooled connection).
+const WRITERS: usize = 4;
+
+type Reply = oneshot::Sender<Result<QueueId, sqlx::Error>>;
+
+#[derive(Clone)]
+pub struct EnqueueBatcher {
+    sender: mpsc::Sender<(queue::NewRequest, Reply)>,
+}
+
+impl EnqueueBatcher {
+    /// Starts the task that forms and writes groups on the current runtime.
+    pub fn start(pool: MySqlPool) -> Self {
+        let (sender, receiver) = mpsc::channel(MAX_GROUP * WRITERS * 4);
+        tokio::spawn(dispatch(pool, receiver));
+        Self { sender }
+    }
+
+    /// Enqueues the request; resolves once it is committed (or failed).
+    pub async fn enqueue(&self, request: queue::NewRequest) -> Result<QueueId, sqlx::Error> {
+        let (reply, answer) = oneshot::channel();
+        self.sender
+            .send((request, reply))
+            .await
+            .map_err(|_| sqlx::Error::PoolClosed)?;
+        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+    }
+}
+
+async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<(queue::NewRequest, Reply)>) {
+    let writers = Arc::new(Semaphore::new(WRITERS));
+    loop {
+        // Wait for a free writer first: meanwhile the next group gathers.
+        let Ok(permit) = writers.clone().acquire_owned().await else {
+            return;
+        };
+        let Some(first) = receiver.recv().await else {
+            return;
+        };
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match receiver.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        let pool = pool.clone();
+        tokio::spawn(async move {
+            for chunk in power_of_two_chunks(group) {
+                write_group(&pool, chunk).await;
+            }
+            drop(permit);
+        });
+    }
+}
+
+/// Splits a group into chunks whose sizes are powers of two (300 → 256, 32,
+/// 8, 4), so that the INSERT has at most ten shapes, each prepared once per
+/// connection and kept in its statement cache.
+fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
+    let mut chunks = Vec::new();
+    while !group.is_empty() {
+        let size = 1 << group.len().ilog2();
+        let rest = group.split_off(size);
+        chunks.push(group);
+        group = rest;
+    }
+    chunks
+}
+
+async fn write_group(pool: &MySqlPool, group: Vec<(queue::NewRequest, Reply)>) {
+    if group.len() > 1 {
+        let requests: Vec<queue::NewRequest> = group.iter().map(|(r, _)| r.clone()).collect();
+        match insert_group(pool, &requests).await {
+            Ok(ids) => {
+                for ((_, reply), id) in group.into_iter().zip(ids) {
+                    let _ = reply.send(Ok(id));
+                }
+                return;
+            }
+            // Expected now and then (a duplicate, an unknown seat): the
+            // requests alone will say which.
+            Err(e) => {
+                tracing::debug!(error = %e, size = group.len(), "group insert failed; inserting one by one")
+            }
+        }
+    }
+    // One request, or a group that failed as a whole (a duplicate, an unknown
+    // seat, an outage): each request alone, so each gets its own answer.
+    // Awaited here, inside the writer's permit: that wait is what lets the
+    // next group gather.
+    let mut singles = tokio::task::JoinSet::new();
+    for (request, reply) in group {
+        let pool = pool.clone();
+        singles.spawn(async move {
+            let _ = reply.send(insert_one(&pool, &request).await);
+        });
+    }
+    while singles.join_next().await.is_some() {}
+}
+
+async fn insert_group(
+    pool: &MySqlPool,
+    requests: &[queue::NewRequest],
+) -> Result<Vec<QueueId>, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    let mut tx = conn.begin().await?;
+    let ids = queue::enqueue_many(&mut tx, requests, db::now()).await?;
+    tx.commit().await?;
+    Ok(ids)
+}
+
+async fn insert_one(pool: &MySqlPool, r: &queue::NewRequest) -> Result<QueueId, sqlx::Error> {
+    let mut conn = pool.acquire().await?;
+    queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunks_are_powers_of_two_covering_the_group() {
+        let sizes: Vec<usize> = power_of_two_chunks((0..300).collect())
+            .iter()
+            .map(Vec::len)
+            .collect();
+        assert_eq!(sizes, [256, 32, 8, 4]);
+        let order: Vec<i32> = power_of_two_chunks((0..7).collect())
+            .into_iter()
+            .flatten()
+            .collect();
+        assert_eq!(order, [0, 1, 2, 3, 4, 5, 6], "queue order is kept");
+        assert!(power_of_two_chunks(Vec::<u8>::new()).is_empty());
+    }
+}

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Benchmarks for docs/benchmarks.md. Usage: scripts/bench.sh [drain|enqueue|latency|all]
+# Runs against the private database (or DATABASE_URL), each measurement in a
+# fresh database, with release builds; installs wrk from Debian if missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+what="${1:-all}"
+DATABASE_URL="$(scripts/db.sh)"
+export DATABASE_URL
+cargo build --release --locked -p ticket-bench -p ticket-api -p ticket-worker >&2
+bin=target/release
+work=.local/bench
+mkdir -p "$work"
+secret="bench-secret-bench-secret-bench-secret"
+
+free_port() {
+  local port=18080
+  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+  echo "$port"
+}
+
+# Starts the API on a prepared database; sets api_pid and api_url.
+start_api() {
+  local url="$1" port
+  port="$(free_port)"
+  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
+    TICKET_DB_MAX_CONNECTIONS="${TICKET_DB_MAX_CONNECTIONS:-64}" RUST_LOG=warn "$bin/ticket-api" &
+  api_pid=$!
+  api_url="http://127.0.0.1:$port"
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "API did not start" >&2
+  return 1
+}
+
+stop() { kill "$@" 2>/dev/null || true; wait "$@" 2>/dev/null || true; }
+
+drain() {
+  echo "## drain: 100,000 requests over 10,000 seats"
+  "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 1
+  "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 2
+  echo "## baseline (--mode=per-request: the original's algorithm, 50 rows every 250 ms; 2,000 requests)"
+  "$bin/ticket-bench" drain --requests 2000 --seats 200 --workers 1 --mode per-request
+}
+
+enqueue() {
+  local keyed
+  for keyed in 0 1; do
+    if [ "$keyed" = 1 ]; then
+      echo "## enqueue baseline: every request with its own Idempotency-Key (one transaction each)"
+    else
+      echo "## enqueue: POST /api/reservations, wrk, 64 connections, 15 s, no worker running"
+    fi
+    local url
+    url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
+    start_api "$url"
+    TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED="$keyed" \
+      wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
+    stop "$api_pid"
+    # Every 201 was sent after its commit: the rows must all be there (wrk
+    # stops counting with up to 64 requests still in flight).
+    echo "queue rows committed: $(DATABASE_URL="$url" "$bin/ticket-bench" count-queue)"
+    DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  done
+}
+
+latency() {
+  local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}"
+  echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker"
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) --seats 10000 --out "$work/lines")"
+  start_api "$url"
+  DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-worker" &
+  local worker_pid=$!
+  "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds"
+  # Let the worker finish what is queued, then read the timings from the rows.
+  DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
+  stop "$worker_pid" "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" latency
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
+case "$what" in
+  drain) drain ;;
+  enqueue) enqueue ;;
+  latency) latency ;;
+  all) drain; enqueue; latency ;;
+  *) echo "usage: $0 [drain|enqueue|latency|all]" >&2; exit 2 ;;
+esac
