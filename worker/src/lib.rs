@@ -43,7 +43,8 @@ pub struct Worker {
 /// Pause between cycles while requests keep arriving (but no full batch).
 const BUSY_PAUSE: Duration = Duration::from_millis(2);
 
-/// Attempts at deciding one batch when deadlocks or lock waits get in the way.
+/// Attempts at claiming or deciding one batch when deadlocks or lock waits
+/// get in the way (each attempt starts from a clean rollback).
 const DECIDE_ATTEMPTS: u32 = 5;
 
 impl Worker {
@@ -83,6 +84,23 @@ impl Worker {
     /// Claims up to a batch of rows in a short transaction of its own and
     /// commits, leaving them PROCESSING under a fresh lease.
     pub async fn claim_once(&self) -> Result<ClaimedBatch, sqlx::Error> {
+        // Claims deadlock now and then with other workers' decisions (both
+        // touch the status index); the claim simply runs again.
+        let mut attempt = 1;
+        loop {
+            match self.try_claim().await {
+                Err(e) if db::is_transient_conflict(&e) && attempt < DECIDE_ATTEMPTS => {
+                    tracing::debug!(error = %e, attempt, "transient conflict while claiming; retrying");
+                    tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
+                        .await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn try_claim(&self) -> Result<ClaimedBatch, sqlx::Error> {
         let config = self.config();
         let now = db::now();
         let lease = queue::Lease {
@@ -117,8 +135,8 @@ impl Worker {
             };
             match result {
                 Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
-                    tracing::warn!(error = %e, attempt, "transient conflict while deciding; retrying");
-                    tokio::time::sleep(random::jitter(Duration::from_millis(20 << attempt), 1.0))
+                    tracing::debug!(error = %e, attempt, "transient conflict while deciding; retrying");
+                    tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
                         .await;
                     attempt += 1;
                 }
