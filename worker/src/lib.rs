@@ -162,6 +162,69 @@ impl Worker {
         })
     }
 
+    /// One cycle of the loop. After a full batch the next one is claimed while
+    /// this one is decided: a single worker is bound by round trips, not by
+    /// CPU, and the two chains overlap. Batches are still decided one after
+    /// the other, in queue order.
+    async fn pipelined_cycle(
+        &self,
+        prefetched: Option<ClaimedBatch>,
+        config: WorkerConfig,
+    ) -> anyhow::Result<(Cycle, Option<ClaimedBatch>)> {
+        let batch = match prefetched {
+            Some(batch) => batch,
+            None => self.claim_once().await?,
+        };
+        let full = self.mode == Mode::Batch && batch.ids.len() >= config.batch_size as usize;
+        let (decided, next) = if full {
+            let (decided, next) = tokio::join!(self.decide(&batch), self.claim_once());
+            (decided, Some(next))
+        } else {
+            (self.decide(&batch).await, None)
+        };
+        let next = match next {
+            Some(Ok(next)) if !next.ids.is_empty() => Some(next),
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "claiming ahead failed; the next cycle claims again");
+                None
+            }
+            _ => None,
+        };
+        let decided = match decided {
+            Ok(decided) => decided,
+            Err(e) => {
+                // The batch claimed ahead stays ours; decide it next time.
+                return match next {
+                    Some(next) => {
+                        tracing::warn!(error = %e, "deciding a batch failed; its rows wait for their lease");
+                        Ok((
+                            Cycle {
+                                claimed: 0,
+                                ..Cycle::default()
+                            },
+                            Some(next),
+                        ))
+                    }
+                    None => Err(e.into()),
+                };
+            }
+        };
+        if batch.reclaimed > 0 {
+            tracing::info!(
+                reclaimed = batch.reclaimed,
+                "re-claimed rows whose lease had expired"
+            );
+        }
+        Ok((
+            Cycle {
+                claimed: batch.ids.len(),
+                reclaimed: batch.reclaimed,
+                decided,
+            },
+            next,
+        ))
+    }
+
     /// Claims and decides until `shutdown` is cancelled. Cancellation is
     /// checked only between cycles, so a batch in progress always finishes.
     /// After a full batch the next claim follows at once, after a partial one
@@ -169,11 +232,13 @@ impl Worker {
     /// jitter). Errors back off, up to 5 s.
     pub async fn run(&self, shutdown: CancellationToken) {
         let mut failures: u32 = 0;
+        let mut prefetched: Option<ClaimedBatch> = None;
         tracing::info!(owner = %self.owner, mode = ?self.mode, config = ?self.config(), "worker started");
         while !shutdown.is_cancelled() {
             let config = self.config();
-            let pause = match self.process_once().await {
-                Ok(cycle) => {
+            let pause = match self.pipelined_cycle(prefetched.take(), config).await {
+                Ok((cycle, next)) => {
+                    prefetched = next;
                     if failures > 0 {
                         tracing::info!("worker recovered");
                     }
@@ -210,6 +275,13 @@ impl Worker {
                 () = shutdown.cancelled() => break,
                 () = tokio::time::sleep(pause) => {}
             }
+        }
+        // Rows claimed ahead are ours: decide them rather than leave them to
+        // wait out their lease.
+        if let Some(batch) = prefetched
+            && let Err(e) = self.decide(&batch).await
+        {
+            tracing::warn!(error = %e, "could not decide the rows claimed ahead; their lease will expire");
         }
         tracing::info!("worker stopped");
     }
