@@ -197,13 +197,7 @@ impl Worker {
                 return match next {
                     Some(next) => {
                         tracing::warn!(error = %e, "deciding a batch failed; its rows wait for their lease");
-                        Ok((
-                            Cycle {
-                                claimed: 0,
-                                ..Cycle::default()
-                            },
-                            Some(next),
-                        ))
+                        Ok((Cycle::default(), Some(next)))
                     }
                     None => Err(e.into()),
                 };

@@ -272,30 +272,23 @@ impl TestApp {
             .clone()
     }
 
-    /// Books a seat directly in the database, as the reservation worker does:
-    /// the seat becomes RESERVED and a CONFIRMED reservation exists.
+    /// Books a seat directly in the database with the statements the
+    /// per-request worker uses: the seat becomes RESERVED and a CONFIRMED
+    /// reservation exists.
     pub async fn book_directly(&self, user: u64, seat: u64) {
+        use ticket_core::db::{reservations, seats};
+        use ticket_core::domain::{SeatId, UserId};
         let now = ticket_core::db::now();
         let mut tx = self.pool.begin().await.unwrap();
-        let updated = sqlx::query(
-            "UPDATE seats SET status = 'RESERVED' WHERE id = ? AND status = 'AVAILABLE'",
-        )
-        .bind(seat)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
-        assert_eq!(updated.rows_affected(), 1, "seat {seat} was not available");
-        sqlx::query(
-            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-             SELECT ?, concert_id, id, 'CONFIRMED', ?, ? FROM seats WHERE id = ?",
-        )
-        .bind(user)
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .bind(seat)
-        .execute(&mut *tx)
-        .await
-        .unwrap();
+        assert!(
+            seats::reserve_if_available(&mut tx, SeatId(seat), now)
+                .await
+                .unwrap(),
+            "seat {seat} was not available"
+        );
+        reservations::insert_confirmed(&mut tx, UserId(user), SeatId(seat), now)
+            .await
+            .unwrap();
         tx.commit().await.unwrap();
     }
 
@@ -327,37 +320,17 @@ impl TestApp {
     /// `n` users inserted directly (no password hashing) with tokens minted
     /// by the server's keys: for tests about reservations, not sign-up.
     pub async fn many_users(&self, prefix: &str, n: usize) -> Vec<(u64, String)> {
-        let now = ticket_core::db::now().naive_utc();
-        for chunk in (0..n).collect::<Vec<_>>().chunks(1000) {
-            let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) ",
-            );
-            insert.push_values(chunk, |mut row, i| {
-                row.push_bind(format!("{prefix}{i}"))
-                    .push_bind("not-a-login-account")
-                    .push_bind("USER")
-                    .push_bind(now)
-                    .push_bind(now);
-            });
-            insert.build().execute(&self.pool).await.unwrap();
-        }
-        let ids: Vec<(u64,)> =
-            sqlx::query_as("SELECT id FROM users WHERE nickname LIKE ? ORDER BY id")
-                .bind(format!("{prefix}%"))
-                .fetch_all(&self.pool)
-                .await
-                .unwrap();
+        let mut conn = self.pool.acquire().await.unwrap();
+        let ids = ticket_core::testing::seed::users(&mut conn, prefix, n)
+            .await
+            .unwrap();
         let keys = token_keys(Duration::from_secs(3600));
         ids.into_iter()
-            .map(|(id,)| {
+            .map(|id| {
                 (
-                    id,
-                    keys.issue(
-                        ticket_core::domain::UserId(id),
-                        ticket_core::domain::Role::User,
-                        chrono::Utc::now(),
-                    )
-                    .token,
+                    id.get(),
+                    keys.issue(id, ticket_core::domain::Role::User, chrono::Utc::now())
+                        .token,
                 )
             })
             .collect()
