@@ -29,7 +29,7 @@ worker=$!
 # Ctrl-C reaches the API and the worker directly (same process group) and both
 # shut down gracefully; the script only waits for them. If the API stops for
 # any other reason, the worker goes with it.
-trap 'kill "$worker" 2>/dev/null; wait "$worker" 2>/dev/null || true' EXIT
+trap 'kill "$worker" 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT
 trap ':' INT TERM
 
 cat <<MSG
