@@ -38,6 +38,15 @@ pub struct Cli {
     #[arg(long, env = "TICKET_WORKER_MODE", value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
 
+    /// Where `/healthz` (liveness) is served; it fails when the claim loop
+    /// has not turned for two minutes.
+    #[arg(
+        long,
+        env = "TICKET_WORKER_HEALTH_ADDR",
+        default_value = "127.0.0.1:8081"
+    )]
+    pub health_addr: std::net::SocketAddr,
+
     /// Name recorded as the owner of claimed rows (default: host name and pid).
     #[arg(long, env = "TICKET_WORKER_ID")]
     pub worker_id: Option<String>,

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod decide;
+pub mod health;
 mod random;
 
 use std::time::Duration;
@@ -35,6 +36,7 @@ pub struct Cycle {
 
 pub struct Worker {
     pool: MySqlPool,
+    heartbeat: health::Heartbeat,
     owner: String,
     mode: Mode,
     config: watch::Receiver<WorkerConfig>,
@@ -58,6 +60,7 @@ impl Worker {
     ) -> Self {
         Self {
             pool,
+            heartbeat: health::Heartbeat::default(),
             owner: owner.into(),
             mode,
             config,
@@ -75,6 +78,11 @@ impl Worker {
         // Nobody will change it; the receiver keeps the last value anyway.
         drop(sender);
         Self::new(pool, owner, mode, receiver)
+    }
+
+    /// Beaten on every turn of the claim loop (for the liveness endpoint).
+    pub fn heartbeat(&self) -> health::Heartbeat {
+        self.heartbeat.clone()
     }
 
     pub fn config(&self) -> WorkerConfig {
@@ -229,6 +237,7 @@ impl Worker {
         let mut prefetched: Option<ClaimedBatch> = None;
         tracing::info!(owner = %self.owner, mode = ?self.mode, config = ?self.config(), "worker started");
         while !shutdown.is_cancelled() {
+            self.heartbeat.beat();
             let config = self.config();
             let pause = match self.pipelined_cycle(prefetched.take(), config).await {
                 Ok((cycle, next)) => {

@@ -27,6 +27,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
     });
     let worker = Worker::with_config(pool, cli.owner(), cli.mode, cli.worker_config());
+    let listener = tokio::net::TcpListener::bind(cli.health_addr)
+        .await
+        .with_context(|| format!("binding {}", cli.health_addr))?;
+    tracing::info!(addr = %listener.local_addr()?, "health endpoint listening");
+    let health = ticket_worker::health::router(worker.heartbeat());
+    let health_shutdown = shutdown.clone();
+    let server = tokio::spawn(async move {
+        axum::serve(listener, health)
+            .with_graceful_shutdown(async move { health_shutdown.cancelled().await })
+            .await
+    });
     worker.run(shutdown).await;
+    server.await??;
     Ok(())
 }

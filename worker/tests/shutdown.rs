@@ -16,6 +16,7 @@ fn spawn_worker(url: &str, extra_env: &[(&str, &str)]) -> (Child, mpsc::Receiver
         .env_clear()
         .env("DATABASE_URL", url)
         .env("RUST_LOG", "info")
+        .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
         .envs(extra_env.iter().copied())
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
@@ -33,13 +34,13 @@ fn spawn_worker(url: &str, extra_env: &[(&str, &str)]) -> (Child, mpsc::Receiver
     (child, receiver)
 }
 
-/// Waits (at most 20 s) for a log line containing `text`.
-fn expect_line(lines: &mpsc::Receiver<String>, text: &str) {
+/// Waits (at most 20 s) for a log line containing `text`; returns the line.
+fn expect_line(lines: &mpsc::Receiver<String>, text: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         match lines.recv_timeout(left) {
-            Ok(line) if line.contains(text) => return,
+            Ok(line) if line.contains(text) => return line,
             Ok(_) => {}
             Err(_) => panic!("the worker never logged {text:?}"),
         }
@@ -72,7 +73,17 @@ fn signal(child: &Child, name: &str) {
 async fn the_worker_exits_zero_on_sigterm() {
     let q = queue(1, 1).await;
     let (mut child, lines) = spawn_worker(&q.db.url(), &[]);
+    let listening = expect_line(&lines, "health endpoint listening");
+    let addr = listening
+        .split("addr=")
+        .nth(1)
+        .expect("no addr in the log line")
+        .trim()
+        .to_owned();
     expect_line(&lines, "worker started");
+    // The loop turns, so liveness holds.
+    let health = TcpHealth::get(&addr);
+    assert!(health.starts_with("HTTP/1.1 200"), "{health}");
     signal(&child, "-TERM");
     let status = wait_for_exit(&mut child);
     assert!(status.success(), "exit status after SIGTERM: {status}");
@@ -144,4 +155,25 @@ async fn a_worker_killed_mid_batch_loses_nothing() {
             .await
             .unwrap();
     assert!(twice > 0, "the killed workers' rows were re-claimed");
+}
+
+/// A minimal HTTP GET of /healthz (the worker's tests need no HTTP client).
+struct TcpHealth;
+
+impl TcpHealth {
+    fn get(addr: &str) -> String {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(5)))
+            .unwrap();
+        write!(
+            stream,
+            "GET /healthz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        response
+    }
 }
