@@ -47,6 +47,16 @@ pub struct Cli {
     )]
     pub health_addr: std::net::SocketAddr,
 
+    /// ConfigMap to watch for live batchSize / pollIntervalMs / leaseMs
+    /// (through the Kubernetes API; in-cluster or from the kubeconfig).
+    /// Without it the settings above are fixed.
+    #[arg(long, env = "TICKET_WORKER_CONFIGMAP")]
+    pub configmap: Option<String>,
+
+    /// Namespace of that ConfigMap (default: the client's namespace).
+    #[arg(long, env = "POD_NAMESPACE")]
+    pub namespace: Option<String>,
+
     /// Name recorded as the owner of claimed rows (default: host name and pid).
     #[arg(long, env = "TICKET_WORKER_ID")]
     pub worker_id: Option<String>,

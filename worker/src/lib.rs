@@ -5,6 +5,7 @@
 pub mod config;
 pub mod decide;
 pub mod health;
+pub mod live_config;
 mod random;
 
 use std::time::Duration;

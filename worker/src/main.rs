@@ -1,7 +1,7 @@
 use anyhow::Context;
 use clap::Parser;
 use ticket_core::telemetry;
-use ticket_worker::{Cli, Worker};
+use ticket_worker::{Cli, Worker, live_config};
 use tokio_util::sync::CancellationToken;
 
 #[tokio::main]
@@ -26,7 +26,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             shutdown.cancel();
         }
     });
-    let worker = Worker::with_config(pool, cli.owner(), cli.mode, cli.worker_config());
+    let (config, updates) = tokio::sync::watch::channel(cli.worker_config());
+    if let Some(name) = cli.configmap.clone() {
+        watch_configmap_in_background(
+            name,
+            cli.namespace.clone(),
+            cli.owner(),
+            config,
+            shutdown.clone(),
+        )
+        .await;
+    }
+    let worker = Worker::new(pool, cli.owner(), cli.mode, updates);
     let listener = tokio::net::TcpListener::bind(cli.health_addr)
         .await
         .with_context(|| format!("binding {}", cli.health_addr))?;
@@ -41,4 +52,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     worker.run(shutdown).await;
     server.await??;
     Ok(())
+}
+
+/// Starts watching the worker's ConfigMap. Without a reachable Kubernetes API
+/// the worker still runs, on the settings it started with.
+async fn watch_configmap_in_background(
+    name: String,
+    namespace: Option<String>,
+    pod: String,
+    config: tokio::sync::watch::Sender<ticket_worker::WorkerConfig>,
+    shutdown: CancellationToken,
+) {
+    let client = match kube::Client::try_default().await {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::error!(error = %e, configmap = %name, "no Kubernetes API; the worker settings stay fixed");
+            return;
+        }
+    };
+    let namespace = namespace.unwrap_or_else(|| client.default_namespace().to_owned());
+    let events = live_config::EventTarget::for_pod(client.clone(), &namespace, &pod);
+    tracing::info!(configmap = %name, %namespace, "watching the worker ConfigMap");
+    tokio::spawn(async move {
+        live_config::watch_configmap(client, &namespace, &name, config, Some(events), shutdown)
+            .await;
+    });
 }
