@@ -26,7 +26,7 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API (the default).
     Serve,
-    /// Apply pending database migrations and exit.
+    /// Create the database if it does not exist, apply pending migrations, exit.
     Migrate,
 }
 

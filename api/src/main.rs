@@ -21,6 +21,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     let pool = cli.database.lazy_pool().context("invalid DATABASE_URL")?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Migrate => {
+            // A database that does not exist yet is created first (as
+            // `sqlx database create` would); one that exists is left as is.
+            use sqlx::migrate::MigrateDatabase;
+            let url = &cli.database.database_url;
+            if !sqlx::MySql::database_exists(url)
+                .await
+                .context("checking the database")?
+            {
+                sqlx::MySql::create_database(url)
+                    .await
+                    .context("creating the database")?;
+                tracing::info!("database created");
+            }
             db::migrate(&pool).await.context("applying migrations")?;
             tracing::info!("migrations applied");
             Ok(())

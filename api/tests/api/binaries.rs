@@ -59,6 +59,35 @@ async fn migrate_applies_the_schema_and_is_idempotent() {
     assert_eq!(tables, 6);
 }
 
+#[tokio::test]
+async fn migrate_creates_a_missing_database() {
+    let db = TestDatabase::create().await;
+    let pool = db.pool(1).await;
+    let missing = format!("{}_new", db.name);
+    let out = api(&ticket_core::testing::database_url_for(&missing))
+        .arg("migrate")
+        .output()
+        .unwrap();
+    let (exists,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM information_schema.schemata WHERE schema_name = ?")
+            .bind(&missing)
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS `{missing}`"
+    )))
+    .execute(&pool)
+    .await
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(exists, 1);
+}
+
 #[test]
 fn serving_needs_a_strong_signing_secret() {
     let url = ticket_core::testing::database_url_for("unused");
