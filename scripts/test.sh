@@ -2,7 +2,8 @@
 # The whole test suite: the Rust workspace against a real database
 # (DATABASE_URL when set, otherwise the project's private server from
 # scripts/db.sh; each integration test creates and drops a database of its
-# own there), then the Helm chart (scripts/chart-test.sh).
+# own there), then the Helm chart (scripts/chart-test.sh), then short runs of
+# the k6 scenarios 1-3 (scripts/k6.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -12,4 +13,14 @@ status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.
 scripts/chart-test.sh || status=$?
+# Short versions of the k6 scenarios 1-3 against a private stack: they fail
+# on any broken invariant or threshold.
+k6_passed=0 k6_failed=0
+k6() {
+  if env "$@"; then k6_passed=$((k6_passed + 1)); else k6_failed=$((k6_failed + 1)); status=1; fi
+}
+k6 TICKET_DURATION=10s TICKET_VUS=50 scripts/k6.sh contention
+k6 TICKET_USERS=100 TICKET_SEATS=20 scripts/k6.sh distributed
+k6 scripts/k6.sh cancel-rebook
+echo "k6: $k6_passed passed, $k6_failed failed"
 exit "$status"

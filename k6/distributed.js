@@ -1,0 +1,50 @@
+// Scenario 2 (the original's): users spread over seats, one request each:
+// every seat sold exactly once, every other request failed, and reserved
+// seats = confirmed reservations = seats.
+import { check } from 'k6';
+import { Counter, Trend } from 'k6/metrics';
+import { adminToken, concert, confirmedCount, createConcert, createUsers, reserveAndWait, summary } from './lib.js';
+
+const USERS = Number(__ENV.TICKET_USERS || 500);
+const SEATS = Number(__ENV.TICKET_SEATS || 100);
+const success = new Counter('reservation_success');
+const failed = new Counter('reservation_failed');
+const decision = new Trend('decision_ms', true);
+
+export const options = {
+  setupTimeout: '300s',
+  scenarios: {
+    distributed: { executor: 'per-vu-iterations', vus: USERS, iterations: 1, maxDuration: '120s' },
+  },
+  thresholds: {
+    reservation_success: [`count==${SEATS}`],
+    reservation_failed: [`count==${USERS - SEATS}`],
+    checks: ['rate==1.0'],
+    http_req_failed: ['rate<0.01'],
+  },
+};
+
+export function setup() {
+  const admin = adminToken();
+  const { id, seats } = createConcert(admin, `distributed-${Date.now()}`, 1, SEATS);
+  return { concertId: id, seats, tokens: createUsers(USERS, `d${Date.now()}`) };
+}
+
+export default function (data) {
+  const outcome = reserveAndWait(data.tokens[__VU - 1], data.seats[(__VU - 1) % SEATS]);
+  if (!outcome) return;
+  check(outcome, { 'decided in time': (o) => o.status !== 'TIMEOUT' });
+  decision.add(outcome.ms);
+  if (outcome.status === 'SUCCESS') success.add(1);
+  if (outcome.status === 'FAILED') failed.add(1);
+}
+
+export function teardown(data) {
+  const c = concert(data.concertId);
+  check(c, {
+    'every seat RESERVED': (x) => x.reservedSeats === SEATS && x.availableSeats === 0,
+    'confirmed reservations = seats': () => confirmedCount(data.tokens) === SEATS,
+  });
+}
+
+export const handleSummary = summary('distributed');

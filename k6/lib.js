@@ -1,0 +1,102 @@
+// Shared helpers for the k6 scenarios: every scenario builds its own data
+// through the API (admin login, concert, users, tokens) and verifies the
+// invariants through the API at the end.
+import http from 'k6/http';
+import { check, fail, sleep } from 'k6';
+
+export const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';
+const JSON_HEADERS = { 'Content-Type': 'application/json' };
+
+export function auth(token) {
+  return { headers: { ...JSON_HEADERS, Authorization: `Bearer ${token}` } };
+}
+
+export function login(nickName, password) {
+  const res = http.post(`${BASE}/api/auth/login`, JSON.stringify({ nickName, password }), { headers: JSON_HEADERS });
+  if (res.status !== 200) fail(`login ${nickName}: ${res.status} ${res.body}`);
+  return res.json('accessToken');
+}
+
+export function adminToken() {
+  return login(__ENV.ADMIN_NICK || 'admin', __ENV.ADMIN_PASSWORD || fail('ADMIN_PASSWORD is required'));
+}
+
+// A concert with `rows` × `perRow` seats; returns its id and seat ids in natural order.
+export function createConcert(admin, title, rows, perRow) {
+  const body = { title, venue: 'k6 Hall', concertDate: '2099-06-01T19:00:00Z', rows, seatsPerRow: perRow };
+  const res = http.post(`${BASE}/api/concerts`, JSON.stringify(body), auth(admin));
+  if (res.status !== 201) fail(`create concert: ${res.status} ${res.body}`);
+  const id = res.json('id');
+  const seats = http.get(`${BASE}/api/concerts/${id}/seats`).json().map((s) => s.id);
+  return { id, seats };
+}
+
+// `n` users signed up and logged in (in parallel batches); returns their tokens.
+export function createUsers(n, prefix) {
+  const password = 'k6-password-123';
+  const names = Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
+  const tokens = [];
+  for (let i = 0; i < names.length; i += 50) {
+    const chunk = names.slice(i, i + 50);
+    const signups = http.batch(chunk.map((nickName) => ['POST', `${BASE}/api/users`, JSON.stringify({ nickName, password }), { headers: JSON_HEADERS }]));
+    signups.forEach((r, j) => { if (r.status !== 201) fail(`sign up ${chunk[j]}: ${r.status} ${r.body}`); });
+    const logins = http.batch(chunk.map((nickName) => ['POST', `${BASE}/api/auth/login`, JSON.stringify({ nickName, password }), { headers: JSON_HEADERS }]));
+    logins.forEach((r, j) => { if (r.status !== 200) fail(`log in ${chunk[j]}: ${r.status}`); tokens.push(r.json('accessToken')); });
+  }
+  return tokens;
+}
+
+// Requests the seat and polls its status, as a client would, until it is
+// decided; returns { status, reservationId, ms } or null when refused at once.
+export function reserveAndWait(token, seatId, timeoutMs = 30000) {
+  const started = Date.now();
+  const res = http.post(`${BASE}/api/reservations`, JSON.stringify({ seatId }), auth(token));
+  if (!check(res, { 'reservation accepted (201)': (r) => r.status === 201 })) return null;
+  const queueId = res.json('queueId');
+  while (Date.now() - started < timeoutMs) {
+    const s = http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } });
+    const status = s.json('status');
+    if (status === 'SUCCESS' || status === 'FAILED') {
+      return { status, reservationId: s.json('reservationId'), ms: Date.now() - started };
+    }
+    sleep(0.05);
+  }
+  return { status: 'TIMEOUT', ms: Date.now() - started };
+}
+
+export function concert(id) {
+  return http.get(`${BASE}/api/concerts/${id}`).json();
+}
+
+// CONFIRMED reservations across the given users (each can see only their own).
+export function confirmedCount(tokens) {
+  let n = 0;
+  for (const token of tokens) {
+    const mine = http.get(`${BASE}/api/users/me/reservations?size=100`, auth(token)).json();
+    n += mine.filter((r) => r.status === 'CONFIRMED').length;
+  }
+  return n;
+}
+
+// A JSON summary next to k6's own, for CI artifacts.
+export function summary(name) {
+  return (data) => {
+    const dir = __ENV.TICKET_SUMMARY_DIR || '.';
+    const m = data.metrics;
+    const pick = (k) => (m[k] ? m[k].values : undefined);
+    const short = {
+      scenario: name,
+      checks: pick('checks'),
+      http_reqs: pick('http_reqs'),
+      http_req_duration: pick('http_req_duration'),
+      decision_ms: pick('decision_ms'),
+      reservation_success: pick('reservation_success'),
+      reservation_failed: pick('reservation_failed'),
+      thresholds_failed: Object.entries(m).filter(([, v]) => v.thresholds && Object.values(v.thresholds).some((t) => !t.ok)).map(([k]) => k),
+    };
+    return {
+      [`${dir}/${name}-summary.json`]: JSON.stringify(data, null, 2),
+      stdout: `${JSON.stringify(short, null, 2)}\n`,
+    };
+  };
+}

