@@ -11,10 +11,11 @@ run:
 test:
 	@scripts/test.sh
 
-## Formatting and clippy, as CI checks them
+## Formatting, clippy and the workflow files, as CI checks them
 lint:
 	cargo fmt --all -- --check
 	cargo clippy --workspace --all-targets --locked -- -D warnings
+	scripts/lint-workflows.sh
 
 fmt:
 	cargo fmt --all

