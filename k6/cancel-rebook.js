@@ -5,6 +5,7 @@ import { check } from 'k6';
 import { BASE, adminToken, auth, concert, createConcert, createUsers, reserveAndWait, summary } from './lib.js';
 
 export const options = {
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
   setupTimeout: '120s',
   scenarios: { cancel_rebook: { executor: 'shared-iterations', vus: 1, iterations: 1 } },
   thresholds: { checks: ['rate==1.0'] },

@@ -11,6 +11,7 @@ const failed = new Counter('reservation_failed');
 const decision = new Trend('decision_ms', true);
 
 export const options = {
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
   setupTimeout: '300s',
   scenarios: {
     contention: { executor: 'constant-vus', vus: VUS, duration: __ENV.TICKET_DURATION || '60s' },

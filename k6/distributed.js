@@ -12,6 +12,7 @@ const failed = new Counter('reservation_failed');
 const decision = new Trend('decision_ms', true);
 
 export const options = {
+  summaryTrendStats: ['avg', 'min', 'med', 'max', 'p(90)', 'p(95)', 'p(99)'],
   setupTimeout: '300s',
   scenarios: {
     distributed: { executor: 'per-vu-iterations', vus: USERS, iterations: 1, maxDuration: '120s' },
