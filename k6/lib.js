@@ -3,6 +3,7 @@
 // invariants through the API at the end.
 import http from 'k6/http';
 import { check, fail, sleep } from 'k6';
+import { Counter, Trend } from 'k6/metrics';
 
 export const BASE = __ENV.BASE_URL || 'http://127.0.0.1:8080';
 const JSON_HEADERS = { 'Content-Type': 'application/json' };
@@ -62,6 +63,19 @@ export function reserveAndWait(token, seatId, timeoutMs = 30000) {
     sleep(0.05);
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
+}
+
+const success = new Counter('reservation_success');
+const failed = new Counter('reservation_failed');
+const decision = new Trend('decision_ms', true);
+
+// Counts a request's outcome: SUCCESS / FAILED totals and time to decision.
+export function record(outcome) {
+  if (!outcome) return;
+  check(outcome, { 'decided in time': (o) => o.status !== 'TIMEOUT' });
+  decision.add(outcome.ms);
+  if (outcome.status === 'SUCCESS') success.add(1);
+  if (outcome.status === 'FAILED') failed.add(1);
 }
 
 export function concert(id) {
