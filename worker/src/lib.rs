@@ -59,9 +59,12 @@ impl Worker {
         mode: Mode,
         config: watch::Receiver<WorkerConfig>,
     ) -> Self {
+        // A worker that was just made is not stuck: its heartbeat starts now.
+        let heartbeat = health::Heartbeat::default();
+        heartbeat.beat();
         Self {
             pool,
-            heartbeat: health::Heartbeat::default(),
+            heartbeat,
             owner: owner.into(),
             mode,
             config,
