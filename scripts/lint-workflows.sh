@@ -3,7 +3,5 @@
 # schema (check-jsonschema's vendored copy: no network needed at run time).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-venv=.local/venv
-[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --disable-pip-version-check 'check-jsonschema==0.33.3'
+venv="$(scripts/venv.sh 'check-jsonschema==0.33.3')"
 "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows .github/workflows/*.yml
