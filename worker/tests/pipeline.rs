@@ -135,19 +135,7 @@ async fn shutdown_finishes_the_batch_in_progress_then_stops_claiming() {
         async move { w.run(shutdown).await }
     });
     // Ask it to stop while it holds a claimed batch.
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while counts(&q.pool)
-        .await
-        .get("PROCESSING")
-        .copied()
-        .unwrap_or(0)
-        == 0
-    {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the worker never claimed"
-        );
-    }
+    common::until_rows_are_claimed(&q.pool).await;
     shutdown.cancel();
     running.await.unwrap();
     let c = counts(&q.pool).await;

@@ -104,28 +104,10 @@ async fn a_worker_killed_mid_batch_loses_nothing() {
             ],
         );
         expect_line(&lines, "worker started");
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while counts(&q.pool)
-            .await
-            .get("PROCESSING")
-            .copied()
-            .unwrap_or(0)
-            == 0
-        {
-            assert!(
-                Instant::now() < deadline,
-                "the worker never claimed: {:?}",
-                counts(&q.pool).await
-            );
-        }
+        common::until_rows_are_claimed(&q.pool).await;
         signal(&child, "-KILL");
         wait_for_exit(&mut child);
-        reclaimed_somewhere |= counts(&q.pool)
-            .await
-            .get("PROCESSING")
-            .copied()
-            .unwrap_or(0)
-            > 0;
+        reclaimed_somewhere |= common::processing(&q.pool).await > 0;
     }
     assert!(
         reclaimed_somewhere,

@@ -55,6 +55,22 @@ pub async fn counts(pool: &MySqlPool) -> HashMap<String, i64> {
     rows.into_iter().collect()
 }
 
+pub async fn processing(pool: &MySqlPool) -> i64 {
+    counts(pool).await.get("PROCESSING").copied().unwrap_or(0)
+}
+
+/// Waits (at most 30 s) until some worker holds claimed rows.
+pub async fn until_rows_are_claimed(pool: &MySqlPool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while processing(pool).await == 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no worker claimed: {:?}",
+            counts(pool).await
+        );
+    }
+}
+
 pub async fn open_requests(pool: &MySqlPool) -> i64 {
     let c = counts(pool).await;
     c.get("PENDING").copied().unwrap_or(0) + c.get("PROCESSING").copied().unwrap_or(0)
