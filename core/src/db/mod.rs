@@ -15,10 +15,7 @@ use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::mysql::{MySqlConnection, MySqlPool};
 use sqlx::{Connection, Executor};
 
-pub use sqlx::mysql::MySqlPool as Pool;
-pub use sqlx::{MySqlConnection as Conn, Transaction};
-
-pub type Tx<'c> = sqlx::Transaction<'c, sqlx::MySql>;
+pub use sqlx::MySqlConnection as Conn;
 
 /// The migrations in `migrations/`, embedded in the binaries.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
@@ -145,6 +142,11 @@ pub(crate) fn bind_ids<'q, O>(
         query = query.bind(ids.get(i).copied().unwrap_or(last));
     }
     query
+}
+
+/// The raw ids of queue rows, for [`bind_ids`].
+pub(crate) fn queue_ids(ids: &[crate::domain::QueueId]) -> Vec<u64> {
+    ids.iter().map(|id| id.0).collect()
 }
 
 /// [`bind_ids`] for statements without rows.

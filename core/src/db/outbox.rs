@@ -28,8 +28,9 @@ pub async fn record_succeeded(
     )))
     .bind(RESERVATION_SUCCEEDED)
     .bind(now.naive_utc());
-    let ids: Vec<u64> = requests.iter().map(|id| id.0).collect();
-    let done = bind_ids_exec(insert, &ids).execute(conn).await?;
+    let done = bind_ids_exec(insert, &super::queue_ids(requests))
+        .execute(conn)
+        .await?;
     Ok(done.rows_affected())
 }
 

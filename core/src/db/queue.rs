@@ -205,7 +205,7 @@ pub async fn claim(
     .bind(lease.token)
     .bind(lease.until.naive_utc())
     .bind(now.naive_utc());
-    bind_ids_exec(update, &raw(&ids))
+    bind_ids_exec(update, &super::queue_ids(&ids))
         .execute(&mut *conn)
         .await?;
     Ok(Claim { ids, reclaimed })
@@ -239,7 +239,9 @@ pub async fn lock_leased(
         in_placeholders(ids.len())
     )))
     .bind(token);
-    bind_ids(select, &raw(ids)).fetch_all(conn).await
+    bind_ids(select, &super::queue_ids(ids))
+        .fetch_all(conn)
+        .await
 }
 
 /// Marks requests SUCCESS with the CONFIRMED reservation of their seat.
@@ -262,7 +264,9 @@ pub async fn mark_succeeded(
     .bind(now.naive_utc())
     .bind(now.naive_utc())
     .bind(token);
-    let done = bind_ids_exec(update, &raw(ids)).execute(conn).await?;
+    let done = bind_ids_exec(update, &super::queue_ids(ids))
+        .execute(conn)
+        .await?;
     Ok(done.rows_affected())
 }
 
@@ -286,24 +290,8 @@ pub async fn mark_failed(
     .bind(now.naive_utc())
     .bind(now.naive_utc())
     .bind(token);
-    let done = bind_ids_exec(update, &raw(ids)).execute(conn).await?;
+    let done = bind_ids_exec(update, &super::queue_ids(ids))
+        .execute(conn)
+        .await?;
     Ok(done.rows_affected())
-}
-
-/// Number of queue rows in each status (operators' view of the backlog).
-pub async fn depth_by_status(
-    conn: &mut MySqlConnection,
-) -> Result<Vec<(QueueStatus, u64)>, sqlx::Error> {
-    let rows: Vec<(QueueStatus, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
-            .fetch_all(conn)
-            .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(s, n)| (s, n.unsigned_abs()))
-        .collect())
-}
-
-fn raw(ids: &[QueueId]) -> Vec<u64> {
-    ids.iter().map(|id| id.0).collect()
 }
