@@ -47,20 +47,57 @@ export function createUsers(n, prefix) {
   return tokens;
 }
 
+// The server's timestamps (RFC 3339 with microseconds) as epoch milliseconds.
+function epochMs(text) {
+  return text ? Date.parse(text.replace(/(\.\d{3})\d*/, '$1')) : undefined;
+}
+
 // Requests the seat and polls its status, as a client would, until it is
-// decided; returns { status, reservationId, ms } or null when refused at once.
-export function reserveAndWait(token, seatId, timeoutMs = 30000) {
+// decided; returns { status, reservationId, ms, requestedAt, decidedAt } (the
+// last two by the server's clock) or null when refused at once.
+export function reserveAndWait(token, seatId, { timeoutMs = 30000, pollMs = 50 } = {}) {
   const started = Date.now();
   const res = http.post(`${BASE}/api/reservations`, JSON.stringify({ seatId }), auth(token));
   if (!check(res, { 'reservation accepted (201)': (r) => r.status === 201 })) return null;
   const queueId = res.json('queueId');
   while (Date.now() - started < timeoutMs) {
+    sleep(pollMs / 1000);
     const s = http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } });
-    const status = s.json('status');
+    const status = s.status === 200 ? s.json('status') : undefined;
     if (status === 'SUCCESS' || status === 'FAILED') {
-      return { status, reservationId: s.json('reservationId'), ms: Date.now() - started };
+      return {
+        status,
+        reservationId: s.json('reservationId'),
+        ms: Date.now() - started,
+        requestedAt: epochMs(s.json('requestedAt')),
+        decidedAt: epochMs(s.json('decidedAt')),
+      };
     }
-    sleep(0.05);
+  }
+  return { status: 'TIMEOUT', ms: Date.now() - started };
+}
+
+// reserveAndWait for many users at once in one VU: requests and polls go out
+// concurrently (k6's event loop), so a few hundred VUs carry thousands of
+// waiting users.
+export async function reserveAndWaitAsync(token, seatId, { timeoutMs = 30000, pollMs = 50 } = {}) {
+  const started = Date.now();
+  const res = await http.asyncRequest('POST', `${BASE}/api/reservations`, JSON.stringify({ seatId }), auth(token));
+  if (!check(res, { 'reservation accepted (201)': (r) => r.status === 201 })) return null;
+  const queueId = res.json('queueId');
+  while (Date.now() - started < timeoutMs) {
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    const s = await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } });
+    const status = s.status === 200 ? s.json('status') : undefined;
+    if (status === 'SUCCESS' || status === 'FAILED') {
+      return {
+        status,
+        reservationId: s.json('reservationId'),
+        ms: Date.now() - started,
+        requestedAt: epochMs(s.json('requestedAt')),
+        decidedAt: epochMs(s.json('decidedAt')),
+      };
+    }
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
 }
@@ -68,12 +105,14 @@ export function reserveAndWait(token, seatId, timeoutMs = 30000) {
 const success = new Counter('reservation_success');
 const failed = new Counter('reservation_failed');
 const decision = new Trend('decision_ms', true);
+const serverDecision = new Trend('decision_server_ms', true);
 
 // Counts a request's outcome: SUCCESS / FAILED totals and time to decision.
 export function record(outcome) {
   if (!outcome) return;
   check(outcome, { 'decided in time': (o) => o.status !== 'TIMEOUT' });
   decision.add(outcome.ms);
+  if (outcome.decidedAt !== undefined) serverDecision.add(outcome.decidedAt - outcome.requestedAt);
   if (outcome.status === 'SUCCESS') success.add(1);
   if (outcome.status === 'FAILED') failed.add(1);
 }
@@ -92,8 +131,9 @@ export function confirmedCount(tokens) {
   return n;
 }
 
-// A JSON summary next to k6's own, for CI artifacts.
-export function summary(name) {
+// A JSON summary next to k6's own, for CI artifacts; `extra(data)` adds
+// scenario-specific figures to the printed one.
+export function summary(name, extra = () => ({})) {
   return (data) => {
     const dir = __ENV.TICKET_SUMMARY_DIR || '.';
     const m = data.metrics;
@@ -104,9 +144,11 @@ export function summary(name) {
       http_reqs: pick('http_reqs'),
       http_req_duration: pick('http_req_duration'),
       decision_ms: pick('decision_ms'),
+      decision_server_ms: pick('decision_server_ms'),
       reservation_success: pick('reservation_success'),
       reservation_failed: pick('reservation_failed'),
       thresholds_failed: Object.entries(m).filter(([, v]) => v.thresholds && Object.values(v.thresholds).some((t) => !t.ok)).map(([k]) => k),
+      ...extra(data),
     };
     return {
       [`${dir}/${name}-summary.json`]: JSON.stringify(data, null, 2),

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Benchmarks for docs/benchmarks.md. Usage: scripts/bench.sh [drain|enqueue|latency|all]
+# Benchmarks for docs/benchmarks.md.
+# Usage: scripts/bench.sh [drain|enqueue|latency|tracing|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -20,11 +21,22 @@ free_port() {
   echo "$port"
 }
 
-# Starts the API on a prepared database; sets api_pid and api_url.
+wait_port() {
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2
+  return 1
+}
+
+# Starts the API on a prepared database (with extra VAR=value environment
+# after the URL); sets api_pid and api_url.
 start_api() {
   local url="$1" port
+  shift
   port="$(free_port)"
-  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
+  env "$@" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
     TICKET_DB_MAX_CONNECTIONS="${TICKET_DB_MAX_CONNECTIONS:-64}" RUST_LOG=warn "$bin/ticket-api" &
   api_pid=$!
   api_url="http://127.0.0.1:$port"
@@ -37,6 +49,14 @@ start_api() {
 }
 
 stop() { kill "$@" 2>/dev/null || true; wait "$@" 2>/dev/null || true; }
+
+ensure_wrk() {
+  command -v wrk >/dev/null 2>&1 && return 0
+  local sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >&2
+}
 
 drain() {
   echo "## drain: 100,000 requests over 10,000 seats (three runs each; this kind of VM is noisy)"
@@ -51,6 +71,7 @@ drain() {
 }
 
 enqueue() {
+  ensure_wrk
   local keyed
   for keyed in 0 1; do
     if [ "$keyed" = 1 ]; then
@@ -87,10 +108,44 @@ latency() {
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
 
+# The same drain and enqueue runs with tracing off (OTEL_SDK_DISABLED) and on
+# at the default sampling, exporting over OTLP/HTTP to a local sink; runs
+# alternate so that the VM's drift hits both alike.
+tracing_overhead() {
+  ensure_wrk
+  local port sink_pid url
+  port="$(free_port)"
+  "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
+  sink_pid=$!
+  wait_port "$port"
+  local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port"
+  echo "## tracing overhead: drain, 100,000 requests over 10,000 seats, one worker"
+  for run in 1 2 3; do
+    for mode in off on; do
+      echo "### tracing $mode"
+      env "${!mode}" RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 1
+    done
+  done
+  echo "## tracing overhead: enqueue, wrk, 64 connections, 15 s"
+  for run in 1 2; do
+    for mode in off on; do
+      echo "### tracing $mode"
+      url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
+      start_api "$url" "${!mode}"
+      TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED=0 \
+        wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
+      stop "$api_pid"
+      DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+    done
+  done
+  stop "$sink_pid"
+}
+
 case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
   latency) latency ;;
-  all) drain; enqueue; latency ;;
-  *) echo "usage: $0 [drain|enqueue|latency|all]" >&2; exit 2 ;;
+  tracing) tracing_overhead ;;
+  all) drain; enqueue; latency; tracing_overhead ;;
+  *) echo "usage: $0 [drain|enqueue|latency|tracing|all]" >&2; exit 2 ;;
 esac

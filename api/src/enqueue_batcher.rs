@@ -8,10 +8,14 @@
 //! caller is answered only after the commit that holds its row.
 
 use std::sync::Arc;
+use std::time::SystemTime;
 
+use opentelemetry::Context;
+use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::{Connection, MySqlPool};
 use ticket_core::db::{self, queue};
 use ticket_core::domain::QueueId;
+use ticket_core::telemetry::spans::{Recorded, db_attributes};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// Largest group: 7 placeholders a row stays far below the statement limit.
@@ -21,9 +25,16 @@ const WRITERS: usize = 4;
 
 type Reply = oneshot::Sender<Result<QueueId, sqlx::Error>>;
 
+/// A request waiting for its group, with the trace it belongs to.
+struct Job {
+    request: queue::NewRequest,
+    trace: Context,
+    reply: Reply,
+}
+
 #[derive(Clone)]
 pub struct EnqueueBatcher {
-    sender: mpsc::Sender<(queue::NewRequest, Reply)>,
+    sender: mpsc::Sender<Job>,
 }
 
 impl EnqueueBatcher {
@@ -34,18 +45,28 @@ impl EnqueueBatcher {
         Self { sender }
     }
 
-    /// Enqueues the request; resolves once it is committed (or failed).
-    pub async fn enqueue(&self, request: queue::NewRequest) -> Result<QueueId, sqlx::Error> {
+    /// Enqueues the request; resolves once it is committed (or failed). The
+    /// INSERT and commit it shared with its group appear as a span under
+    /// `trace`.
+    pub async fn enqueue(
+        &self,
+        request: queue::NewRequest,
+        trace: Context,
+    ) -> Result<QueueId, sqlx::Error> {
         let (reply, answer) = oneshot::channel();
         self.sender
-            .send((request, reply))
+            .send(Job {
+                request,
+                trace,
+                reply,
+            })
             .await
             .map_err(|_| sqlx::Error::PoolClosed)?;
         answer.await.map_err(|_| sqlx::Error::PoolClosed)?
     }
 }
 
-async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<(queue::NewRequest, Reply)>) {
+async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>) {
     let writers = Arc::new(Semaphore::new(WRITERS));
     loop {
         // Wait for a free writer first: meanwhile the next group gathers.
@@ -86,13 +107,17 @@ fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
     chunks
 }
 
-async fn write_group(pool: &MySqlPool, group: Vec<(queue::NewRequest, Reply)>) {
+async fn write_group(pool: &MySqlPool, group: Vec<Job>) {
     if group.len() > 1 {
-        let requests: Vec<queue::NewRequest> = group.iter().map(|(r, _)| r.clone()).collect();
+        let requests: Vec<queue::NewRequest> =
+            group.iter().map(|job| job.request.clone()).collect();
+        let started = SystemTime::now();
         match insert_group(pool, &requests).await {
             Ok(ids) => {
-                for ((_, reply), id) in group.into_iter().zip(ids) {
-                    let _ = reply.send(Ok(id));
+                let size = group.len();
+                for (job, id) in group.into_iter().zip(ids) {
+                    record_insert(&job.trace, started, size);
+                    let _ = job.reply.send(Ok(id));
                 }
                 return;
             }
@@ -108,13 +133,35 @@ async fn write_group(pool: &MySqlPool, group: Vec<(queue::NewRequest, Reply)>) {
     // Awaited here, inside the writer's permit: that wait is what lets the
     // next group gather.
     let mut singles = tokio::task::JoinSet::new();
-    for (request, reply) in group {
+    for job in group {
         let pool = pool.clone();
         singles.spawn(async move {
-            let _ = reply.send(insert_one(&pool, &request).await);
+            let started = SystemTime::now();
+            let result = insert_one(&pool, &job.request).await;
+            record_insert(&job.trace, started, 1);
+            let _ = job.reply.send(result);
         });
     }
     while singles.join_next().await.is_some() {}
+}
+
+/// The request's share of a group write, as a span of its own trace.
+fn record_insert(trace: &Context, started: SystemTime, group_size: usize) {
+    if !trace.span().span_context().is_sampled() {
+        return;
+    }
+    Recorded::new(
+        "INSERT reservation_queue",
+        SpanKind::Client,
+        started,
+        SystemTime::now(),
+    )
+    .attributes(db_attributes("INSERT", "reservation_queue"))
+    .attribute(opentelemetry::KeyValue::new(
+        "db.operation.batch.size",
+        i64::try_from(group_size).unwrap_or(i64::MAX),
+    ))
+    .record(trace);
 }
 
 async fn insert_group(

@@ -49,9 +49,8 @@ impl Application {
                 .context("creating the admin account")?;
             tracing::info!(nickname = nickname.as_str(), "admin account ready");
         }
-        let listener = TcpListener::bind(settings.addr)
-            .await
-            .with_context(|| format!("binding {}", settings.addr))?;
+        let listener =
+            listen(settings.addr).with_context(|| format!("binding {}", settings.addr))?;
         Ok(Self {
             listener,
             state: AppState {
@@ -59,6 +58,7 @@ impl Application {
                 pool,
                 tokens: Arc::new(tokens),
                 passwords,
+                metrics: crate::observability::ApiMetrics::new(),
             },
         })
     }
@@ -82,4 +82,22 @@ impl Application {
             .with_graceful_shutdown(shutdown)
             .await
     }
+}
+
+/// Pending connections the kernel may hold for us (capped by its
+/// `net.core.somaxconn`). When tickets open, thousands of clients connect in
+/// the same second; with the usual 1,024 the rest see their SYN dropped and
+/// retry only after a second.
+const LISTEN_BACKLOG: u32 = 8192;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.set_nodelay(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }

@@ -3,6 +3,7 @@ use std::sync::Arc;
 use sqlx::MySqlPool;
 
 use crate::enqueue_batcher::EnqueueBatcher;
+use crate::observability::ApiMetrics;
 use crate::security::{PasswordHasher, TokenKeys};
 
 /// What every handler may reach. Cheap to clone: everything is shared.
@@ -12,4 +13,5 @@ pub struct AppState {
     pub tokens: Arc<TokenKeys>,
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
+    pub metrics: Arc<ApiMetrics>,
 }

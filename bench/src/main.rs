@@ -5,6 +5,7 @@ mod drain;
 mod enqueue;
 mod latency;
 mod load;
+mod otlp_sink;
 
 use clap::{Parser, Subcommand};
 
@@ -34,12 +35,14 @@ enum Command {
     WaitDrained(latency::DbArgs),
     /// Drop the database of a finished run.
     DropDatabase(latency::DbArgs),
+    /// Accept and discard OTLP/HTTP trace exports (a collector stand-in).
+    OtlpSink(otlp_sink::Args),
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let _telemetry = ticket_core::telemetry::init("ticket-bench");
-    match Cli::parse().command {
+    let telemetry = ticket_core::telemetry::init("ticket-bench");
+    let result = match Cli::parse().command {
         Command::Drain(args) => drain::run(args).await,
         Command::PrepareEnqueue(args) => enqueue::run(args).await,
         Command::Latency(args) => latency::run(args).await,
@@ -47,5 +50,8 @@ async fn main() -> anyhow::Result<()> {
         Command::CountQueue(args) => latency::count(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,
         Command::DropDatabase(args) => latency::drop_database(args).await,
-    }
+        Command::OtlpSink(args) => otlp_sink::run(args).await,
+    };
+    telemetry.shutdown();
+    result
 }

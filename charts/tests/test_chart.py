@@ -13,7 +13,7 @@ CHART = Path(__file__).resolve().parents[1] / "ticket"
 PRODUCTION = yaml.safe_load((CHART / "ci" / "production-values.yaml").read_text())
 KUBE_VERSION = kubernetes_validate.latest_version()
 # Custom resources have no schema in kubernetes-validate; tested by content.
-CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication"}
+CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor"}
 RESTRICTED_POD_KINDS = {"Deployment", "StatefulSet", "Job"}
 
 
@@ -185,10 +185,60 @@ def test_optional_mysql_is_off_by_default_and_complete_when_on():
         {"unknownKey": True},
         {"auth": {"secret": "too-short"}},
         {"database": {"url": "postgres://nope"}},
+        {"logFormat": "xml"},
+        {"metrics": {"serviceMonitor": {"interval": "soon"}}},
     ],
-    ids=["mistyped", "zero", "unknown-nested", "unknown-top", "weak-secret", "wrong-url"],
+    ids=["mistyped", "zero", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval"],
 )
 def test_schema_rejects_bad_values(values):
     chart = helm.Chart.load(CHART)
     with pytest.raises(helm.HelmValuesError):
         chart.validate_schema(chart.merge_values(values))
+
+
+def env_of(deployment):
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    return {e["name"]: e.get("value") for e in container["env"]}
+
+
+def test_metrics_ports_are_named_on_the_services():
+    docs = render()
+    api = find(docs, "Service", "-api")
+    assert [p["name"] for p in api["spec"]["ports"]] == ["http"]
+    workers = find(docs, "Service", "-worker-metrics")
+    assert workers["spec"]["ports"] == [{"name": "metrics", "port": 8081, "targetPort": "metrics"}]
+    worker = find(docs, "Deployment", "-worker")
+    pod_labels = worker["spec"]["template"]["metadata"]["labels"]
+    assert workers["spec"]["selector"].items() <= pod_labels.items()
+    container = worker["spec"]["template"]["spec"]["containers"][0]
+    assert {"name": "metrics", "containerPort": 8081} in container["ports"]
+    assert env_of(worker)["TICKET_WORKER_HEALTH_ADDR"] == "0.0.0.0:8081"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+
+
+def test_service_monitor_scrapes_the_api_and_the_workers_when_asked():
+    assert not [d for d in render() if d["kind"] == "ServiceMonitor"], "off by default"
+    docs = render(PRODUCTION)
+    monitor = find(docs, "ServiceMonitor")
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    assert sorted((e["port"], e["path"]) for e in monitor["spec"]["endpoints"]) == [
+        ("http", "/metrics"),
+        ("metrics", "/metrics"),
+    ]
+    selector = monitor["spec"]["selector"]["matchLabels"]
+    for service in (find(docs, "Service", "-api"), find(docs, "Service", "-worker-metrics")):
+        assert selector.items() <= service["metadata"]["labels"].items(), service["metadata"]["name"]
+    missing_api = {**PRODUCTION, "metrics": {"serviceMonitor": {"enabled": True}}}
+    assert not [d for d in render(missing_api) if d["kind"] == "ServiceMonitor"]
+
+
+def test_telemetry_settings_reach_both_binaries():
+    for doc in ("-api", "-worker"):
+        default_env = env_of(find(render(), "Deployment", doc))
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in default_env, "nothing exported without an endpoint"
+        assert default_env["TICKET_LOG_FORMAT"] == "json"
+        env = env_of(find(render(PRODUCTION), "Deployment", doc))
+        assert env["OTEL_EXPORTER_OTLP_ENDPOINT"] == PRODUCTION["otel"]["endpoint"]
+        assert env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "grpc"
+        assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
+        assert env["OTEL_SERVICE_NAME"] == "ticket" + doc

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod db;
 pub mod domain;
+pub mod metrics;
 pub mod shutdown;
 pub mod telemetry;
 #[cfg(feature = "testing")]

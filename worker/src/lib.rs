@@ -6,9 +6,11 @@ pub mod config;
 pub mod decide;
 pub mod health;
 pub mod live_config;
+pub mod observability;
 mod random;
 
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 use sqlx::{Connection, MySqlPool};
 use ticket_core::db::{self, queue};
@@ -18,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use config::{Cli, Mode, WorkerConfig};
 pub use decide::{DecideError, Decided};
+pub use observability::WorkerMetrics;
 
 /// Rows claimed by one claim transaction, under one lease.
 #[derive(Debug)]
@@ -25,6 +28,9 @@ pub struct ClaimedBatch {
     pub ids: Vec<QueueId>,
     pub token: u64,
     pub reclaimed: usize,
+    /// When the claim transaction began and committed (for its span).
+    pub claim_started: SystemTime,
+    pub claim_finished: SystemTime,
 }
 
 /// What one claim-and-decide cycle did.
@@ -41,6 +47,7 @@ pub struct Worker {
     owner: String,
     mode: Mode,
     config: watch::Receiver<WorkerConfig>,
+    metrics: Arc<WorkerMetrics>,
 }
 
 /// Pause between cycles while requests keep arriving (but no full batch).
@@ -68,6 +75,7 @@ impl Worker {
             owner: owner.into(),
             mode,
             config,
+            metrics: WorkerMetrics::new(),
         }
     }
 
@@ -89,6 +97,11 @@ impl Worker {
         self.heartbeat.clone()
     }
 
+    /// What `/metrics` serves.
+    pub fn metrics(&self) -> Arc<WorkerMetrics> {
+        self.metrics.clone()
+    }
+
     pub fn config(&self) -> WorkerConfig {
         *self.config.borrow()
     }
@@ -101,6 +114,10 @@ impl Worker {
         let mut attempt = 1;
         loop {
             match self.try_claim().await {
+                Ok(batch) => {
+                    self.metrics.claimed(&batch);
+                    return Ok(batch);
+                }
                 Err(e) if db::is_transient_conflict(&e) && attempt < DECIDE_ATTEMPTS => {
                     tracing::debug!(error = %e, attempt, "transient conflict while claiming; retrying");
                     tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
@@ -114,6 +131,7 @@ impl Worker {
 
     async fn try_claim(&self) -> Result<ClaimedBatch, sqlx::Error> {
         let config = self.config();
+        let claim_started = SystemTime::now();
         let now = db::now();
         let lease = queue::Lease {
             owner: self.owner.clone(),
@@ -129,6 +147,8 @@ impl Worker {
             ids: claim.ids,
             token: lease.token,
             reclaimed: claim.reclaimed,
+            claim_started,
+            claim_finished: SystemTime::now(),
         })
     }
 
@@ -146,13 +166,18 @@ impl Worker {
                 Mode::PerRequest => decide::per_request(&mut conn, &batch.ids, batch.token).await,
             };
             match result {
+                Ok(report) => {
+                    self.metrics.decided(&report);
+                    observability::record_batch(batch, &report, &self.owner);
+                    return Ok(report.decided);
+                }
                 Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
                     tracing::debug!(error = %e, attempt, "transient conflict while deciding; retrying");
                     tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
                         .await;
                     attempt += 1;
                 }
-                other => return other,
+                Err(e) => return Err(e),
             }
         }
     }

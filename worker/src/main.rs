@@ -37,12 +37,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         )
         .await;
     }
-    let worker = Worker::new(pool, cli.owner(), cli.mode, updates);
+    let worker = Worker::new(pool.clone(), cli.owner(), cli.mode, updates);
     let listener = tokio::net::TcpListener::bind(cli.health_addr)
         .await
         .with_context(|| format!("binding {}", cli.health_addr))?;
-    tracing::info!(addr = %listener.local_addr()?, "health endpoint listening");
-    let health = ticket_worker::health::router(worker.heartbeat());
+    tracing::info!(addr = %listener.local_addr()?, "health endpoint listening (and /metrics)");
+    let health = ticket_worker::observability::router(worker.heartbeat(), worker.metrics(), pool);
     let health_shutdown = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, health)

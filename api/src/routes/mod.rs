@@ -13,10 +13,11 @@ use axum::Router;
 use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
-use tower_http::trace::TraceLayer;
 
 use crate::error::{ApiError, ErrorCode};
+use crate::observability;
 use crate::state::AppState;
 
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -33,6 +34,7 @@ pub fn router(state: AppState) -> Router {
         .merge(seats::router())
         .merge(reservations::router())
         .merge(crate::openapi::router())
+        .route("/metrics", get(observability::metrics_endpoint))
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -42,11 +44,15 @@ pub fn router(state: AppState) -> Router {
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn(timeout))
-        .layer(TraceLayer::new_for_http())
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
                 ApiError::internal(anyhow::anyhow!("handler panicked")).into_response()
             },
+        ))
+        // Outermost, so that it sees every answer, timeouts and panics too.
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            observability::observe,
         ))
         .with_state(state)
 }

@@ -9,13 +9,15 @@ use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{
     IdempotencyKey, PageRequest, QueueId, ReservationId, ReservationStatus, SeatId, UserId,
 };
+use ticket_core::telemetry::{propagation, spans};
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::PageQuery;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser};
 use crate::state::AppState;
-use crate::trace_context;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -54,6 +56,10 @@ pub struct QueueStatusResponse {
     seat_id: u64,
     /// Set on FAILED, e.g. SEAT_TAKEN.
     reason: Option<String>,
+    /// When the request was accepted (server clock, UTC).
+    requested_at: DateTime<Utc>,
+    /// When a worker decided it; null while PENDING or PROCESSING.
+    decided_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -157,8 +163,28 @@ pub async fn enqueue(
         Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
         None => None,
     };
-    let seat = SeatId(req.seat_id);
-    let trace = trace_context::from_headers(&headers);
+    // The producer span: the queue row carries its context to the worker,
+    // whose processing of the row continues this trace.
+    let send = spans::send_span();
+    let context = send.context();
+    let placed = place(&state, caller, SeatId(req.seat_id), key, context)
+        .instrument(send.clone())
+        .await;
+    if let Ok((id, _)) = &placed {
+        send.record("messaging.message.id", id.get());
+    }
+    placed.map(|(id, replayed)| accepted(id, replayed))
+}
+
+/// Queues the request; `(queue id, replayed)`.
+async fn place(
+    state: &AppState,
+    caller: AuthUser,
+    seat: SeatId,
+    key: Option<IdempotencyKey>,
+    context: opentelemetry::Context,
+) -> ApiResult<(QueueId, bool)> {
+    let trace = propagation::stored_form(&context);
     let Some(key) = key else {
         // The common case: written together with concurrent requests.
         let request = queue::NewRequest {
@@ -166,17 +192,16 @@ pub async fn enqueue(
             seat,
             trace,
         };
-        return Ok(accepted(state.enqueuer.enqueue(request).await?, false));
+        return Ok((state.enqueuer.enqueue(request, context).await?, false));
     };
-    let key = Some(key);
     let mut conn = state.pool.acquire().await?;
-    match queue::enqueue(&mut conn, caller.id, seat, key.as_ref(), &trace, db::now()).await {
-        Ok(id) => Ok(accepted(id, false)),
+    match queue::enqueue(&mut conn, caller.id, seat, Some(&key), &trace, db::now()).await {
+        Ok(id) => Ok((id, false)),
         Err(e) => {
             // The same key again: answer as the first time, if it was the same request.
-            if let (Some(key), Some(_)) = (&key, db::violated_unique_key(&e))
+            if db::violated_unique_key(&e).is_some()
                 && let Some(original) =
-                    queue::find_by_idempotency_key(&mut conn, caller.id, key).await?
+                    queue::find_by_idempotency_key(&mut conn, caller.id, &key).await?
             {
                 if original.seat_id != seat {
                     return Err(ApiError::new(
@@ -184,7 +209,7 @@ pub async fn enqueue(
                         "this Idempotency-Key was used for a different request",
                     ));
                 }
-                return Ok(accepted(original.id, true));
+                return Ok((original.id, true));
             }
             Err(e.into())
         }
@@ -212,6 +237,8 @@ pub async fn status(
         reservation_id: row.reservation_id.map(ReservationId::get),
         seat_id: row.seat_id.get(),
         reason: row.reason,
+        requested_at: row.created_at,
+        decided_at: row.decided_at,
     }))
 }
 

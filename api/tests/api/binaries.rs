@@ -198,3 +198,64 @@ async fn admin_bootstrap_promotes_and_updates_the_account() {
         .await;
     assert_eq!(app.count("users").await, 2);
 }
+
+#[tokio::test]
+async fn json_logs_carry_the_trace_id_of_the_request_they_were_written_in() {
+    // Nothing listens on port 1: a request that needs the database answers
+    // 503 and logs a warning inside its span.
+    let mut child = api("mysql://nobody:nothing@127.0.0.1:1/unused")
+        .env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("TICKET_LOG_FORMAT", "json")
+        .env("TICKET_DB_ACQUIRE_TIMEOUT_MS", "500")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<serde_json::Value>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let parsed =
+                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+            if lines_tx.send(parsed).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| {
+        lines_rx
+            .recv_timeout(Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("no log line: {what}"))
+    };
+    let listening = next("listening");
+    assert_eq!(listening["message"], "listening", "{listening}");
+    assert_eq!(listening["level"], "INFO");
+    assert!(
+        listening.get("trace_id").is_none(),
+        "outside any span: {listening}"
+    );
+    let addr = listening["addr"].as_str().unwrap().to_owned();
+
+    let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
+    let answer = reqwest::Client::new()
+        .get(format!("http://{addr}/api/concerts/1"))
+        .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 503);
+    let warning = next("the warning about the failed request");
+    assert_eq!(warning["message"], "request failed", "{warning}");
+    assert_eq!(warning["level"], "WARN", "{warning}");
+    assert_eq!(warning["trace_id"], trace, "{warning}");
+    assert_eq!(
+        warning["span_id"].as_str().map(str::len),
+        Some(16),
+        "{warning}"
+    );
+    child.kill().ok();
+    child.wait().ok();
+}

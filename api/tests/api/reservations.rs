@@ -97,11 +97,16 @@ async fn a_request_is_queued_then_decided() {
         (Some("PENDING"), Some(seat))
     );
     assert!(pending["reservationId"].is_null());
+    assert!(pending["decidedAt"].is_null());
 
     app.drain().await;
     let done = app.queue_status(&token, queue_id).await;
     assert_eq!(done["status"], "SUCCESS");
     assert!(done["reason"].is_null());
+    let time =
+        |v: &serde_json::Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    assert_eq!(done["requestedAt"], pending["requestedAt"]);
+    assert!(time(&done["decidedAt"]) >= time(&done["requestedAt"]));
     let reservation_id = done["reservationId"].as_u64().unwrap();
     let reservation = app
         .get(&format!("/api/reservations/{reservation_id}"), Some(&token))

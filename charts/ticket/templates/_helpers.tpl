@@ -36,6 +36,10 @@ app.kubernetes.io/component: {{ .component }}
 {{ include "ticket.fullname" . }}-worker
 {{- end -}}
 
+{{- define "ticket.serviceMonitorEnabled" -}}
+{{- if and .Values.metrics.serviceMonitor.enabled (or .Values.metrics.serviceMonitor.assumeApiAvailable (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor")) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "ticket.kedaEnabled" -}}
 {{- if and .Values.keda.enabled (or .Values.keda.assumeApiAvailable (.Capabilities.APIVersions.Has "keda.sh/v1alpha1")) -}}true{{- end -}}
 {{- end -}}

@@ -1,5 +1,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
+use tracing::Instrument as _;
 
 use crate::domain::{ConcertDate, ConcertId, ConcertTitle, PageRequest, SeatLayout, Venue};
 
@@ -30,58 +31,70 @@ pub async fn insert_with_seats(
     layout: SeatLayout,
     now: DateTime<Utc>,
 ) -> Result<ConcertId, sqlx::Error> {
-    let done = sqlx::query(
-        "INSERT INTO concerts (title, venue, concert_date, seat_count, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?)",
-    )
-    .bind(title.as_str())
-    .bind(venue.as_str())
-    .bind(date.get().naive_utc())
-    .bind(layout.seat_count())
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(&mut *conn)
-    .await?;
-    let id = ConcertId(done.last_insert_id());
+    async move {
+        let done = sqlx::query(
+            "INSERT INTO concerts (title, venue, concert_date, seat_count, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?)",
+        )
+        .bind(title.as_str())
+        .bind(venue.as_str())
+        .bind(date.get().naive_utc())
+        .bind(layout.seat_count())
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .execute(&mut *conn)
+        .await?;
+        let id = ConcertId(done.last_insert_id());
 
-    let seats: Vec<_> = layout.seat_numbers().collect();
-    for chunk in seats.chunks(SEAT_INSERT_CHUNK) {
-        let mut insert = QueryBuilder::new(
-            "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) ",
-        );
-        insert.push_values(chunk, |mut row, seat| {
-            row.push_bind(id)
-                .push_bind(seat.as_str().to_owned())
-                .push_bind(seat.sort_key())
-                .push_bind("AVAILABLE")
-                .push_bind(now.naive_utc())
-                .push_bind(now.naive_utc());
-        });
-        insert.build().execute(&mut *conn).await?;
+        let seats: Vec<_> = layout.seat_numbers().collect();
+        for chunk in seats.chunks(SEAT_INSERT_CHUNK) {
+            let mut insert = QueryBuilder::new(
+                "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) ",
+            );
+            insert.push_values(chunk, |mut row, seat| {
+                row.push_bind(id)
+                    .push_bind(seat.as_str().to_owned())
+                    .push_bind(seat.sort_key())
+                    .push_bind("AVAILABLE")
+                    .push_bind(now.naive_utc())
+                    .push_bind(now.naive_utc());
+            });
+            insert.build().execute(&mut *conn).await?;
+        }
+        Ok(id)
     }
-    Ok(id)
+    .instrument(super::span("INSERT", "concerts"))
+    .await
 }
 
 pub async fn find(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<Option<ConcertRow>, sqlx::Error> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM concerts WHERE id = ?"
-    )))
-    .bind(id)
-    .fetch_optional(conn)
+    async move {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM concerts WHERE id = ?"
+        )))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "concerts"))
     .await
 }
 
 /// Locks the concert row for the rest of the transaction.
 pub async fn lock(conn: &mut MySqlConnection, id: ConcertId) -> Result<bool, sqlx::Error> {
-    let row: Option<(ConcertId,)> =
-        sqlx::query_as("SELECT id FROM concerts WHERE id = ? FOR UPDATE")
-            .bind(id)
-            .fetch_optional(conn)
-            .await?;
-    Ok(row.is_some())
+    async move {
+        let row: Option<(ConcertId,)> =
+            sqlx::query_as("SELECT id FROM concerts WHERE id = ? FOR UPDATE")
+                .bind(id)
+                .fetch_optional(conn)
+                .await?;
+        Ok(row.is_some())
+    }
+    .instrument(super::span("SELECT", "concerts"))
+    .await
 }
 
 /// A page of concerts, newest first, and the total number of concerts.
@@ -89,17 +102,21 @@ pub async fn list(
     conn: &mut MySqlConnection,
     page: PageRequest,
 ) -> Result<(Vec<ConcertRow>, u64), sqlx::Error> {
-    let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM concerts ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
-    )))
-    .bind(page.size)
-    .bind(page.offset())
-    .fetch_all(&mut *conn)
-    .await?;
-    let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM concerts")
-        .fetch_one(&mut *conn)
+    async move {
+        let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM concerts ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+        )))
+        .bind(page.size)
+        .bind(page.offset())
+        .fetch_all(&mut *conn)
         .await?;
-    Ok((rows, total.unsigned_abs()))
+        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM concerts")
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok((rows, total.unsigned_abs()))
+    }
+    .instrument(super::span("SELECT", "concerts"))
+    .await
 }
 
 /// How many of the concert's seats are (available, reserved).
@@ -107,17 +124,22 @@ pub async fn seat_counts(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<(u64, u64), sqlx::Error> {
-    let rows: Vec<(String, i64)> =
-        sqlx::query_as("SELECT status, COUNT(*) FROM seats WHERE concert_id = ? GROUP BY status")
-            .bind(id)
-            .fetch_all(conn)
-            .await?;
-    let count = |status: &str| {
-        rows.iter()
-            .find(|(s, _)| s == status)
-            .map_or(0, |(_, n)| n.unsigned_abs())
-    };
-    Ok((count("AVAILABLE"), count("RESERVED")))
+    async move {
+        let rows: Vec<(String, i64)> = sqlx::query_as(
+            "SELECT status, COUNT(*) FROM seats WHERE concert_id = ? GROUP BY status",
+        )
+        .bind(id)
+        .fetch_all(conn)
+        .await?;
+        let count = |status: &str| {
+            rows.iter()
+                .find(|(s, _)| s == status)
+                .map_or(0, |(_, n)| n.unsigned_abs())
+        };
+        Ok((count("AVAILABLE"), count("RESERVED")))
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
 }
 
 /// Changes what is given and leaves the rest.
@@ -129,18 +151,22 @@ pub async fn update(
     date: Option<ConcertDate>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
-         concert_date = COALESCE(?, concert_date), updated_at = ? WHERE id = ?",
-    )
-    .bind(title.map(ConcertTitle::as_str))
-    .bind(venue.map(Venue::as_str))
-    .bind(date.map(|d| d.get().naive_utc()))
-    .bind(now.naive_utc())
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    async move {
+        sqlx::query(
+            "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
+             concert_date = COALESCE(?, concert_date), updated_at = ? WHERE id = ?",
+        )
+        .bind(title.map(ConcertTitle::as_str))
+        .bind(venue.map(Venue::as_str))
+        .bind(date.map(|d| d.get().naive_utc()))
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+    .instrument(super::span("UPDATE", "concerts"))
+    .await
 }
 
 /// Keeps `seat_count` in step when a seat is added (+1) or removed (-1).
@@ -149,12 +175,16 @@ pub async fn adjust_seat_count(
     id: ConcertId,
     delta: i32,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE concerts SET seat_count = seat_count + ? WHERE id = ?")
-        .bind(delta)
-        .bind(id)
-        .execute(conn)
-        .await?;
-    Ok(())
+    async move {
+        sqlx::query("UPDATE concerts SET seat_count = seat_count + ? WHERE id = ?")
+            .bind(delta)
+            .bind(id)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+    .instrument(super::span("UPDATE", "concerts"))
+    .await
 }
 
 /// Whether any seat of the concert is sold or still requested in the queue.
@@ -162,16 +192,20 @@ pub async fn has_tickets_or_requests(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<bool, sqlx::Error> {
-    let (held,): (bool,) = sqlx::query_as(
-        "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ? AND status = 'CONFIRMED') \
-             OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
-                        WHERE s.concert_id = ? AND q.status IN ('PENDING', 'PROCESSING'))",
-    )
-    .bind(id)
-    .bind(id)
-    .fetch_one(conn)
-    .await?;
-    Ok(held)
+    async move {
+        let (held,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ? AND status = 'CONFIRMED') \
+                 OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
+                            WHERE s.concert_id = ? AND q.status IN ('PENDING', 'PROCESSING'))",
+        )
+        .bind(id)
+        .bind(id)
+        .fetch_one(conn)
+        .await?;
+        Ok(held)
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
 }
 
 /// Deletes the concert with its seats, finished requests and cancelled
@@ -180,23 +214,27 @@ pub async fn delete_with_seats(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query(
-        "DELETE q FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE s.concert_id = ?",
-    )
-    .bind(id)
-    .execute(&mut *conn)
-    .await?;
-    sqlx::query("DELETE FROM reservations WHERE concert_id = ?")
+    async move {
+        sqlx::query(
+            "DELETE q FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE s.concert_id = ?",
+        )
         .bind(id)
         .execute(&mut *conn)
         .await?;
-    sqlx::query("DELETE FROM seats WHERE concert_id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    let done = sqlx::query("DELETE FROM concerts WHERE id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+        sqlx::query("DELETE FROM reservations WHERE concert_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("DELETE FROM seats WHERE concert_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        let done = sqlx::query("DELETE FROM concerts WHERE id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("DELETE", "concerts"))
+    .await
 }

@@ -17,6 +17,24 @@ use sqlx::{Connection, Executor};
 
 pub use sqlx::MySqlConnection as Conn;
 
+/// A client span for one statement (OpenTelemetry database conventions),
+/// inside the caller's span. Outside any span there is no trace to add it to,
+/// and none is made: the worker records its batch work per row instead (see
+/// `telemetry::spans`).
+pub(crate) fn span(operation: &'static str, table: &'static str) -> tracing::Span {
+    if tracing::Span::current().is_none() {
+        return tracing::Span::none();
+    }
+    tracing::info_span!(
+        "db",
+        otel.name = format_args!("{operation} {table}").to_string(),
+        otel.kind = "client",
+        db.system.name = "mysql",
+        db.operation.name = operation,
+        db.collection.name = table,
+    )
+}
+
 /// The migrations in `migrations/`, embedded in the binaries.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../migrations");
 

@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
 
 use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
@@ -42,21 +43,25 @@ pub async fn enqueue(
     trace: &TraceContext,
     now: DateTime<Utc>,
 ) -> Result<QueueId, sqlx::Error> {
-    let done = sqlx::query(
-        "INSERT INTO reservation_queue \
-         (user_id, seat_id, status, idempotency_key, traceparent, tracestate, created_at, updated_at) \
-         VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?)",
-    )
-    .bind(user)
-    .bind(seat)
-    .bind(key.map(IdempotencyKey::as_str))
-    .bind(trace.traceparent.as_deref())
-    .bind(trace.tracestate.as_deref())
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
-    Ok(QueueId(done.last_insert_id()))
+    async move {
+        let done = sqlx::query(
+            "INSERT INTO reservation_queue \
+             (user_id, seat_id, status, idempotency_key, traceparent, tracestate, created_at, updated_at) \
+             VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?)",
+        )
+        .bind(user)
+        .bind(seat)
+        .bind(key.map(IdempotencyKey::as_str))
+        .bind(trace.traceparent.as_deref())
+        .bind(trace.tracestate.as_deref())
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .execute(conn)
+        .await?;
+        Ok(QueueId(done.last_insert_id()))
+    }
+    .instrument(super::span("INSERT", "reservation_queue"))
+    .await
 }
 
 /// One request of a group enqueued together.
@@ -77,53 +82,76 @@ pub async fn enqueue_many(
     requests: &[NewRequest],
     now: DateTime<Utc>,
 ) -> Result<Vec<QueueId>, sqlx::Error> {
-    if requests.is_empty() {
-        return Ok(Vec::new());
+    async move {
+        if requests.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO reservation_queue \
+             (user_id, seat_id, status, traceparent, tracestate, created_at, updated_at) ",
+        );
+        insert.push_values(requests, |mut row, r| {
+            row.push_bind(r.user)
+                .push_bind(r.seat)
+                .push_bind("PENDING")
+                .push_bind(r.trace.traceparent.clone())
+                .push_bind(r.trace.tracestate.clone())
+                .push_bind(now.naive_utc())
+                .push_bind(now.naive_utc());
+        });
+        insert.build().execute(&mut *conn).await?;
+        let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT user_id, seat_id, id FROM reservation_queue \
+             WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
+            in_placeholders(users.len())
+        )));
+        let open: Vec<(UserId, SeatId, QueueId)> =
+            bind_ids(select, &users).fetch_all(&mut *conn).await?;
+        let by_pair: std::collections::HashMap<(UserId, SeatId), QueueId> =
+            open.into_iter().map(|(u, s, id)| ((u, s), id)).collect();
+        requests
+            .iter()
+            .map(|r| {
+                by_pair.get(&(r.user, r.seat)).copied().ok_or_else(|| {
+                    sqlx::Error::Protocol("an enqueued request was not found".into())
+                })
+            })
+            .collect()
     }
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO reservation_queue \
-         (user_id, seat_id, status, traceparent, tracestate, created_at, updated_at) ",
-    );
-    insert.push_values(requests, |mut row, r| {
-        row.push_bind(r.user)
-            .push_bind(r.seat)
-            .push_bind("PENDING")
-            .push_bind(r.trace.traceparent.clone())
-            .push_bind(r.trace.tracestate.clone())
-            .push_bind(now.naive_utc())
-            .push_bind(now.naive_utc());
-    });
-    insert.build().execute(&mut *conn).await?;
-    let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT user_id, seat_id, id FROM reservation_queue \
-         WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
-        in_placeholders(users.len())
-    )));
-    let open: Vec<(UserId, SeatId, QueueId)> =
-        bind_ids(select, &users).fetch_all(&mut *conn).await?;
-    let by_pair: std::collections::HashMap<(UserId, SeatId), QueueId> =
-        open.into_iter().map(|(u, s, id)| ((u, s), id)).collect();
-    requests
-        .iter()
-        .map(|r| {
-            by_pair
-                .get(&(r.user, r.seat))
-                .copied()
-                .ok_or_else(|| sqlx::Error::Protocol("an enqueued request was not found".into()))
-        })
-        .collect()
+    .instrument(super::span("INSERT", "reservation_queue"))
+    .await
+}
+
+/// How many requests are PENDING and how many PROCESSING (the queue depth).
+pub async fn open_depth(
+    conn: &mut MySqlConnection,
+) -> Result<Vec<(QueueStatus, i64)>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT status, COUNT(*) FROM reservation_queue \
+             WHERE status IN ('PENDING', 'PROCESSING') GROUP BY status",
+        )
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
 }
 
 pub async fn find(
     conn: &mut MySqlConnection,
     id: QueueId,
 ) -> Result<Option<QueueRow>, sqlx::Error> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM reservation_queue WHERE id = ?"
-    )))
-    .bind(id)
-    .fetch_optional(conn)
+    async move {
+        sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM reservation_queue WHERE id = ?"
+        )))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
     .await
 }
 
@@ -132,12 +160,16 @@ pub async fn find_by_idempotency_key(
     user: UserId,
     key: &IdempotencyKey,
 ) -> Result<Option<QueueRow>, sqlx::Error> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM reservation_queue WHERE user_id = ? AND idempotency_key = ?"
-    )))
-    .bind(user)
-    .bind(key.as_str())
-    .fetch_optional(conn)
+    async move {
+        sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM reservation_queue WHERE user_id = ? AND idempotency_key = ?"
+        )))
+        .bind(user)
+        .bind(key.as_str())
+        .fetch_optional(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
     .await
 }
 
@@ -170,45 +202,49 @@ pub async fn claim(
     limit: u32,
     now: DateTime<Utc>,
 ) -> Result<Claim, sqlx::Error> {
-    let expired: Vec<(QueueId,)> = sqlx::query_as(
-        "SELECT id FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
-         ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
-    )
-    .bind(now.naive_utc())
-    .bind(limit)
-    .fetch_all(&mut *conn)
-    .await?;
-    let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
-    let pending: Vec<(QueueId,)> = if room == 0 {
-        Vec::new()
-    } else {
-        sqlx::query_as(
-            "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
+    async move {
+        let expired: Vec<(QueueId,)> = sqlx::query_as(
+            "SELECT id FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
              ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
         )
-        .bind(room)
+        .bind(now.naive_utc())
+        .bind(limit)
         .fetch_all(&mut *conn)
-        .await?
-    };
-    let reclaimed = expired.len();
-    let mut ids: Vec<QueueId> = expired.into_iter().chain(pending).map(|(id,)| id).collect();
-    if ids.is_empty() {
-        return Ok(Claim::default());
-    }
-    ids.sort_unstable();
-    let update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
-         lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id IN ({})",
-        in_placeholders(ids.len())
-    )))
-    .bind(&lease.owner)
-    .bind(lease.token)
-    .bind(lease.until.naive_utc())
-    .bind(now.naive_utc());
-    bind_ids_exec(update, &super::queue_ids(&ids))
-        .execute(&mut *conn)
         .await?;
-    Ok(Claim { ids, reclaimed })
+        let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
+        let pending: Vec<(QueueId,)> = if room == 0 {
+            Vec::new()
+        } else {
+            sqlx::query_as(
+                "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
+                 ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+            )
+            .bind(room)
+            .fetch_all(&mut *conn)
+            .await?
+        };
+        let reclaimed = expired.len();
+        let mut ids: Vec<QueueId> = expired.into_iter().chain(pending).map(|(id,)| id).collect();
+        if ids.is_empty() {
+            return Ok(Claim::default());
+        }
+        ids.sort_unstable();
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
+             lease_until = ?, attempts = attempts + 1, updated_at = ? WHERE id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(&lease.owner)
+        .bind(lease.token)
+        .bind(lease.until.naive_utc())
+        .bind(now.naive_utc());
+        bind_ids_exec(update, &super::queue_ids(&ids))
+            .execute(&mut *conn)
+            .await?;
+        Ok(Claim { ids, reclaimed })
+    }
+    .instrument(super::span("UPDATE", "reservation_queue"))
+    .await
 }
 
 /// A claimed request, as the decision needs it.
@@ -230,18 +266,22 @@ pub async fn lock_leased(
     ids: &[QueueId],
     token: u64,
 ) -> Result<Vec<LeasedRow>, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(Vec::new());
+    async move {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, user_id, seat_id, traceparent, tracestate, created_at FROM reservation_queue \
+             WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({}) ORDER BY id FOR UPDATE",
+            in_placeholders(ids.len())
+        )))
+        .bind(token);
+        bind_ids(select, &super::queue_ids(ids))
+            .fetch_all(conn)
+            .await
     }
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT id, user_id, seat_id, traceparent, tracestate, created_at FROM reservation_queue \
-         WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({}) ORDER BY id FOR UPDATE",
-        in_placeholders(ids.len())
-    )))
-    .bind(token);
-    bind_ids(select, &super::queue_ids(ids))
-        .fetch_all(conn)
-        .await
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
 }
 
 /// Marks requests SUCCESS with the CONFIRMED reservation of their seat.
@@ -251,23 +291,27 @@ pub async fn mark_succeeded(
     token: u64,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
+    async move {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue q JOIN reservations r ON r.confirmed_seat_id = q.seat_id \
+             SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
+                 q.decided_at = ?, q.updated_at = ? \
+             WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(token);
+        let done = bind_ids_exec(update, &super::queue_ids(ids))
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected())
     }
-    let update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_queue q JOIN reservations r ON r.confirmed_seat_id = q.seat_id \
-         SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
-             q.decided_at = ?, q.updated_at = ? \
-         WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({})",
-        in_placeholders(ids.len())
-    )))
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .bind(token);
-    let done = bind_ids_exec(update, &super::queue_ids(ids))
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected())
+    .instrument(super::span("UPDATE", "reservation_queue"))
+    .await
 }
 
 pub async fn mark_failed(
@@ -277,21 +321,25 @@ pub async fn mark_failed(
     reason: FailureReason,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
+    async move {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
+                 decided_at = ?, updated_at = ? \
+             WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(reason.as_str())
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(token);
+        let done = bind_ids_exec(update, &super::queue_ids(ids))
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected())
     }
-    let update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
-             decided_at = ?, updated_at = ? \
-         WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({})",
-        in_placeholders(ids.len())
-    )))
-    .bind(reason.as_str())
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .bind(token);
-    let done = bind_ids_exec(update, &super::queue_ids(ids))
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected())
+    .instrument(super::span("UPDATE", "reservation_queue"))
+    .await
 }

@@ -1,5 +1,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
 
 use super::{bind_ids_exec, in_placeholders};
 use crate::domain::{
@@ -24,10 +25,14 @@ pub async fn find(
     conn: &mut MySqlConnection,
     id: ReservationId,
 ) -> Result<Option<ReservationRow>, sqlx::Error> {
-    sqlx::query_as(AssertSqlSafe(format!("{SELECT} WHERE r.id = ?")))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    async move {
+        sqlx::query_as(AssertSqlSafe(format!("{SELECT} WHERE r.id = ?")))
+            .bind(id)
+            .fetch_optional(conn)
+            .await
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
 }
 
 /// The user's reservations, newest first.
@@ -36,13 +41,17 @@ pub async fn list_for_user(
     user: UserId,
     page: PageRequest,
 ) -> Result<Vec<ReservationRow>, sqlx::Error> {
-    sqlx::query_as(AssertSqlSafe(format!(
-        "{SELECT} WHERE r.user_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?"
-    )))
-    .bind(user)
-    .bind(page.size)
-    .bind(page.offset())
-    .fetch_all(conn)
+    async move {
+        sqlx::query_as(AssertSqlSafe(format!(
+            "{SELECT} WHERE r.user_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?"
+        )))
+        .bind(user)
+        .bind(page.size)
+        .bind(page.offset())
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "reservations"))
     .await
 }
 
@@ -51,10 +60,14 @@ pub async fn lock(
     conn: &mut MySqlConnection,
     id: ReservationId,
 ) -> Result<Option<(UserId, SeatId, ReservationStatus)>, sqlx::Error> {
-    sqlx::query_as("SELECT user_id, seat_id, status FROM reservations WHERE id = ? FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    async move {
+        sqlx::query_as("SELECT user_id, seat_id, status FROM reservations WHERE id = ? FOR UPDATE")
+            .bind(id)
+            .fetch_optional(conn)
+            .await
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
 }
 
 /// CONFIRMED → CANCELLED; false when it was not CONFIRMED.
@@ -63,14 +76,18 @@ pub async fn cancel(
     id: ReservationId,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE reservations SET status = 'CANCELLED', updated_at = ? WHERE id = ? AND status = 'CONFIRMED'",
-    )
-    .bind(now.naive_utc())
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(done.rows_affected() == 1)
+    async move {
+        let done = sqlx::query(
+            "UPDATE reservations SET status = 'CANCELLED', updated_at = ? WHERE id = ? AND status = 'CONFIRMED'",
+        )
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(conn)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("UPDATE", "reservations"))
+    .await
 }
 
 /// One CONFIRMED reservation per given request, for the request's user and
@@ -81,21 +98,25 @@ pub async fn insert_for_requests(
     requests: &[QueueId],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if requests.is_empty() {
-        return Ok(0);
+    async move {
+        if requests.is_empty() {
+            return Ok(0);
+        }
+        let insert = sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
+             SELECT q.user_id, s.concert_id, s.id, 'CONFIRMED', ?, ? \
+             FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE q.id IN ({}) ORDER BY q.id",
+            in_placeholders(requests.len())
+        )))
+        .bind(now.naive_utc())
+        .bind(now.naive_utc());
+        let done = bind_ids_exec(insert, &super::queue_ids(requests))
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected())
     }
-    let insert = sqlx::query(AssertSqlSafe(format!(
-        "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-         SELECT q.user_id, s.concert_id, s.id, 'CONFIRMED', ?, ? \
-         FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE q.id IN ({}) ORDER BY q.id",
-        in_placeholders(requests.len())
-    )))
-    .bind(now.naive_utc())
-    .bind(now.naive_utc());
-    let done = bind_ids_exec(insert, &super::queue_ids(requests))
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected())
+    .instrument(super::span("INSERT", "reservations"))
+    .await
 }
 
 /// A single CONFIRMED reservation (the per-request baseline mode).
@@ -105,15 +126,19 @@ pub async fn insert_confirmed(
     seat: SeatId,
     now: DateTime<Utc>,
 ) -> Result<ReservationId, sqlx::Error> {
-    let done = sqlx::query(
-        "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-         SELECT ?, concert_id, id, 'CONFIRMED', ?, ? FROM seats WHERE id = ?",
-    )
-    .bind(user)
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .bind(seat)
-    .execute(conn)
-    .await?;
-    Ok(ReservationId(done.last_insert_id()))
+    async move {
+        let done = sqlx::query(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
+             SELECT ?, concert_id, id, 'CONFIRMED', ?, ? FROM seats WHERE id = ?",
+        )
+        .bind(user)
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(seat)
+        .execute(conn)
+        .await?;
+        Ok(ReservationId(done.last_insert_id()))
+    }
+    .instrument(super::span("INSERT", "reservations"))
+    .await
 }

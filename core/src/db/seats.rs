@@ -1,5 +1,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
+use tracing::Instrument as _;
 
 use crate::domain::{ConcertId, SeatId, SeatNumber, SeatStatus};
 
@@ -18,34 +19,42 @@ pub async fn list_for_concert(
     concert: ConcertId,
     status: Option<SeatStatus>,
 ) -> Result<Vec<SeatRow>, sqlx::Error> {
-    match status {
-        None => {
-            sqlx::query_as(
-                "SELECT id, concert_id, seat_number, status FROM seats \
-             WHERE concert_id = ? ORDER BY sort_key, id",
-            )
-            .bind(concert)
-            .fetch_all(conn)
-            .await
-        }
-        Some(status) => {
-            sqlx::query_as(
-                "SELECT id, concert_id, seat_number, status FROM seats \
-             WHERE concert_id = ? AND status = ? ORDER BY sort_key, id",
-            )
-            .bind(concert)
-            .bind(status)
-            .fetch_all(conn)
-            .await
+    async move {
+        match status {
+            None => {
+                sqlx::query_as(
+                    "SELECT id, concert_id, seat_number, status FROM seats \
+                 WHERE concert_id = ? ORDER BY sort_key, id",
+                )
+                .bind(concert)
+                .fetch_all(conn)
+                .await
+            }
+            Some(status) => {
+                sqlx::query_as(
+                    "SELECT id, concert_id, seat_number, status FROM seats \
+                 WHERE concert_id = ? AND status = ? ORDER BY sort_key, id",
+                )
+                .bind(concert)
+                .bind(status)
+                .fetch_all(conn)
+                .await
+            }
         }
     }
+    .instrument(super::span("SELECT", "seats"))
+    .await
 }
 
 pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
-        .bind(id)
-        .fetch_optional(conn)
-        .await
+    async move {
+        sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
+            .bind(id)
+            .fetch_optional(conn)
+            .await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
 }
 
 /// Reads and locks the seat row for the rest of the transaction. Whoever
@@ -55,10 +64,16 @@ pub async fn find_for_update(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE")
+    async move {
+        sqlx::query_as(
+            "SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE",
+        )
         .bind(id)
         .fetch_optional(conn)
         .await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
 }
 
 /// Fails with a violation of `uq_seats_concert_seat_number` when the concert
@@ -69,18 +84,22 @@ pub async fn insert(
     number: &SeatNumber,
     now: DateTime<Utc>,
 ) -> Result<SeatId, sqlx::Error> {
-    let done = sqlx::query(
-        "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
-         VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
-    )
-    .bind(concert)
-    .bind(number.as_str())
-    .bind(number.sort_key())
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
-    Ok(SeatId(done.last_insert_id()))
+    async move {
+        let done = sqlx::query(
+            "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
+             VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
+        )
+        .bind(concert)
+        .bind(number.as_str())
+        .bind(number.sort_key())
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .execute(conn)
+        .await?;
+        Ok(SeatId(done.last_insert_id()))
+    }
+    .instrument(super::span("INSERT", "seats"))
+    .await
 }
 
 /// Whether the seat is sold (a CONFIRMED reservation exists for it).
@@ -88,12 +107,17 @@ pub async fn has_confirmed_reservation(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<bool, sqlx::Error> {
-    let (held,): (bool,) =
-        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM reservations WHERE confirmed_seat_id = ?)")
-            .bind(id)
-            .fetch_one(conn)
-            .await?;
-    Ok(held)
+    async move {
+        let (held,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservations WHERE confirmed_seat_id = ?)",
+        )
+        .bind(id)
+        .fetch_one(conn)
+        .await?;
+        Ok(held)
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
 }
 
 /// Whether a request for the seat is still waiting in the queue.
@@ -101,14 +125,18 @@ pub async fn has_open_requests(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<bool, sqlx::Error> {
-    let (open,): (bool,) = sqlx::query_as(
-        "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ? \
-                        AND status IN ('PENDING', 'PROCESSING'))",
-    )
-    .bind(id)
-    .fetch_one(conn)
-    .await?;
-    Ok(open)
+    async move {
+        let (open,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ? \
+                            AND status IN ('PENDING', 'PROCESSING'))",
+        )
+        .bind(id)
+        .fetch_one(conn)
+        .await?;
+        Ok(open)
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
 }
 
 /// Changes what is given and leaves the rest. Fails with a violation of
@@ -120,18 +148,22 @@ pub async fn update(
     status: Option<SeatStatus>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE seats SET seat_number = COALESCE(?, seat_number), sort_key = COALESCE(?, sort_key), \
-         status = COALESCE(?, status), updated_at = ? WHERE id = ?",
-    )
-    .bind(number.map(SeatNumber::as_str))
-    .bind(number.map(SeatNumber::sort_key))
-    .bind(status)
-    .bind(now.naive_utc())
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    async move {
+        sqlx::query(
+            "UPDATE seats SET seat_number = COALESCE(?, seat_number), sort_key = COALESCE(?, sort_key), \
+             status = COALESCE(?, status), updated_at = ? WHERE id = ?",
+        )
+        .bind(number.map(SeatNumber::as_str))
+        .bind(number.map(SeatNumber::sort_key))
+        .bind(status)
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+    .instrument(super::span("UPDATE", "seats"))
+    .await
 }
 
 /// Deletes the seat with its finished requests and cancelled reservations.
@@ -140,19 +172,23 @@ pub async fn delete_with_history(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query("DELETE FROM reservation_queue WHERE seat_id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("DELETE FROM reservations WHERE seat_id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    let done = sqlx::query("DELETE FROM seats WHERE id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    async move {
+        sqlx::query("DELETE FROM reservation_queue WHERE seat_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("DELETE FROM reservations WHERE seat_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        let done = sqlx::query("DELETE FROM seats WHERE id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("DELETE", "seats"))
+    .await
 }
 
 /// Locks those of `seats` that are AVAILABLE and returns them; seats that
@@ -162,16 +198,20 @@ pub async fn lock_available(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<Vec<SeatId>, sqlx::Error> {
-    if seats.is_empty() {
-        return Ok(Vec::new());
+    async move {
+        if seats.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM seats WHERE status = 'AVAILABLE' AND id IN ({}) ORDER BY id FOR UPDATE",
+            super::in_placeholders(seats.len())
+        )));
+        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+        let rows: Vec<(SeatId,)> = super::bind_ids(select, &ids).fetch_all(conn).await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
-    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id FROM seats WHERE status = 'AVAILABLE' AND id IN ({}) ORDER BY id FOR UPDATE",
-        super::in_placeholders(seats.len())
-    )));
-    let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-    let rows: Vec<(SeatId,)> = super::bind_ids(select, &ids).fetch_all(conn).await?;
-    Ok(rows.into_iter().map(|(id,)| id).collect())
+    .instrument(super::span("SELECT", "seats"))
+    .await
 }
 
 /// Marks seats locked by [`lock_available`] as RESERVED.
@@ -180,17 +220,21 @@ pub async fn mark_reserved(
     seats: &[SeatId],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if seats.is_empty() {
-        return Ok(0);
+    async move {
+        if seats.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE status = 'AVAILABLE' AND id IN ({})",
+            super::in_placeholders(seats.len())
+        )))
+        .bind(now.naive_utc());
+        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+        let done = super::bind_ids_exec(update, &ids).execute(conn).await?;
+        Ok(done.rows_affected())
     }
-    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE status = 'AVAILABLE' AND id IN ({})",
-        super::in_placeholders(seats.len())
-    )))
-    .bind(now.naive_utc());
-    let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-    let done = super::bind_ids_exec(update, &ids).execute(conn).await?;
-    Ok(done.rows_affected())
+    .instrument(super::span("UPDATE", "seats"))
+    .await
 }
 
 /// The original's conditional update: takes the seat if it is AVAILABLE.
@@ -199,12 +243,16 @@ pub async fn reserve_if_available(
     seat: SeatId,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query("UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id = ? AND status = 'AVAILABLE'")
-        .bind(now.naive_utc())
-        .bind(seat)
-        .execute(conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    async move {
+        let done = sqlx::query("UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id = ? AND status = 'AVAILABLE'")
+            .bind(now.naive_utc())
+            .bind(seat)
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("UPDATE", "seats"))
+    .await
 }
 
 /// Makes a RESERVED seat AVAILABLE again (its reservation was cancelled).
@@ -213,10 +261,14 @@ pub async fn release(
     seat: SeatId,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query("UPDATE seats SET status = 'AVAILABLE', updated_at = ? WHERE id = ? AND status = 'RESERVED'")
-        .bind(now.naive_utc())
-        .bind(seat)
-        .execute(conn)
-        .await?;
-    Ok(())
+    async move {
+        sqlx::query("UPDATE seats SET status = 'AVAILABLE', updated_at = ? WHERE id = ? AND status = 'RESERVED'")
+            .bind(now.naive_utc())
+            .bind(seat)
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+    .instrument(super::span("UPDATE", "seats"))
+    .await
 }

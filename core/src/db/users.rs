@@ -1,5 +1,6 @@
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
+use tracing::Instrument as _;
 
 use crate::domain::{NickName, Role, UserId};
 
@@ -23,18 +24,22 @@ pub async fn insert(
     role: Role,
     now: DateTime<Utc>,
 ) -> Result<UserId, sqlx::Error> {
-    let done = sqlx::query(
-        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?)",
-    )
-    .bind(nickname.as_str())
-    .bind(password_hash)
-    .bind(role)
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
-    Ok(UserId(done.last_insert_id()))
+    async move {
+        let done = sqlx::query(
+            "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?)",
+        )
+        .bind(nickname.as_str())
+        .bind(password_hash)
+        .bind(role)
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .execute(conn)
+        .await?;
+        Ok(UserId(done.last_insert_id()))
+    }
+    .instrument(super::span("INSERT", "users"))
+    .await
 }
 
 /// Creates the account as an admin, or makes the existing one an admin with
@@ -45,48 +50,64 @@ pub async fn upsert_admin(
     password_hash: &str,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
-         VALUES (?, ?, 'ADMIN', ?, ?) \
-         ON DUPLICATE KEY UPDATE password_hash = VALUES(password_hash), role = 'ADMIN', \
-         updated_at = VALUES(updated_at)",
-    )
-    .bind(nickname.as_str())
-    .bind(password_hash)
-    .bind(now.naive_utc())
-    .bind(now.naive_utc())
-    .execute(conn)
-    .await?;
-    Ok(())
+    async move {
+        sqlx::query(
+            "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+             VALUES (?, ?, 'ADMIN', ?, ?) \
+             ON DUPLICATE KEY UPDATE password_hash = VALUES(password_hash), role = 'ADMIN', \
+             updated_at = VALUES(updated_at)",
+        )
+        .bind(nickname.as_str())
+        .bind(password_hash)
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+    .instrument(super::span("INSERT", "users"))
+    .await
 }
 
 pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM users WHERE id = ?"
-    )))
-    .bind(id)
-    .fetch_optional(conn)
+    async move {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM users WHERE id = ?"
+        )))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "users"))
     .await
 }
 
 /// Locks the user row for the rest of the transaction.
 pub async fn lock(conn: &mut MySqlConnection, id: UserId) -> Result<bool, sqlx::Error> {
-    let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .await?;
-    Ok(row.is_some())
+    async move {
+        let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
+            .bind(id)
+            .fetch_optional(conn)
+            .await?;
+        Ok(row.is_some())
+    }
+    .instrument(super::span("SELECT", "users"))
+    .await
 }
 
 pub async fn find_by_nickname(
     conn: &mut MySqlConnection,
     nickname: &NickName,
 ) -> Result<Option<UserRow>, sqlx::Error> {
-    sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM users WHERE nickname = ?"
-    )))
-    .bind(nickname.as_str())
-    .fetch_optional(conn)
+    async move {
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM users WHERE nickname = ?"
+        )))
+        .bind(nickname.as_str())
+        .fetch_optional(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "users"))
     .await
 }
 
@@ -99,17 +120,21 @@ pub async fn update(
     password_hash: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    sqlx::query(
-        "UPDATE users SET nickname = COALESCE(?, nickname), \
-         password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
-    )
-    .bind(nickname.map(NickName::as_str))
-    .bind(password_hash)
-    .bind(now.naive_utc())
-    .bind(id)
-    .execute(conn)
-    .await?;
-    Ok(())
+    async move {
+        sqlx::query(
+            "UPDATE users SET nickname = COALESCE(?, nickname), \
+             password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
+        )
+        .bind(nickname.map(NickName::as_str))
+        .bind(password_hash)
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+    .instrument(super::span("UPDATE", "users"))
+    .await
 }
 
 /// Whether the user holds a CONFIRMED reservation or has a request still in
@@ -118,16 +143,20 @@ pub async fn holds_tickets_or_requests(
     conn: &mut MySqlConnection,
     id: UserId,
 ) -> Result<bool, sqlx::Error> {
-    let (held,): (bool,) = sqlx::query_as(
-        "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status = 'CONFIRMED') \
-             OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
-                        AND status IN ('PENDING', 'PROCESSING'))",
-    )
-    .bind(id)
-    .bind(id)
-    .fetch_one(conn)
-    .await?;
-    Ok(held)
+    async move {
+        let (held,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status = 'CONFIRMED') \
+                 OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
+                            AND status IN ('PENDING', 'PROCESSING'))",
+        )
+        .bind(id)
+        .bind(id)
+        .fetch_one(conn)
+        .await?;
+        Ok(held)
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
 }
 
 /// Deletes the user with their finished requests and cancelled reservations.
@@ -136,17 +165,21 @@ pub async fn delete_with_history(
     conn: &mut MySqlConnection,
     id: UserId,
 ) -> Result<bool, sqlx::Error> {
-    sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    sqlx::query("DELETE FROM reservations WHERE user_id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    let done = sqlx::query("DELETE FROM users WHERE id = ?")
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-    Ok(done.rows_affected() == 1)
+    async move {
+        sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("DELETE FROM reservations WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        let done = sqlx::query("DELETE FROM users WHERE id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("DELETE", "users"))
+    .await
 }

@@ -1,0 +1,94 @@
+//! `GET /metrics`: Prometheus text whose counters follow the traffic.
+
+use serde_json::json;
+use ticket_core::testing::prometheus_text::{self, Samples, value};
+
+use crate::helpers::{TestApp, spawn_app};
+
+async fn scrape(app: &TestApp) -> Samples {
+    let response = app
+        .client
+        .get(format!("{}/metrics", app.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let text = response.text().await.unwrap();
+    prometheus_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+#[tokio::test]
+async fn request_counters_and_latencies_follow_the_traffic_by_route_template() {
+    let app = spawn_app().await;
+    let (_, token) = app.user("metric").await;
+    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 2})).await;
+    let seat = app.seats(concert["id"].as_u64().unwrap()).await[0]["id"]
+        .as_u64()
+        .unwrap();
+    let before = scrape(&app).await;
+
+    let accepted = app.reserve(&token, seat).await;
+    let queue_id = accepted.assert_status(201)["queueId"].as_u64().unwrap();
+    for _ in 0..3 {
+        app.queue_status(&token, queue_id).await;
+    }
+    app.get("/api/reservations/status/999999999", Some(&token))
+        .await
+        .assert_status(404);
+    app.get("/no/such/route/12345", None)
+        .await
+        .assert_status(404);
+    let after = scrape(&app).await;
+
+    let moved = |name: &str, labels: &[(&str, &str)]| {
+        value(&after, name, labels) - value(&before, name, labels)
+    };
+    let post = [
+        ("method", "POST"),
+        ("route", "/api/reservations"),
+        ("status", "201"),
+    ];
+    let status_ok = [
+        ("method", "GET"),
+        ("route", "/api/reservations/status/{id}"),
+        ("status", "200"),
+    ];
+    let status_404 = [
+        ("method", "GET"),
+        ("route", "/api/reservations/status/{id}"),
+        ("status", "404"),
+    ];
+    let unmatched = [("method", "GET"), ("route", "unmatched"), ("status", "404")];
+    assert_eq!(moved("http_server_requests_total", &post), 1.0);
+    assert_eq!(moved("http_server_requests_total", &status_ok), 3.0);
+    assert_eq!(moved("http_server_requests_total", &status_404), 1.0);
+    assert_eq!(moved("http_server_requests_total", &unmatched), 1.0);
+    assert_eq!(
+        moved("http_server_request_duration_seconds_count", &status_ok),
+        3.0
+    );
+    let le_inf: Vec<(&str, &str)> = status_ok.iter().copied().chain([("le", "+Inf")]).collect();
+    assert_eq!(
+        moved("http_server_request_duration_seconds_bucket", &le_inf),
+        3.0
+    );
+    assert!(moved("http_server_request_duration_seconds_sum", &status_ok) > 0.0);
+    // No label carries a raw path or id.
+    assert!(
+        after
+            .keys()
+            .all(|k| !k.contains("12345") && !k.contains("999999999")),
+        "{after:?}"
+    );
+    // The pool is in use while it serves.
+    assert!(value(&after, "ticket_db_pool_max_connections", &[]) >= 1.0);
+    assert!(
+        value(&after, "ticket_db_pool_connections", &[("state", "idle")])
+            + value(&after, "ticket_db_pool_connections", &[("state", "used")])
+            >= 1.0
+    );
+}

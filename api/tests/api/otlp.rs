@@ -1,0 +1,248 @@
+//! End to end over real OTLP: the `ticket-api` and `ticket-worker`
+//! executables export to a collector this test runs on loopback, and the
+//! API's and the worker's spans of one reservation arrive there in one trace.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::routing::post;
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::tonic::common::v1::any_value::Value;
+use prost::Message as _;
+use serde_json::json;
+use ticket_core::testing::{TestDatabase, seed};
+
+use crate::helpers::SECRET;
+
+const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
+
+#[derive(Debug, Clone)]
+struct Exported {
+    service: String,
+    name: String,
+    trace_id: String,
+    span_id: String,
+    parent_span_id: String,
+}
+
+/// An OTLP/HTTP (protobuf) trace receiver on loopback.
+async fn start_collector() -> (String, Arc<Mutex<Vec<Exported>>>) {
+    let spans: Arc<Mutex<Vec<Exported>>> = Arc::default();
+    let store = spans.clone();
+    let app = axum::Router::new().route(
+        "/v1/traces",
+        post(move |body: Bytes| async move {
+            let request = ExportTraceServiceRequest::decode(body).expect("OTLP protobuf");
+            let mut store = store.lock().unwrap();
+            for resource in request.resource_spans {
+                let service = resource
+                    .resource
+                    .iter()
+                    .flat_map(|r| &r.attributes)
+                    .find(|kv| kv.key == "service.name")
+                    .and_then(|kv| match kv.value.as_ref()?.value.as_ref()? {
+                        Value::StringValue(s) => Some(s.clone()),
+                        _ => None,
+                    })
+                    .unwrap_or_default();
+                for span in resource.scope_spans.into_iter().flat_map(|s| s.spans) {
+                    store.push(Exported {
+                        service: service.clone(),
+                        name: span.name,
+                        trace_id: hex(&span.trace_id),
+                        span_id: hex(&span.span_id),
+                        parent_span_id: hex(&span.parent_span_id),
+                    });
+                }
+            }
+            // An empty ExportTraceServiceResponse.
+            (
+                [("content-type", "application/x-protobuf")],
+                Vec::<u8>::new(),
+            )
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (format!("http://{addr}"), spans)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Kills the process if the test fails before stopping it.
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Running {
+    /// SIGTERM, then the exit status (the exporter flushes on the way out).
+    fn stop(&mut self) -> std::process::ExitStatus {
+        let pid = self.0.id().to_string();
+        assert!(
+            Command::new("kill")
+                .args(["-TERM", &pid])
+                .status()
+                .unwrap()
+                .success()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(status) = self.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(Instant::now() < deadline, "process {pid} did not stop");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn binary(name: &str, database_url: &str, collector: &str) -> Command {
+    // Both executables are built by `cargo test --workspace`; the worker's
+    // sits next to the API's.
+    let api = PathBuf::from(env!("CARGO_BIN_EXE_ticket-api"));
+    let path = api.with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace (cargo build --workspace)",
+        path.display()
+    );
+    let mut cmd = Command::new(path);
+    cmd.env_clear()
+        .env("DATABASE_URL", database_url)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
+        .stdin(Stdio::null());
+    cmd
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_binaries_export_one_reservations_spans_in_one_trace() {
+    let (collector, spans) = start_collector().await;
+    let (db, pool) = TestDatabase::migrated().await;
+    let seat = {
+        let mut conn = pool.acquire().await.unwrap();
+        seed::concert(&mut conn, 1, 1).await.unwrap()[0]
+    };
+
+    let mut api = binary("ticket-api", &db.url(), &collector);
+    api.env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut api = Running(api.spawn().unwrap());
+    let stderr = api.0.stderr.take().unwrap();
+    let addr = tokio::task::spawn_blocking(move || {
+        let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
+        let addr = lines.find_map(|line| {
+            line.split_once("listening addr=")
+                .map(|(_, a)| a.trim().to_owned())
+        });
+        // Keep draining, so that logging never blocks on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        addr
+    })
+    .await
+    .unwrap()
+    .expect("the API never said where it listens");
+    let mut worker = binary("ticket-worker", &db.url(), &collector);
+    worker
+        .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut worker = Running(worker.spawn().unwrap());
+
+    let base = format!("http://{addr}");
+    let client = reqwest::Client::new();
+    let credentials = json!({"nickName": "otlp", "password": "otlp-password-1"});
+    let signed_up = client
+        .post(format!("{base}/api/users"))
+        .json(&credentials)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_up.status(), 201);
+    let login: serde_json::Value = client
+        .post(format!("{base}/api/auth/login"))
+        .json(&credentials)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = login["accessToken"].as_str().unwrap().to_owned();
+    let accepted: serde_json::Value = client
+        .post(format!("{base}/api/reservations"))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{TRACE}-00f067aa0ba902b7-01"))
+        .json(&json!({"seatId": seat.get()}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let queue_id = accepted["queueId"].as_u64().expect("a queueId");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let status: serde_json::Value = client
+            .get(format!("{base}/api/reservations/status/{queue_id}"))
+            .bearer_auth(&token)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if status["status"] == "SUCCESS" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "not decided: {status}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(api.stop().success());
+    assert!(worker.stop().success());
+
+    let spans = spans.lock().unwrap().clone();
+    let in_trace: Vec<&Exported> = spans.iter().filter(|s| s.trace_id == TRACE).collect();
+    let find = |service: &str, name: &str| {
+        in_trace
+            .iter()
+            .find(|s| s.service == service && s.name == name)
+            .unwrap_or_else(|| panic!("no {service} span {name:?} in the trace: {in_trace:#?}"))
+    };
+    let server = find("ticket-api", "POST /api/reservations");
+    assert_eq!(server.parent_span_id, "00f067aa0ba902b7");
+    let send = find("ticket-api", "send reservation_queue");
+    assert_eq!(send.parent_span_id, server.span_id);
+    let process = find("ticket-worker", "process reservation_queue");
+    assert_eq!(process.parent_span_id, send.span_id);
+    let commit = find("ticket-worker", "COMMIT");
+    assert_eq!(commit.parent_span_id, process.span_id);
+    let by_service: HashMap<&str, usize> = spans.iter().fold(HashMap::new(), |mut m, s| {
+        *m.entry(s.service.as_str()).or_default() += 1;
+        m
+    });
+    assert!(
+        by_service.contains_key("ticket-worker") && by_service.contains_key("ticket-api"),
+        "{by_service:?}"
+    );
+}

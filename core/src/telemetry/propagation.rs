@@ -1,0 +1,105 @@
+//! W3C trace context between OpenTelemetry contexts, HTTP headers and the
+//! `traceparent` / `tracestate` columns of a queue row.
+
+use std::collections::HashMap;
+
+use opentelemetry::Context;
+use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+
+use crate::db::queue::TraceContext;
+
+/// The context a stored trace context names, as a remote parent; an empty
+/// context (a new trace) when nothing valid is stored.
+pub fn context_of(stored: &TraceContext) -> Context {
+    let mut carrier = HashMap::with_capacity(2);
+    if let Some(traceparent) = &stored.traceparent {
+        carrier.insert("traceparent".to_owned(), traceparent.clone());
+    }
+    if let Some(tracestate) = &stored.tracestate {
+        carrier.insert("tracestate".to_owned(), tracestate.clone());
+    }
+    TraceContextPropagator::new().extract(&carrier)
+}
+
+/// Longest `tracestate` a queue row keeps (its column's size). A valid one
+/// may be longer (32 members of up to 513 characters); then it is dropped,
+/// as the W3C recommendation allows, and the trace itself still continues.
+pub const MAX_TRACESTATE: usize = 512;
+
+/// What to store for `context` (its current span); nothing when it has no
+/// valid span.
+pub fn stored_form(context: &Context) -> TraceContext {
+    let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
+    TraceContextPropagator::new().inject_context(context, &mut carrier);
+    TraceContext {
+        traceparent: carrier.remove("traceparent"),
+        tracestate: carrier
+            .remove("tracestate")
+            .filter(|s| !s.is_empty() && s.len() <= MAX_TRACESTATE),
+    }
+}
+
+/// The parent context carried by request headers (`traceparent`,
+/// `tracestate`); an empty context when they carry none or an invalid one.
+pub fn from_headers<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Context {
+    let stored = TraceContext {
+        traceparent: get("traceparent").map(str::to_owned),
+        tracestate: get("tracestate").map(str::to_owned),
+    };
+    context_of(&stored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use opentelemetry::trace::TraceContextExt as _;
+
+    #[test]
+    fn a_stored_context_round_trips() {
+        let stored = TraceContext {
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            tracestate: Some("vendor=value".into()),
+        };
+        let context = context_of(&stored);
+        let span = context.span();
+        let ids = span.span_context();
+        assert!(ids.is_remote() && ids.is_sampled());
+        assert_eq!(
+            ids.trace_id().to_string(),
+            "4bf92f3577b34da6a3ce929d0e0e4736"
+        );
+        assert_eq!(stored_form(&context), stored);
+    }
+
+    #[test]
+    fn an_oversized_tracestate_is_dropped_but_the_trace_continues() {
+        let members: Vec<String> = (0..20)
+            .map(|i| format!("k{i}={}", "v".repeat(200)))
+            .collect();
+        let stored = TraceContext {
+            traceparent: Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()),
+            tracestate: Some(members.join(",")),
+        };
+        let again = stored_form(&context_of(&stored));
+        assert_eq!(again.traceparent, stored.traceparent);
+        assert_eq!(again.tracestate, None);
+    }
+
+    #[test]
+    fn nothing_valid_means_a_new_trace() {
+        for traceparent in [
+            None,
+            Some("garbage"),
+            Some("00-00000000000000000000000000000000-00f067aa0ba902b7-01"),
+        ] {
+            let stored = TraceContext {
+                traceparent: traceparent.map(str::to_owned),
+                tracestate: None,
+            };
+            let context = context_of(&stored);
+            assert!(!context.span().span_context().is_valid(), "{traceparent:?}");
+            assert_eq!(stored_form(&context), TraceContext::default());
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! The worker's metrics (served with `/healthz` on its own port) and the
+//! spans that carry each request's trace through the worker.
+
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use axum::Router;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use opentelemetry::trace::{SpanKind, TraceContextExt as _};
+use opentelemetry::{Context, KeyValue};
+use prometheus::{Histogram, IntCounter, IntCounterVec, IntGaugeVec, Registry};
+use sqlx::MySqlPool;
+use ticket_core::db::queue;
+use ticket_core::domain::QueueStatus;
+use ticket_core::metrics::{self, PoolGauges};
+use ticket_core::telemetry::propagation;
+use ticket_core::telemetry::spans::{QUEUE, Recorded, db_attributes, messaging_attributes};
+
+use crate::ClaimedBatch;
+use crate::decide::Report;
+use crate::health::Heartbeat;
+
+/// Batch-size buckets, 1 up to the largest batch allowed.
+const BATCH_BUCKETS: &[f64] = &[
+    1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0, 1000.0, 2500.0, 5000.0, 10000.0,
+];
+/// Enqueue-to-decision buckets, 5 ms to 5 minutes.
+const DECISION_BUCKETS: &[f64] = &[
+    0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
+];
+/// Longest a scrape waits for the queue-depth count.
+const DEPTH_TIMEOUT: Duration = Duration::from_secs(2);
+
+pub struct WorkerMetrics {
+    registry: Registry,
+    decisions: IntCounterVec,
+    claim_batch: Histogram,
+    decision_latency: Histogram,
+    reclaimed: IntCounter,
+    queue_depth: IntGaugeVec,
+    pool: PoolGauges,
+}
+
+impl WorkerMetrics {
+    pub fn new() -> Arc<Self> {
+        let registry = Registry::new();
+        Arc::new(Self {
+            decisions: metrics::counter_vec(
+                &registry,
+                "ticket_decisions_total",
+                "Queue rows decided by this worker, by outcome (success, seat_taken) or lost to another worker",
+                &["outcome"],
+            ),
+            claim_batch: metrics::histogram(
+                &registry,
+                "ticket_claim_batch_size",
+                "Rows in each non-empty claim",
+                BATCH_BUCKETS,
+            ),
+            decision_latency: metrics::histogram(
+                &registry,
+                "ticket_decision_latency_seconds",
+                "Time from a request's enqueue to its decision's commit",
+                DECISION_BUCKETS,
+            ),
+            reclaimed: metrics::counter(
+                &registry,
+                "ticket_lease_reclaimed_total",
+                "Rows claimed again after another worker's lease on them expired",
+            ),
+            queue_depth: metrics::gauge_vec(
+                &registry,
+                "ticket_queue_depth",
+                "Open requests in the queue by status (PENDING, PROCESSING), counted at scrape time",
+                &["status"],
+            ),
+            pool: PoolGauges::new(&registry),
+            registry,
+        })
+    }
+
+    pub(crate) fn claimed(&self, batch: &ClaimedBatch) {
+        if !batch.ids.is_empty() {
+            self.claim_batch.observe(batch.ids.len() as f64);
+        }
+        self.reclaimed.inc_by(batch.reclaimed as u64);
+    }
+
+    pub(crate) fn decided(&self, report: &Report) {
+        let d = report.decided;
+        self.decisions
+            .with_label_values(&["success"])
+            .inc_by(d.succeeded as u64);
+        self.decisions
+            .with_label_values(&["seat_taken"])
+            .inc_by(d.failed as u64);
+        self.decisions
+            .with_label_values(&["lost"])
+            .inc_by(d.lost as u64);
+        let now = chrono::Utc::now();
+        for row in &report.rows {
+            let waited = (now - row.requested_at).to_std().unwrap_or_default();
+            self.decision_latency.observe(waited.as_secs_f64());
+        }
+    }
+
+    /// The metrics in the Prometheus text format, with the queue depth and
+    /// pool usage read now. A database that does not answer leaves the last
+    /// depth in place rather than failing the scrape.
+    pub async fn render(&self, pool: &MySqlPool) -> String {
+        let depth = tokio::time::timeout(DEPTH_TIMEOUT, async {
+            let mut conn = pool.acquire().await?;
+            queue::open_depth(&mut conn).await
+        })
+        .await;
+        match depth {
+            Ok(Ok(rows)) => {
+                for status in [QueueStatus::Pending, QueueStatus::Processing] {
+                    let n = rows
+                        .iter()
+                        .find(|(s, _)| *s == status)
+                        .map_or(0, |(_, n)| *n);
+                    self.queue_depth
+                        .with_label_values(&[status.as_str()])
+                        .set(n);
+                }
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "queue depth not counted"),
+            Err(_) => tracing::warn!("queue depth not counted in time"),
+        }
+        self.pool.update(pool);
+        metrics::render(&self.registry)
+    }
+}
+
+/// `/healthz` (liveness) and `/metrics` (Prometheus) on the worker's port.
+pub fn router(heartbeat: Heartbeat, metrics: Arc<WorkerMetrics>, pool: MySqlPool) -> Router {
+    crate::health::router(heartbeat).route(
+        "/metrics",
+        get(move || async move {
+            (
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, metrics::CONTENT_TYPE)],
+                metrics.render(&pool).await,
+            )
+                .into_response()
+        }),
+    )
+}
+
+/// Records a decided batch's spans: one `receive` span for the claim, linked
+/// to every claimed row's trace, and per row a `process` span whose parent is
+/// the context stored on the row (so it joins the HTTP request's trace), with
+/// the decision's steps as its children.
+pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
+    if report.rows.is_empty() {
+        return;
+    }
+    let parents: Vec<Context> = report
+        .rows
+        .iter()
+        .map(|row| propagation::context_of(&row.trace))
+        .collect();
+    let consumer = [
+        KeyValue::new("messaging.consumer.group.name", "ticket-worker"),
+        KeyValue::new("messaging.client.id", owner.to_owned()),
+    ];
+    let mut receive = Recorded::new(
+        format!("receive {QUEUE}"),
+        SpanKind::Client,
+        batch.claim_started,
+        batch.claim_finished,
+    )
+    .attributes(messaging_attributes("receive"))
+    .attributes(consumer.clone())
+    .attribute(KeyValue::new(
+        "messaging.batch.message_count",
+        i64::try_from(batch.ids.len()).unwrap_or(i64::MAX),
+    ));
+    for parent in &parents {
+        receive = receive.link(parent.span().span_context().clone());
+    }
+    let receive = receive.record(&Context::new());
+    let receive_span = receive.span().span_context().clone();
+
+    let started = report.phases.map_or(batch.claim_finished, |p| p.lock.0);
+    let ended = report.phases.map_or_else(SystemTime::now, |p| p.commit.1);
+    for (row, parent) in report.rows.iter().zip(&parents) {
+        let ids = parent.span().span_context().clone();
+        // An unsampled trace stays unsampled: skip the work entirely.
+        if ids.is_valid() && !ids.is_sampled() {
+            continue;
+        }
+        let process = Recorded::new(
+            format!("process {QUEUE}"),
+            SpanKind::Consumer,
+            started,
+            ended,
+        )
+        .attributes(messaging_attributes("process"))
+        .attributes(consumer.clone())
+        .attribute(KeyValue::new(
+            "messaging.message.id",
+            row.id.get().to_string(),
+        ))
+        .attribute(KeyValue::new(
+            "ticket.seat.id",
+            i64::try_from(row.seat_id.get()).unwrap_or(i64::MAX),
+        ))
+        .attribute(KeyValue::new(
+            "ticket.outcome",
+            if row.succeeded { "SUCCESS" } else { "FAILED" },
+        ))
+        .link(receive_span.clone())
+        .record(parent);
+        let Some(phases) = report.phases else {
+            continue;
+        };
+        let step =
+            |name: &'static str, operation: &'static str, table: &'static str, (from, to)| {
+                Recorded::new(name, SpanKind::Client, from, to)
+                    .attributes(db_attributes(operation, table))
+                    .record(&process);
+            };
+        step(
+            "SELECT reservation_queue",
+            "SELECT",
+            "reservation_queue",
+            phases.lock,
+        );
+        step("UPDATE seats", "UPDATE", "seats", phases.seats);
+        if row.succeeded {
+            step(
+                "INSERT reservations",
+                "INSERT",
+                "reservations",
+                phases.insert,
+            );
+        }
+        step(
+            "UPDATE reservation_queue",
+            "UPDATE",
+            "reservation_queue",
+            phases.mark,
+        );
+        Recorded::new("COMMIT", SpanKind::Client, phases.commit.0, phases.commit.1)
+            .attributes([
+                KeyValue::new("db.system.name", "mysql"),
+                KeyValue::new("db.operation.name", "COMMIT"),
+            ])
+            .record(&process);
+    }
+}
