@@ -52,6 +52,19 @@ function epochMs(text) {
   return text ? Date.parse(text.replace(/(\.\d{3})\d*/, '$1')) : undefined;
 }
 
+// The outcome a status answer reports, or null while the request is open.
+function decision(s, started) {
+  const status = s.status === 200 ? s.json('status') : undefined;
+  if (status !== 'SUCCESS' && status !== 'FAILED') return null;
+  return {
+    status,
+    reservationId: s.json('reservationId'),
+    ms: Date.now() - started,
+    requestedAt: epochMs(s.json('requestedAt')),
+    decidedAt: epochMs(s.json('decidedAt')),
+  };
+}
+
 // Requests the seat and polls its status, as a client would, until it is
 // decided; returns { status, reservationId, ms, requestedAt, decidedAt } (the
 // last two by the server's clock) or null when refused at once.
@@ -62,17 +75,8 @@ export function reserveAndWait(token, seatId, { timeoutMs = 30000, pollMs = 50 }
   const queueId = res.json('queueId');
   while (Date.now() - started < timeoutMs) {
     sleep(pollMs / 1000);
-    const s = http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } });
-    const status = s.status === 200 ? s.json('status') : undefined;
-    if (status === 'SUCCESS' || status === 'FAILED') {
-      return {
-        status,
-        reservationId: s.json('reservationId'),
-        ms: Date.now() - started,
-        requestedAt: epochMs(s.json('requestedAt')),
-        decidedAt: epochMs(s.json('decidedAt')),
-      };
-    }
+    const decided = decision(http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } }), started);
+    if (decided) return decided;
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
 }
@@ -87,17 +91,8 @@ export async function reserveAndWaitAsync(token, seatId, { timeoutMs = 30000, po
   const queueId = res.json('queueId');
   while (Date.now() - started < timeoutMs) {
     await new Promise((resolve) => setTimeout(resolve, pollMs));
-    const s = await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } });
-    const status = s.status === 200 ? s.json('status') : undefined;
-    if (status === 'SUCCESS' || status === 'FAILED') {
-      return {
-        status,
-        reservationId: s.json('reservationId'),
-        ms: Date.now() - started,
-        requestedAt: epochMs(s.json('requestedAt')),
-        decidedAt: epochMs(s.json('decidedAt')),
-      };
-    }
+    const decided = decision(await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } }), started);
+    if (decided) return decided;
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
 }

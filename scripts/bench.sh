@@ -127,7 +127,7 @@ tracing_overhead() {
     done
   done
   echo "## tracing overhead: enqueue, wrk, 64 connections, 15 s"
-  for run in 1 2; do
+  for run in 1 2 3; do
     for mode in off on; do
       echo "### tracing $mode"
       url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"

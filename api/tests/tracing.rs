@@ -175,4 +175,40 @@ async fn one_reservation_is_one_trace_from_the_request_to_the_worker_commit() {
         attribute(select, "db.system.name").as_deref(),
         Some("mysql")
     );
+
+    // A caller that did not sample: its context still travels on the row,
+    // unsampled, and neither the API nor the worker records a span of it.
+    let quiet_trace = "2af7651916cd43dd8448eb211c80319c";
+    let seat = app.seats(concert["id"].as_u64().unwrap()).await[1]["id"]
+        .as_u64()
+        .unwrap();
+    let response = app
+        .client
+        .post(format!("{}/api/reservations", app.base))
+        .bearer_auth(&token)
+        .header("traceparent", format!("00-{quiet_trace}-{CALLER_SPAN}-00"))
+        .json(&json!({"seatId": seat}))
+        .send()
+        .await
+        .unwrap();
+    let reply = helpers::TestApp::reply(response).await;
+    let quiet_id = reply.assert_status(201)["queueId"].as_u64().unwrap();
+    app.drain().await;
+    let (stored,): (String,) =
+        sqlx::query_as("SELECT traceparent FROM reservation_queue WHERE id = ?")
+            .bind(quiet_id)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert!(
+        stored.starts_with(&format!("00-{quiet_trace}-")) && stored.ends_with("-00"),
+        "{stored}"
+    );
+    let quiet_trace = TraceId::from_hex(quiet_trace).unwrap();
+    let spans = exporter.get_finished_spans().unwrap();
+    let recorded: Vec<_> = spans
+        .iter()
+        .filter(|s| s.span_context.trace_id() == quiet_trace)
+        .collect();
+    assert!(recorded.is_empty(), "{recorded:#?}");
 }

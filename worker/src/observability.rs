@@ -9,14 +9,14 @@ use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
-use opentelemetry::{Context, KeyValue};
+use opentelemetry::{Context, KeyValue, StringValue};
 use prometheus::{Histogram, IntCounter, IntCounterVec, IntGaugeVec, Registry};
 use sqlx::MySqlPool;
 use ticket_core::db::queue;
 use ticket_core::domain::QueueStatus;
 use ticket_core::metrics::{self, PoolGauges};
 use ticket_core::telemetry::propagation;
-use ticket_core::telemetry::spans::{QUEUE, Recorded, db_attributes, messaging_attributes};
+use ticket_core::telemetry::spans::{self, Recorded, db_attributes, messaging_attributes};
 
 use crate::ClaimedBatch;
 use crate::decide::Report;
@@ -30,6 +30,9 @@ const BATCH_BUCKETS: &[f64] = &[
 const DECISION_BUCKETS: &[f64] = &[
     0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0,
 ];
+const RECEIVE: &str = "receive reservation_queue";
+const PROCESS: &str = "process reservation_queue";
+
 /// Longest a scrape waits for the queue-depth count.
 const DEPTH_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -153,11 +156,12 @@ pub fn router(heartbeat: Heartbeat, metrics: Arc<WorkerMetrics>, pool: MySqlPool
 /// Records a decided batch's spans: one `receive` span for the claim, linked
 /// to every claimed row's trace, and per row a `process` span whose parent is
 /// the context stored on the row (so it joins the HTTP request's trace), with
-/// the decision's steps as its children.
+/// the seat decision, the reservation insert and the commit as its children.
 pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
     if report.rows.is_empty() {
         return;
     }
+    let tracer = spans::tracer();
     let parents: Vec<Context> = report
         .rows
         .iter()
@@ -165,10 +169,10 @@ pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
         .collect();
     let consumer = [
         KeyValue::new("messaging.consumer.group.name", "ticket-worker"),
-        KeyValue::new("messaging.client.id", owner.to_owned()),
+        KeyValue::new("messaging.client.id", StringValue::from(owner.to_owned())),
     ];
     let mut receive = Recorded::new(
-        format!("receive {QUEUE}"),
+        RECEIVE,
         SpanKind::Client,
         batch.claim_started,
         batch.claim_finished,
@@ -182,39 +186,35 @@ pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
     for parent in &parents {
         receive = receive.link(parent.span().span_context().clone());
     }
-    let receive = receive.record(&Context::new());
+    let receive = receive.record_with(&tracer, &Context::new());
     let receive_span = receive.span().span_context().clone();
 
     let started = report.phases.map_or(batch.claim_finished, |p| p.lock.0);
     let ended = report.phases.map_or_else(SystemTime::now, |p| p.commit.1);
     for (row, parent) in report.rows.iter().zip(&parents) {
-        let ids = parent.span().span_context().clone();
+        let span = parent.span();
+        let ids = span.span_context();
         // An unsampled trace stays unsampled: skip the work entirely.
         if ids.is_valid() && !ids.is_sampled() {
             continue;
         }
-        let process = Recorded::new(
-            format!("process {QUEUE}"),
-            SpanKind::Consumer,
-            started,
-            ended,
-        )
-        .attributes(messaging_attributes("process"))
-        .attributes(consumer.clone())
-        .attribute(KeyValue::new(
-            "messaging.message.id",
-            row.id.get().to_string(),
-        ))
-        .attribute(KeyValue::new(
-            "ticket.seat.id",
-            i64::try_from(row.seat_id.get()).unwrap_or(i64::MAX),
-        ))
-        .attribute(KeyValue::new(
-            "ticket.outcome",
-            if row.succeeded { "SUCCESS" } else { "FAILED" },
-        ))
-        .link(receive_span.clone())
-        .record(parent);
+        let process = Recorded::new(PROCESS, SpanKind::Consumer, started, ended)
+            .attributes(messaging_attributes("process"))
+            .attributes(consumer.clone())
+            .attribute(KeyValue::new(
+                "messaging.message.id",
+                row.id.get().to_string(),
+            ))
+            .attribute(KeyValue::new(
+                "ticket.seat.id",
+                i64::try_from(row.seat_id.get()).unwrap_or(i64::MAX),
+            ))
+            .attribute(KeyValue::new(
+                "ticket.outcome",
+                if row.succeeded { "SUCCESS" } else { "FAILED" },
+            ))
+            .link(receive_span.clone())
+            .record_with(&tracer, parent);
         let Some(phases) = report.phases else {
             continue;
         };
@@ -222,14 +222,9 @@ pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
             |name: &'static str, operation: &'static str, table: &'static str, (from, to)| {
                 Recorded::new(name, SpanKind::Client, from, to)
                     .attributes(db_attributes(operation, table))
-                    .record(&process);
+                    .record_with(&tracer, &process);
             };
-        step(
-            "SELECT reservation_queue",
-            "SELECT",
-            "reservation_queue",
-            phases.lock,
-        );
+        // The seat decision (locking the wanted seats, marking the winners').
         step("UPDATE seats", "UPDATE", "seats", phases.seats);
         if row.succeeded {
             step(
@@ -239,17 +234,11 @@ pub(crate) fn record_batch(batch: &ClaimedBatch, report: &Report, owner: &str) {
                 phases.insert,
             );
         }
-        step(
-            "UPDATE reservation_queue",
-            "UPDATE",
-            "reservation_queue",
-            phases.mark,
-        );
         Recorded::new("COMMIT", SpanKind::Client, phases.commit.0, phases.commit.1)
             .attributes([
                 KeyValue::new("db.system.name", "mysql"),
                 KeyValue::new("db.operation.name", "COMMIT"),
             ])
-            .record(&process);
+            .record_with(&tracer, &process);
     }
 }

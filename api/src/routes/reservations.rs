@@ -163,11 +163,19 @@ pub async fn enqueue(
         Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
         None => None,
     };
+    let seat = SeatId(req.seat_id);
+    // Most requests are not sampled: their row carries the request's own
+    // (unsampled) context, and no producer span is made for nobody to see.
+    if !spans::current_is_sampled() {
+        let context = tracing::Span::current().context();
+        let (id, replayed) = place(&state, caller, seat, key, context).await?;
+        return Ok(accepted(id, replayed));
+    }
     // The producer span: the queue row carries its context to the worker,
     // whose processing of the row continues this trace.
     let send = spans::send_span();
     let context = send.context();
-    let placed = place(&state, caller, SeatId(req.seat_id), key, context)
+    let placed = place(&state, caller, seat, key, context)
         .instrument(send.clone())
         .await;
     if let Ok((id, _)) = &placed {

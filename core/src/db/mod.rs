@@ -18,11 +18,11 @@ use sqlx::{Connection, Executor};
 pub use sqlx::MySqlConnection as Conn;
 
 /// A client span for one statement (OpenTelemetry database conventions),
-/// inside the caller's span. Outside any span there is no trace to add it to,
-/// and none is made: the worker records its batch work per row instead (see
-/// `telemetry::spans`).
+/// inside the caller's span when its trace is sampled. Outside any span there
+/// is no trace to add it to, and none is made: the worker records its batch
+/// work per row instead (see `telemetry::spans`).
 pub(crate) fn span(operation: &'static str, table: &'static str) -> tracing::Span {
-    if tracing::Span::current().is_none() {
+    if !crate::telemetry::spans::current_is_sampled() {
         return tracing::Span::none();
     }
     tracing::info_span!(

@@ -38,7 +38,11 @@ where
 {
     let layer = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     match format {
-        LogFormat::Json => Box::new(layer.event_format(JsonLine)),
+        // JSON lines never show span fields: spans are left out of this layer
+        // entirely, so that no request pays for formatting them.
+        LogFormat::Json => Box::new(layer.event_format(JsonLine).with_filter(
+            tracing_subscriber::filter::filter_fn(|meta| meta.is_event()),
+        )),
         LogFormat::Text => Box::new(
             layer
                 // Colour codes only for people, not for files and collectors.

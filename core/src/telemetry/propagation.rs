@@ -1,25 +1,42 @@
 //! W3C trace context between OpenTelemetry contexts, HTTP headers and the
 //! `traceparent` / `tracestate` columns of a queue row.
 
-use std::collections::HashMap;
-
 use opentelemetry::Context;
-use opentelemetry::propagation::TextMapPropagator as _;
+use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
+use opentelemetry::trace::{TraceContextExt as _, TraceFlags};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 
 use crate::db::queue::TraceContext;
 
+/// The two headers, borrowed: extraction runs on every request and every
+/// claimed row, so it allocates no map.
+struct Carrier<'a> {
+    traceparent: Option<&'a str>,
+    tracestate: Option<&'a str>,
+}
+
+impl Extractor for Carrier<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        match key {
+            "traceparent" => self.traceparent,
+            "tracestate" => self.tracestate,
+            _ => None,
+        }
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        vec!["traceparent", "tracestate"]
+    }
+}
+
 /// The context a stored trace context names, as a remote parent; an empty
 /// context (a new trace) when nothing valid is stored.
 pub fn context_of(stored: &TraceContext) -> Context {
-    let mut carrier = HashMap::with_capacity(2);
-    if let Some(traceparent) = &stored.traceparent {
-        carrier.insert("traceparent".to_owned(), traceparent.clone());
-    }
-    if let Some(tracestate) = &stored.tracestate {
-        carrier.insert("tracestate".to_owned(), tracestate.clone());
-    }
-    TraceContextPropagator::new().extract(&carrier)
+    from_headers(|name| match name {
+        "traceparent" => stored.traceparent.as_deref(),
+        "tracestate" => stored.tracestate.as_deref(),
+        _ => None,
+    })
 }
 
 /// Longest `tracestate` a queue row keeps (its column's size). A valid one
@@ -27,33 +44,40 @@ pub fn context_of(stored: &TraceContext) -> Context {
 /// as the W3C recommendation allows, and the trace itself still continues.
 pub const MAX_TRACESTATE: usize = 512;
 
-/// What to store for `context` (its current span); nothing when it has no
-/// valid span.
+/// What to store for `context` (its current span): the W3C `traceparent`
+/// and `tracestate` headers; nothing when it has no valid span.
 pub fn stored_form(context: &Context) -> TraceContext {
-    let mut carrier: HashMap<String, String> = HashMap::with_capacity(2);
-    TraceContextPropagator::new().inject_context(context, &mut carrier);
+    let span = context.span();
+    let ids = span.span_context();
+    if !ids.is_valid() {
+        return TraceContext::default();
+    }
+    let tracestate = ids.trace_state().header();
     TraceContext {
-        traceparent: carrier.remove("traceparent"),
-        tracestate: carrier
-            .remove("tracestate")
-            .filter(|s| !s.is_empty() && s.len() <= MAX_TRACESTATE),
+        traceparent: Some(format!(
+            "00-{}-{}-{:02x}",
+            ids.trace_id(),
+            ids.span_id(),
+            (ids.trace_flags() & TraceFlags::SAMPLED).to_u8()
+        )),
+        tracestate: (!tracestate.is_empty() && tracestate.len() <= MAX_TRACESTATE)
+            .then_some(tracestate),
     }
 }
 
 /// The parent context carried by request headers (`traceparent`,
 /// `tracestate`); an empty context when they carry none or an invalid one.
 pub fn from_headers<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Context {
-    let stored = TraceContext {
-        traceparent: get("traceparent").map(str::to_owned),
-        tracestate: get("tracestate").map(str::to_owned),
+    let carrier = Carrier {
+        traceparent: get("traceparent"),
+        tracestate: get("tracestate"),
     };
-    context_of(&stored)
+    TraceContextPropagator::new().extract(&carrier)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use opentelemetry::trace::TraceContextExt as _;
 
     #[test]
     fn a_stored_context_round_trips() {

@@ -8,6 +8,7 @@
 use std::borrow::Cow;
 use std::time::SystemTime;
 
+use opentelemetry::global::BoxedTracer;
 use opentelemetry::trace::{
     Link, Span as _, SpanContext, SpanKind, TraceContextExt as _, Tracer as _,
 };
@@ -61,18 +62,36 @@ impl Recorded {
     /// it has none); returns the context of the new span, for its children.
     /// Costs next to nothing when the sampler drops it.
     pub fn record(self, parent: &Context) -> Context {
-        let tracer = global::tracer(super::SCOPE);
+        self.record_with(&tracer(), parent)
+    }
+
+    /// [`Recorded::record`] with a tracer the caller keeps for many spans.
+    pub fn record_with(self, tracer: &BoxedTracer, parent: &Context) -> Context {
         let mut span = tracer
             .span_builder(self.name)
             .with_kind(self.kind)
             .with_start_time(self.start)
             .with_attributes(self.attributes)
             .with_links(self.links)
-            .start_with_context(&tracer, parent);
+            .start_with_context(tracer, parent);
         let context = parent.with_remote_span_context(span.span_context().clone());
         span.end_with_timestamp(self.end);
         context
     }
+}
+
+/// Whether the current span's trace is sampled. Spans that only matter when
+/// exported (a producer span, a database call) are skipped otherwise: most
+/// requests are not sampled, and their spans would cost without showing.
+pub fn current_is_sampled() -> bool {
+    use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+    let current = tracing::Span::current();
+    !current.is_none() && current.context().span().span_context().is_sampled()
+}
+
+/// The system's tracer (from the global provider).
+pub fn tracer() -> BoxedTracer {
+    global::tracer(super::SCOPE)
 }
 
 /// Database client span attributes (OpenTelemetry database conventions).
