@@ -53,7 +53,7 @@ function epochMs(text) {
 }
 
 // The outcome a status answer reports, or null while the request is open.
-function decision(s, started) {
+function decisionOf(s, started) {
   const status = s.status === 200 ? s.json('status') : undefined;
   if (status !== 'SUCCESS' && status !== 'FAILED') return null;
   return {
@@ -75,7 +75,7 @@ export function reserveAndWait(token, seatId, { timeoutMs = 30000, pollMs = 50 }
   const queueId = res.json('queueId');
   while (Date.now() - started < timeoutMs) {
     sleep(pollMs / 1000);
-    const decided = decision(http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } }), started);
+    const decided = decisionOf(http.get(`${BASE}/api/reservations/status/${queueId}`, { ...auth(token), tags: { name: 'status' } }), started);
     if (decided) return decided;
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
@@ -91,7 +91,7 @@ export async function reserveAndWaitAsync(token, seatId, { timeoutMs = 30000, po
   const queueId = res.json('queueId');
   while (Date.now() - started < timeoutMs) {
     await new Promise((resolve) => setTimeout(resolve, pollMs));
-    const decided = decision(await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } }), started);
+    const decided = decisionOf(await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } }), started);
     if (decided) return decided;
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };

@@ -119,11 +119,14 @@ tracing_overhead() {
   sink_pid=$!
   wait_port "$port"
   local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port"
-  echo "## tracing overhead: drain, 100,000 requests over 10,000 seats, one worker"
-  for run in 1 2 3; do
-    for mode in off on; do
-      echo "### tracing $mode"
-      env "${!mode}" RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 1
+  local sampled
+  for sampled in 0.1 1.0; do
+    echo "## tracing overhead: drain, 100,000 requests over 10,000 seats, one worker, ${sampled} of the rows' traces sampled"
+    for run in 1 2 3; do
+      for mode in off on; do
+        echo "### tracing $mode"
+        env "${!mode}" RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 1 --sampled "$sampled"
+      done
     done
   done
   echo "## tracing overhead: enqueue, wrk, 64 connections, 15 s"

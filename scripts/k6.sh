@@ -7,9 +7,11 @@
 # running stack; otherwise it starts a private one on a fresh database (API and
 # worker, PROFILE=debug or release), runs the scenario, stops what it started
 # and drops the database. Exits non-zero when k6 fails (a broken check or
-# threshold exits 99). Sizes and durations: TICKET_VUS, TICKET_DURATION,
-# TICKET_USERS, TICKET_SEATS (see each script; not K6_*, which k6 itself
-# reads). Summaries go to TICKET_SUMMARY_DIR (.local/k6).
+# threshold exits 99) or, on a private stack, when `ticket-api check` finds
+# a violated invariant in the database afterwards. Sizes and durations:
+# TICKET_VUS, TICKET_DURATION, TICKET_USERS, TICKET_SEATS (see each script;
+# not K6_*, which k6 itself reads). Summaries go to TICKET_SUMMARY_DIR
+# (.local/k6).
 #
 # ticket-open first makes its users through the API with k6/prepare-users.js
 # into TICKET_USERS_FILE; against a running stack an existing file is reused
@@ -84,4 +86,9 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-run_scenario "$@"
+status=0
+run_scenario "$@" || status=$?
+# The database itself must agree: no seat sold twice, seats and reservations
+# consistent, every SUCCESS with its reservation and event, nothing stuck.
+RUST_LOG=warn "$bin/ticket-api" check || status=1
+exit "$status"

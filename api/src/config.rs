@@ -28,6 +28,16 @@ pub enum Command {
     Serve,
     /// Create the database if it does not exist, apply pending migrations, exit.
     Migrate,
+    /// Inspect the database and report every violated invariant (a seat sold
+    /// twice, seats and reservations that disagree, a SUCCESS without its
+    /// reservation, a reservation without its event, a request stuck in
+    /// PROCESSING long after its lease). Exits 1 when any is violated.
+    Check {
+        /// A PROCESSING request whose lease ended more than this long ago
+        /// counts as stuck.
+        #[arg(long, default_value_t = 300)]
+        stuck_after_secs: u32,
+    },
 }
 
 #[derive(Debug, Clone, Args)]

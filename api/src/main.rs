@@ -38,6 +38,22 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
+        Command::Check { stuck_after_secs } => {
+            let mut conn = pool.acquire().await.context("connecting to the database")?;
+            let stale_before =
+                chrono::Utc::now() - chrono::Duration::seconds(stuck_after_secs.into());
+            let violations = db::invariants::check(&mut conn, stale_before)
+                .await
+                .context("checking the invariants")?;
+            for v in &violations {
+                println!("VIOLATED: {} ({} rows)", v.invariant, v.rows);
+            }
+            if violations.is_empty() {
+                println!("all invariants hold");
+                return Ok(());
+            }
+            anyhow::bail!("{} invariants violated", violations.len())
+        }
         Command::Serve => {
             let server = cli.server;
             let secret = server

@@ -19,6 +19,10 @@ pub struct Args {
     mode: Mode,
     #[arg(long, default_value_t = 1000)]
     batch_size: u32,
+    /// Share of the requests whose trace is sampled (the API's default
+    /// sampler keeps 10 % of new traces; 1.0 is the worker's worst case).
+    #[arg(long, default_value_t = 0.1)]
+    sampled: f64,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -33,7 +37,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .enumerate()
         .map(|(i, u)| (*u, seats[(i.wrapping_mul(7919)) % seats.len()]))
         .collect();
-    seed::requests(&mut conn, &pairs).await?;
+    seed::traced_requests(&mut conn, &pairs, args.sampled).await?;
     drop(conn);
 
     let config = match args.mode {

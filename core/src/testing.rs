@@ -183,9 +183,19 @@ pub mod seed {
         conn: &mut MySqlConnection,
         requests: &[(UserId, SeatId)],
     ) -> Result<(), sqlx::Error> {
+        traced_requests(conn, requests, 1.0).await
+    }
+
+    /// Like [`requests`], with `sampled` (0 to 1) of the rows' trace contexts
+    /// marked sampled, as the API's sampler would have left them.
+    pub async fn traced_requests(
+        conn: &mut MySqlConnection,
+        requests: &[(UserId, SeatId)],
+        sampled: f64,
+    ) -> Result<(), sqlx::Error> {
         let now = db::now().naive_utc();
-        // Each row carries a sampled trace context of its own, as the API
-        // stores it, so that the worker's tracing does its real work.
+        // Each row carries a trace context of its own, as the API stores it,
+        // so that the worker's tracing does its real work.
         let mut state = now.and_utc().timestamp_nanos_opt().unwrap_or(1) as u64;
         let mut random = move || {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -199,8 +209,13 @@ pub mod seed {
                 "INSERT INTO reservation_queue (user_id, seat_id, status, traceparent, created_at, updated_at) ",
             );
             insert.push_values(chunk, |mut row, (user, seat)| {
-                let traceparent =
-                    format!("00-{:016x}{:016x}-{:016x}-01", random(), random(), random());
+                let flags = u8::from(((random() >> 11) as f64 / (1u64 << 53) as f64) < sampled);
+                let traceparent = format!(
+                    "00-{:016x}{:016x}-{:016x}-{flags:02x}",
+                    random(),
+                    random(),
+                    random()
+                );
                 row.push_bind(*user)
                     .push_bind(*seat)
                     .push_bind("PENDING")

@@ -259,3 +259,60 @@ async fn json_logs_carry_the_trace_id_of_the_request_they_were_written_in() {
     child.kill().ok();
     child.wait().ok();
 }
+
+#[tokio::test]
+async fn check_reports_every_violated_invariant_and_fails() {
+    let (db, pool) = TestDatabase::migrated().await;
+    let seats = {
+        let mut conn = pool.acquire().await.unwrap();
+        ticket_core::testing::seed::concert(&mut conn, 1, 3)
+            .await
+            .unwrap()
+    };
+    let check = || api(&db.url()).arg("check").output().unwrap();
+    let healthy = check();
+    assert!(
+        healthy.status.success(),
+        "{}",
+        String::from_utf8_lossy(&healthy.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&healthy.stdout).trim(),
+        "all invariants hold"
+    );
+
+    // A seat marked sold with nobody's reservation, and a request a crashed
+    // worker left PROCESSING an hour ago.
+    sqlx::query("UPDATE seats SET status = 'RESERVED' WHERE id = ?")
+        .bind(seats[0])
+        .execute(&pool)
+        .await
+        .unwrap();
+    let users = {
+        let mut conn = pool.acquire().await.unwrap();
+        ticket_core::testing::seed::users(&mut conn, "stuck", 1)
+            .await
+            .unwrap()
+    };
+    sqlx::query(
+        "INSERT INTO reservation_queue (user_id, seat_id, status, lease_owner, lease_token, lease_until, created_at, updated_at) \
+         VALUES (?, ?, 'PROCESSING', 'gone', 1, NOW(6) - INTERVAL 1 HOUR, NOW(6), NOW(6))",
+    )
+    .bind(users[0])
+    .bind(seats[1])
+    .execute(&pool)
+    .await
+    .unwrap();
+    let broken = check();
+    assert!(!broken.status.success());
+    let report = String::from_utf8_lossy(&broken.stdout);
+    assert!(
+        report.contains("VIOLATED: a RESERVED seat has no CONFIRMED reservation (1 rows)"),
+        "{report}"
+    );
+    assert!(
+        report.contains("VIOLATED: a PROCESSING request's lease expired long ago (1 rows)"),
+        "{report}"
+    );
+    assert_eq!(report.lines().count(), 2, "{report}");
+}
