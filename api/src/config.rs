@@ -73,4 +73,39 @@ pub struct ServerArgs {
     /// of milliseconds of one core each); 0 means one per CPU core.
     #[arg(long, env = "TICKET_MAX_CONCURRENT_HASHES", default_value_t = 0)]
     pub max_concurrent_hashes: usize,
+
+    /// Requests per second one signed-in user may make (bursts of twice
+    /// that); over it, 429 RATE_LIMITED with Retry-After. 0: no limit.
+    #[arg(long, env = "TICKET_USER_REQUESTS_PER_SEC", default_value_t = 20)]
+    pub user_requests_per_sec: u32,
+
+    /// Login attempts per minute for one nickname. 0: no limit.
+    #[arg(
+        long,
+        env = "TICKET_LOGINS_PER_MINUTE_PER_NICKNAME",
+        default_value_t = 10
+    )]
+    pub logins_per_minute_per_nickname: u32,
+
+    /// Login attempts per minute from one client address. 0: no limit.
+    #[arg(
+        long,
+        env = "TICKET_LOGINS_PER_MINUTE_PER_CLIENT",
+        default_value_t = 60
+    )]
+    pub logins_per_minute_per_client: u32,
+
+    /// Sign-ups per minute from one client address. 0: no limit.
+    #[arg(
+        long,
+        env = "TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT",
+        default_value_t = 20
+    )]
+    pub signups_per_minute_per_client: u32,
+
+    /// Header that carries the client's address when the API sits behind a
+    /// proxy that sets it (e.g. X-Forwarded-For: its first address counts);
+    /// without it, the connection's peer address is the client.
+    #[arg(long, env = "TICKET_CLIENT_ADDRESS_HEADER")]
+    pub client_address_header: Option<String>,
 }

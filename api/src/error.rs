@@ -35,6 +35,7 @@ pub enum ErrorCode {
     IdempotencyKeyReused,
     ReservationCancelForbidden,
     RequestTimeout,
+    RateLimited,
     DatabaseUnavailable,
     InternalError,
 }
@@ -61,6 +62,7 @@ impl ErrorCode {
             | IdempotencyKeyReused
             | ReservationCancelForbidden => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -95,6 +97,8 @@ pub struct ApiError {
     errors: Vec<ProblemField>,
     /// Only for 5xx: logged with its cause chain, never sent.
     source: Option<anyhow::Error>,
+    /// Seconds for `Retry-After` (429).
+    retry_after: Option<u64>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -106,6 +110,15 @@ impl ApiError {
             detail: detail.into(),
             errors: Vec::new(),
             source: None,
+            retry_after: None,
+        }
+    }
+
+    /// 429 `RATE_LIMITED`, to be retried after `seconds`.
+    pub fn rate_limited(detail: impl Into<String>, seconds: u64) -> Self {
+        Self {
+            retry_after: Some(seconds),
+            ..Self::new(ErrorCode::RateLimited, detail)
         }
     }
 
@@ -229,6 +242,12 @@ impl IntoResponse for ApiError {
             }
             ErrorCode::DatabaseUnavailable => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            }
+            ErrorCode::RateLimited => {
+                headers.insert(
+                    header::RETRY_AFTER,
+                    HeaderValue::from(self.retry_after.unwrap_or(1)),
+                );
             }
             _ => {}
         }

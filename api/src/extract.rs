@@ -150,6 +150,7 @@ impl FromRequestParts<AppState> for AuthUser {
             .tokens
             .verify(token.trim(), chrono::Utc::now())
             .map_err(|e| unauthorized(e.describe()))?;
+        state.limits.user_request(principal.user)?;
         Ok(Self {
             id: principal.user,
             role: principal.role,
@@ -174,5 +175,38 @@ impl FromRequestParts<AppState> for Admin {
                 "this action requires an admin",
             ))
         }
+    }
+}
+
+/// The client's address: the first address in the configured proxy header
+/// when there is one, else the connection's peer.
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddress(pub std::net::IpAddr);
+
+impl FromRequestParts<AppState> for ClientAddress {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let forwarded = state.client_address_header.as_deref().and_then(|name| {
+            parts
+                .headers
+                .get(name)?
+                .to_str()
+                .ok()?
+                .split(',')
+                .next()?
+                .trim()
+                .parse()
+                .ok()
+        });
+        let peer = || {
+            parts
+                .extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|info| info.0.ip())
+        };
+        Ok(Self(forwarded.or_else(peer).unwrap_or(
+            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
+        )))
     }
 }

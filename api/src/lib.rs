@@ -4,6 +4,7 @@ pub mod config;
 pub mod enqueue_batcher;
 pub mod error;
 pub mod extract;
+pub mod limits;
 pub mod observability;
 pub mod openapi;
 pub mod routes;

@@ -72,6 +72,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,
                 max_concurrent_hashes: server.max_concurrent_hashes,
+                limits: ticket_api::limits::LimitSettings {
+                    user_requests_per_sec: server.user_requests_per_sec,
+                    logins_per_minute_per_nickname: server.logins_per_minute_per_nickname,
+                    logins_per_minute_per_client: server.logins_per_minute_per_client,
+                    signups_per_minute_per_client: server.signups_per_minute_per_client,
+                },
+                client_address_header: server
+                    .client_address_header
+                    .map(|name| axum::http::HeaderName::try_from(name.trim().to_ascii_lowercase()))
+                    .transpose()
+                    .context("TICKET_CLIENT_ADDRESS_HEADER is not a header name")?,
             };
             let app = Application::build(settings, pool).await?;
             app.run_until(ticket_core::shutdown::signal()).await?;

@@ -2,6 +2,7 @@
 
 use axum::routing::get;
 use axum::{Json, Router};
+use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
@@ -20,7 +21,7 @@ use crate::state::AppState;
         reservations::enqueue, reservations::status, reservations::show, reservations::mine, reservations::cancel,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &RateLimited),
     tags(
         (name = "auth", description = "Log in for a bearer token"),
         (name = "users", description = "Accounts"),
@@ -46,6 +47,38 @@ impl Modify for BearerAuth {
                     .build(),
             ),
         );
+    }
+}
+
+/// Every operation that takes a bearer token may answer 429 (the per-user
+/// request limit), documented like its 401.
+struct RateLimited;
+
+impl Modify for RateLimited {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for item in openapi.paths.paths.values_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                if operation.security.is_none() {
+                    continue;
+                }
+                let responses = &mut operation.responses.responses;
+                if let Some(RefOr::T(unauthorized)) = responses.get("401").cloned() {
+                    let mut limited = unauthorized;
+                    limited.description =
+                        "Too many requests: retry after Retry-After seconds".to_owned();
+                    responses
+                        .entry("429".to_owned())
+                        .or_insert(RefOr::T(limited));
+                }
+            }
+        }
     }
 }
 

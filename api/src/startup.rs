@@ -12,6 +12,7 @@ use ticket_core::domain::{NickName, Password};
 use tokio::net::TcpListener;
 
 use crate::enqueue_batcher::EnqueueBatcher;
+use crate::limits::{LimitSettings, Limits};
 use crate::routes;
 use crate::security::{PasswordHasher, TokenKeys};
 use crate::state::AppState;
@@ -23,6 +24,9 @@ pub struct Settings {
     pub token_ttl: Duration,
     pub admin: Option<(NickName, Password)>,
     pub max_concurrent_hashes: usize,
+    pub limits: LimitSettings,
+    /// Header naming the client's address behind a proxy (lower case).
+    pub client_address_header: Option<axum::http::HeaderName>,
 }
 
 pub struct Application {
@@ -59,6 +63,8 @@ impl Application {
                 tokens: Arc::new(tokens),
                 passwords,
                 metrics: crate::observability::ApiMetrics::new(),
+                limits: Arc::new(Limits::new(settings.limits)),
+                client_address_header: settings.client_address_header.map(Arc::new),
             },
         })
     }
@@ -76,11 +82,25 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        let limits = self.state.limits.clone();
+        // Idle clients' budgets are forgotten once a minute.
+        let forget = tokio::spawn(async move {
+            let mut every = tokio::time::interval(Duration::from_secs(60));
+            loop {
+                every.tick().await;
+                limits.forget_idle();
+            }
+        });
         let app = routes::router(self.state);
         tracing::info!(addr = %self.listener.local_addr()?, "listening");
-        axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await
+        let served = axum::serve(
+            self.listener,
+            app.into_make_service_with_connect_info::<SocketAddr>(),
+        )
+        .with_graceful_shutdown(shutdown)
+        .await;
+        forget.abort();
+        served
     }
 }
 

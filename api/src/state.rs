@@ -3,6 +3,7 @@ use std::sync::Arc;
 use sqlx::MySqlPool;
 
 use crate::enqueue_batcher::EnqueueBatcher;
+use crate::limits::Limits;
 use crate::observability::ApiMetrics;
 use crate::security::{PasswordHasher, TokenKeys};
 
@@ -14,4 +15,6 @@ pub struct AppState {
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
     pub metrics: Arc<ApiMetrics>,
+    pub limits: Arc<Limits>,
+    pub client_address_header: Option<Arc<axum::http::HeaderName>>,
 }

@@ -186,9 +186,10 @@ def test_optional_mysql_is_off_by_default_and_complete_when_on():
         {"auth": {"secret": "too-short"}},
         {"database": {"url": "postgres://nope"}},
         {"logFormat": "xml"},
+        {"api": {"limits": {"userRequestsPerSec": -1}}},
         {"metrics": {"serviceMonitor": {"interval": "soon"}}},
     ],
-    ids=["mistyped", "zero", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval"],
+    ids=["mistyped", "zero", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval", "negative-limit"],
 )
 def test_schema_rejects_bad_values(values):
     chart = helm.Chart.load(CHART)
@@ -242,3 +243,14 @@ def test_telemetry_settings_reach_both_binaries():
         assert env["OTEL_EXPORTER_OTLP_PROTOCOL"] == "grpc"
         assert env["OTEL_TRACES_SAMPLER"] == "parentbased_traceidratio"
         assert env["OTEL_SERVICE_NAME"] == "ticket" + doc
+
+
+def test_rate_limits_reach_the_api():
+    env = env_of(find(render(), "Deployment", "-api"))
+    assert env["TICKET_USER_REQUESTS_PER_SEC"] == "20"
+    assert env["TICKET_LOGINS_PER_MINUTE_PER_NICKNAME"] == "10"
+    assert "TICKET_CLIENT_ADDRESS_HEADER" not in env
+    behind_ingress = {"api": {"limits": {"clientAddressHeader": "X-Forwarded-For", "userRequestsPerSec": 0}}}
+    env = env_of(find(render(behind_ingress), "Deployment", "-api"))
+    assert env["TICKET_CLIENT_ADDRESS_HEADER"] == "X-Forwarded-For"
+    assert env["TICKET_USER_REQUESTS_PER_SEC"] == "0"

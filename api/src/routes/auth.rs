@@ -7,7 +7,7 @@ use ticket_core::domain::{NickName, Password};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ClientAddress};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -35,11 +35,15 @@ pub struct LoginResponse {
 /// and a wrong password get the same answer, in the same time.
 #[utoipa::path(post, path = "/api/auth/login", tag = "auth", request_body = LoginRequest,
     responses((status = 200, body = LoginResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
+              (status = 401, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem),
+              (status = 429, body = Problem)))]
 pub async fn login(
     State(state): State<AppState>,
+    client: ClientAddress,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Json<LoginResponse>> {
+    // Before any hashing: guessing passwords must not be able to buy CPU.
+    state.limits.login(&req.nick_name, client.0)?;
     let invalid = || ApiError::new(ErrorCode::InvalidCredentials, "wrong nickname or password");
     // Inputs no account could have are refused without touching the database.
     let (Ok(nickname), Ok(_)) = (

@@ -10,7 +10,7 @@ use ticket_core::domain::{FieldError, NickName, Password, Role, UserId, keep};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, AuthUser};
+use crate::extract::{ApiJson, ApiPath, AuthUser, ClientAddress};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -106,12 +106,14 @@ impl TryFrom<UpdateUserRequest> for UserChanges {
 /// Signs up a new user (open to anyone).
 #[utoipa::path(post, path = "/api/users", tag = "users", request_body = CreateUserRequest,
     responses((status = 201, body = UserResponse), (status = 400, body = Problem), (status = 409, body = Problem),
-              (status = 413, body = Problem), (status = 415, body = Problem)))]
+              (status = 413, body = Problem), (status = 415, body = Problem), (status = 429, body = Problem)))]
 pub async fn create(
     State(state): State<AppState>,
+    client: ClientAddress,
     ApiJson(req): ApiJson<CreateUserRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let new = NewUser::try_from(req)?;
+    state.limits.signup(client.0)?;
     let hash = state
         .passwords
         .hash(new.password.expose())

@@ -3,6 +3,7 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
+use ticket_api::limits::LimitSettings;
 use ticket_api::security::TokenKeys;
 use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
@@ -25,9 +26,19 @@ pub struct TestApp {
 
 /// Starts the API against a fresh, migrated database, with an admin account.
 pub async fn spawn_app() -> TestApp {
+    spawn_app_with_limits(LimitSettings::OFF).await
+}
+
+/// [`spawn_app`] with rate limits on; the client address is taken from
+/// X-Forwarded-For, so a test can act as several clients.
+pub async fn spawn_app_with_limits(limits: LimitSettings) -> TestApp {
     init_test_logs();
     let (db, pool) = TestDatabase::migrated().await;
-    let app = start_server(pool.clone()).await;
+    let admin = (
+        NickName::parse(ADMIN_NICK).unwrap(),
+        Password::parse(ADMIN_PASSWORD).unwrap(),
+    );
+    let app = start_server_limited(pool.clone(), Some(admin), limits).await;
     let mut test_app = TestApp {
         base: app,
         client: reqwest::Client::new(),
@@ -63,21 +74,25 @@ pub async fn spawn_app_without_database() -> TestApp {
     }
 }
 
-pub async fn start_server(pool: MySqlPool) -> String {
-    let admin = (
-        NickName::parse(ADMIN_NICK).unwrap(),
-        Password::parse(ADMIN_PASSWORD).unwrap(),
-    );
-    start_server_with(pool, Some(admin)).await
+pub async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
+    // Tests sign up and log in hundreds of users from one address; the
+    // limits have tests of their own (limits.rs).
+    start_server_limited(pool, admin, LimitSettings::OFF).await
 }
 
-pub async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
+pub async fn start_server_limited(
+    pool: MySqlPool,
+    admin: Option<(NickName, Password)>,
+    limits: LimitSettings,
+) -> String {
     let settings = Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
         auth_secret: SECRET.to_vec(),
         token_ttl: Duration::from_secs(3600),
         admin,
         max_concurrent_hashes: 0,
+        limits,
+        client_address_header: Some(axum::http::HeaderName::from_static("x-forwarded-for")),
     };
     let app = Application::build(settings, pool)
         .await

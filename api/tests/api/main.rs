@@ -6,6 +6,7 @@ mod binaries;
 mod concerts;
 mod health;
 mod helpers;
+mod limits;
 mod metrics;
 mod openapi;
 mod otlp;

@@ -93,8 +93,8 @@ async fn every_error_response_is_a_documented_problem() {
             let protected = op.get("security").is_some();
             if protected {
                 assert!(
-                    responses.contains_key("401"),
-                    "{method} {path} is protected but documents no 401"
+                    responses.contains_key("401") && responses.contains_key("429"),
+                    "{method} {path} is protected but documents no 401 or 429"
                 );
             }
         }

@@ -1,0 +1,166 @@
+//! Request-rate limits, so that no single user or client can take the
+//! service for everyone: requests per user, logins per nickname and per
+//! client, sign-ups per client (both cost an Argon2 hash). Over a limit the
+//! answer is 429 `RATE_LIMITED` with `Retry-After`.
+//!
+//! Limits are kept per API instance (GCRA, as a token bucket that refills
+//! continuously), so N replicas allow up to N times each rate; they bound
+//! abuse, they are not quotas.
+
+use std::hash::Hash;
+use std::net::IpAddr;
+use std::num::NonZeroU32;
+use std::time::Duration;
+
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use ticket_core::domain::UserId;
+
+use crate::error::ApiError;
+
+/// Rates; 0 turns that limit off (load tests from one address).
+#[derive(Debug, Clone, Copy)]
+pub struct LimitSettings {
+    /// Requests per second per signed-in user, with bursts of twice that.
+    pub user_requests_per_sec: u32,
+    /// Login attempts per minute for one nickname (from anywhere).
+    pub logins_per_minute_per_nickname: u32,
+    /// Login attempts per minute from one client address.
+    pub logins_per_minute_per_client: u32,
+    /// Sign-ups per minute from one client address.
+    pub signups_per_minute_per_client: u32,
+}
+
+impl LimitSettings {
+    /// Every limit off.
+    pub const OFF: Self = Self {
+        user_requests_per_sec: 0,
+        logins_per_minute_per_nickname: 0,
+        logins_per_minute_per_client: 0,
+        signups_per_minute_per_client: 0,
+    };
+}
+
+pub struct Limits {
+    users: Option<DefaultKeyedRateLimiter<UserId>>,
+    logins_by_nickname: Option<DefaultKeyedRateLimiter<String>>,
+    logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    signups_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
+}
+
+fn limiter<K: Clone + Hash + Eq>(quota: Option<Quota>) -> Option<DefaultKeyedRateLimiter<K>> {
+    quota.map(DefaultKeyedRateLimiter::keyed)
+}
+
+fn per_second(rate: u32) -> Option<Quota> {
+    let rate = NonZeroU32::new(rate)?;
+    let burst = rate.saturating_mul(NonZeroU32::MIN.saturating_add(1));
+    Some(Quota::per_second(rate).allow_burst(burst))
+}
+
+fn per_minute(rate: u32) -> Option<Quota> {
+    NonZeroU32::new(rate).map(Quota::per_minute)
+}
+
+impl Limits {
+    pub fn new(settings: LimitSettings) -> Self {
+        Self {
+            users: limiter(per_second(settings.user_requests_per_sec)),
+            logins_by_nickname: limiter(per_minute(settings.logins_per_minute_per_nickname)),
+            logins_by_client: limiter(per_minute(settings.logins_per_minute_per_client)),
+            signups_by_client: limiter(per_minute(settings.signups_per_minute_per_client)),
+        }
+    }
+
+    pub fn user_request(&self, user: UserId) -> Result<(), ApiError> {
+        check(self.users.as_ref(), &user, "too many requests; slow down")
+    }
+
+    /// Both the nickname's and the client's budget must allow the attempt.
+    /// Nicknames count case-insensitively, as they are unique.
+    pub fn login(&self, nickname: &str, client: IpAddr) -> Result<(), ApiError> {
+        check(
+            self.logins_by_client.as_ref(),
+            &client,
+            "too many login attempts from this address",
+        )?;
+        check(
+            self.logins_by_nickname.as_ref(),
+            &nickname.to_lowercase(),
+            "too many login attempts for this nickname",
+        )
+    }
+
+    pub fn signup(&self, client: IpAddr) -> Result<(), ApiError> {
+        check(
+            self.signups_by_client.as_ref(),
+            &client,
+            "too many sign-ups from this address",
+        )
+    }
+
+    /// Forgets keys whose budget is full again, so that memory follows the
+    /// active users, not every user ever seen.
+    pub fn forget_idle(&self) {
+        for limiter in [&self.logins_by_client, &self.signups_by_client]
+            .into_iter()
+            .flatten()
+        {
+            limiter.retain_recent();
+        }
+        if let Some(users) = &self.users {
+            users.retain_recent();
+        }
+        if let Some(nicknames) = &self.logins_by_nickname {
+            nicknames.retain_recent();
+        }
+    }
+}
+
+fn check<K: Clone + Hash + Eq>(
+    limiter: Option<&DefaultKeyedRateLimiter<K>>,
+    key: &K,
+    detail: &'static str,
+) -> Result<(), ApiError> {
+    let Some(limiter) = limiter else {
+        return Ok(());
+    };
+    limiter.check_key(key).map_err(|not_until| {
+        let wait = not_until.wait_time_from(DefaultClock::default().now());
+        ApiError::rate_limited(detail, retry_after(wait))
+    })
+}
+
+/// Whole seconds to wait, at least one.
+fn retry_after(wait: Duration) -> u64 {
+    (wait.as_secs() + u64::from(wait.subsec_nanos() > 0)).max(1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_rounds_up_to_whole_seconds() {
+        assert_eq!(retry_after(Duration::ZERO), 1);
+        assert_eq!(retry_after(Duration::from_millis(1)), 1);
+        assert_eq!(retry_after(Duration::from_secs(1)), 1);
+        assert_eq!(retry_after(Duration::from_millis(1500)), 2);
+        assert_eq!(retry_after(Duration::from_secs(6)), 6);
+    }
+
+    #[test]
+    fn a_user_gets_a_burst_of_twice_the_rate_then_waits() {
+        let limits = Limits::new(LimitSettings {
+            user_requests_per_sec: 5,
+            ..LimitSettings::OFF
+        });
+        let (alice, bob) = (UserId(1), UserId(2));
+        for _ in 0..10 {
+            assert!(limits.user_request(alice).is_ok());
+        }
+        assert!(limits.user_request(alice).is_err());
+        assert!(limits.user_request(bob).is_ok(), "budgets are per user");
+        assert!(Limits::new(LimitSettings::OFF).user_request(alice).is_ok());
+    }
+}

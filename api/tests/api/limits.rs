@@ -1,0 +1,162 @@
+//! Rate limits: 429 RATE_LIMITED with Retry-After, per user, per nickname
+//! and per client address, and nothing written when refused.
+
+use reqwest::Method;
+use serde_json::json;
+use ticket_api::limits::LimitSettings;
+
+use crate::helpers::{Reply, TestApp, spawn_app_with_limits};
+
+fn assert_limited(reply: &Reply) {
+    reply.assert_problem(429, "RATE_LIMITED");
+    let wait: u64 = reply.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "Retry-After: {wait}");
+}
+
+async fn from(app: &TestApp, client: &str, path: &str, body: serde_json::Value) -> Reply {
+    let response = app
+        .client
+        .request(Method::POST, format!("{}{path}", app.base))
+        .header("x-forwarded-for", format!("{client}, 10.0.0.1"))
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    TestApp::reply(response).await
+}
+
+#[tokio::test]
+async fn each_user_has_a_request_budget_of_their_own() {
+    let app = spawn_app_with_limits(LimitSettings {
+        user_requests_per_sec: 2,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    // Bursts of twice the rate pass, then the user waits.
+    for _ in 0..4 {
+        app.get("/api/users/me/reservations", Some(&alice))
+            .await
+            .assert_status(200);
+    }
+    assert_limited(&app.get("/api/users/me/reservations", Some(&alice)).await);
+    assert_limited(
+        &app.post("/api/reservations", Some(&alice), json!({"seatId": 1}))
+            .await,
+    );
+    app.get("/api/users/me/reservations", Some(&bob))
+        .await
+        .assert_status(200);
+    assert_eq!(
+        app.count("reservation_queue").await,
+        0,
+        "a refused request writes nothing"
+    );
+}
+
+#[tokio::test]
+async fn login_attempts_are_limited_per_nickname_from_any_address() {
+    let app = spawn_app_with_limits(LimitSettings {
+        logins_per_minute_per_nickname: 3,
+        ..LimitSettings::OFF
+    })
+    .await;
+    app.user("carol").await; // one login spent
+    for client in ["192.0.2.1", "192.0.2.2"] {
+        from(
+            &app,
+            client,
+            "/api/auth/login",
+            json!({"nickName": "carol", "password": "wrong-password"}),
+        )
+        .await
+        .assert_problem(401, "INVALID_CREDENTIALS");
+    }
+    // Even the right password waits now, whatever the address or case.
+    let right = json!({"nickName": "CAROL", "password": "password123"});
+    assert_limited(&from(&app, "192.0.2.3", "/api/auth/login", right).await);
+    let other = from(
+        &app,
+        "192.0.2.3",
+        "/api/auth/login",
+        json!({"nickName": "dave", "password": "password-123"}),
+    )
+    .await;
+    other.assert_problem(401, "INVALID_CREDENTIALS");
+}
+
+#[tokio::test]
+async fn login_attempts_and_signups_are_limited_per_client_address() {
+    let app = spawn_app_with_limits(LimitSettings {
+        logins_per_minute_per_client: 3,
+        signups_per_minute_per_client: 2,
+        ..LimitSettings::OFF
+    })
+    .await;
+    for nick in ["n1", "n2", "n3"] {
+        from(
+            &app,
+            "198.51.100.7",
+            "/api/auth/login",
+            json!({"nickName": nick, "password": "password-123"}),
+        )
+        .await
+        .assert_problem(401, "INVALID_CREDENTIALS");
+    }
+    assert_limited(
+        &from(
+            &app,
+            "198.51.100.7",
+            "/api/auth/login",
+            json!({"nickName": "n4", "password": "password-123"}),
+        )
+        .await,
+    );
+    from(
+        &app,
+        "198.51.100.8",
+        "/api/auth/login",
+        json!({"nickName": "n4", "password": "password-123"}),
+    )
+    .await
+    .assert_problem(401, "INVALID_CREDENTIALS");
+
+    let users_before = app.count("users").await;
+    for nick in ["s1", "s2"] {
+        from(
+            &app,
+            "203.0.113.9",
+            "/api/users",
+            json!({"nickName": nick, "password": "password-123"}),
+        )
+        .await
+        .assert_status(201);
+    }
+    assert_limited(
+        &from(
+            &app,
+            "203.0.113.9",
+            "/api/users",
+            json!({"nickName": "s3", "password": "password-123"}),
+        )
+        .await,
+    );
+    assert_eq!(
+        app.count("users").await,
+        users_before + 2,
+        "the refused sign-up wrote nothing"
+    );
+    from(
+        &app,
+        "203.0.113.10",
+        "/api/users",
+        json!({"nickName": "s3", "password": "password-123"}),
+    )
+    .await
+    .assert_status(201);
+}
