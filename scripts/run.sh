@@ -16,6 +16,7 @@ random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 [ -s "$dev/admin-password" ] || random_hex 12 >"$dev/admin-password"
 
 export TICKET_AUTH_SECRET="${TICKET_AUTH_SECRET:-$(cat "$dev/auth-secret")}"
+export TICKET_DEV_MODE=true
 export TICKET_ADMIN_NICKNAME="${TICKET_ADMIN_NICKNAME:-admin}"
 export TICKET_ADMIN_PASSWORD="${TICKET_ADMIN_PASSWORD:-$(cat "$dev/admin-password")}"
 export TICKET_API_ADDR="${TICKET_API_ADDR:-127.0.0.1:8080}"

@@ -103,6 +103,11 @@ pub struct ServerArgs {
     )]
     pub signups_per_minute_per_client: u32,
 
+    /// A developer machine: a weak admin password is accepted (with a
+    /// warning) instead of refused.
+    #[arg(long, env = "TICKET_DEV_MODE", default_value_t = false)]
+    pub dev_mode: bool,
+
     /// Header that carries the client's address when the API sits behind a
     /// proxy that sets it (e.g. X-Forwarded-For: its first address counts);
     /// without it, the connection's peer address is the client.

@@ -60,10 +60,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 .auth_secret
                 .context("TICKET_AUTH_SECRET (--auth-secret) is required to sign tokens")?;
             let admin = match (server.admin_nickname, server.admin_password) {
-                (Some(nick), Some(pass)) => Some((
-                    NickName::parse(&nick).context("TICKET_ADMIN_NICKNAME")?,
-                    Password::parse(&pass).context("TICKET_ADMIN_PASSWORD")?,
-                )),
+                (Some(nick), Some(pass)) => {
+                    let nickname = NickName::parse(&nick).context("TICKET_ADMIN_NICKNAME")?;
+                    let password = Password::parse(&pass).context("TICKET_ADMIN_PASSWORD")?;
+                    if let Some(weakness) = password.weakness_for_admin(&nickname) {
+                        anyhow::ensure!(
+                            server.dev_mode,
+                            "TICKET_ADMIN_PASSWORD is too weak for an administrator ({weakness}); \
+                             choose another, or set TICKET_DEV_MODE=true on a developer machine"
+                        );
+                        tracing::warn!(weakness, "weak admin password accepted in dev mode");
+                    }
+                    Some((nickname, password))
+                }
                 _ => None,
             };
             let settings = Settings {

@@ -316,3 +316,60 @@ async fn check_reports_every_violated_invariant_and_fails() {
     );
     assert_eq!(report.lines().count(), 2, "{report}");
 }
+
+#[test]
+fn a_weak_admin_password_is_refused_outside_dev_mode() {
+    let url = ticket_core::testing::database_url_for("unused");
+    let out = api(&url)
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("TICKET_ADMIN_NICKNAME", "root")
+        .env("TICKET_ADMIN_PASSWORD", "password1")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("too weak for an administrator (shorter than 16 characters)"),
+        "{stderr}"
+    );
+    assert!(
+        !stderr.contains("password1"),
+        "the password itself is never logged: {stderr}"
+    );
+}
+
+#[tokio::test]
+async fn dev_mode_accepts_a_weak_admin_password_with_a_warning() {
+    let (db, _pool) = TestDatabase::migrated().await;
+    let mut child = api(&db.url())
+        .env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("TICKET_ADMIN_NICKNAME", "root")
+        .env("TICKET_ADMIN_PASSWORD", "password1")
+        .env("TICKET_DEV_MODE", "true")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let seen = tokio::task::spawn_blocking(move || {
+        let mut warned = false;
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            warned |= line.contains("weak admin password accepted in dev mode");
+            if line.contains("listening addr=") {
+                return (warned, true);
+            }
+        }
+        (warned, false)
+    })
+    .await
+    .unwrap();
+    child.kill().ok();
+    child.wait().ok();
+    assert_eq!(seen, (true, true), "(warned, listening)");
+}

@@ -45,6 +45,28 @@ impl Password {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Why this is too weak for an administrator account (which can create
+    /// and delete concerts and see every request), if it is: shorter than 16
+    /// characters, fewer than 8 different characters, or containing the
+    /// account's nickname.
+    pub fn weakness_for_admin(&self, nickname: &NickName) -> Option<&'static str> {
+        let chars: Vec<char> = self.0.chars().collect();
+        let distinct: std::collections::HashSet<&char> = chars.iter().collect();
+        if chars.len() < 16 {
+            Some("shorter than 16 characters")
+        } else if distinct.len() < 8 {
+            Some("fewer than 8 different characters")
+        } else if self
+            .0
+            .to_lowercase()
+            .contains(&nickname.as_str().to_lowercase())
+        {
+            Some("contains the nickname")
+        } else {
+            None
+        }
+    }
 }
 
 // Never print a password, not even in debug output.
@@ -57,6 +79,26 @@ impl std::fmt::Debug for Password {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn admin_passwords_must_be_long_varied_and_not_the_nickname() {
+        let nick = NickName::parse("Root").unwrap();
+        let weakness = |p: &str| Password::parse(p).unwrap().weakness_for_admin(&nick);
+        assert_eq!(
+            weakness("admin-password"),
+            Some("shorter than 16 characters")
+        );
+        assert_eq!(
+            weakness("aaaaaaaabbbbbbbbcccc"),
+            Some("fewer than 8 different characters")
+        );
+        assert_eq!(
+            weakness("my-ROOT-password-2026"),
+            Some("contains the nickname")
+        );
+        assert_eq!(weakness("0f3a9c4e7b21d8e65a4c"), None);
+        assert_eq!(weakness("correct horse battery staple"), None);
+    }
 
     #[test]
     fn nickname_is_trimmed_and_bounded_in_characters() {
