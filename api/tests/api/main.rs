@@ -2,6 +2,7 @@
 //! real MySQL/MariaDB server (DATABASE_URL; `make test` provides one).
 
 mod auth;
+mod authorization;
 mod binaries;
 mod concerts;
 mod health;

@@ -1,0 +1,186 @@
+//! Object-level authorization, route by route: another user's ids get them
+//! nothing (403, or 404 where even existence is private), admin-only routes
+//! refuse users, and no refused request changes a row.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, spawn_app};
+
+/// Every table's checksum: equal before and after means nothing changed.
+async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
+    let mut sums = Vec::new();
+    for table in [
+        "users",
+        "concerts",
+        "seats",
+        "reservations",
+        "reservation_queue",
+        "outbox",
+    ] {
+        let row: (String, Option<i64>) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("CHECKSUM TABLE {table}")))
+                .fetch_one(&app.pool)
+                .await
+                .unwrap();
+        sums.push(row);
+    }
+    sums
+}
+
+#[tokio::test]
+async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
+    let app = spawn_app().await;
+    let (alice_id, alice) = app.user("alice").await;
+    let (_, mallory) = app.user("mallory").await;
+    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 3})).await;
+    let concert_id = concert["id"].as_u64().unwrap();
+    let seats: Vec<u64> = app
+        .seats(concert_id)
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    // Alice holds a reservation (seat 0) and an open request (seat 1).
+    let booked = app.reserve(&alice, seats[0]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let reservation = app.queue_status(&alice, booked).await["reservationId"]
+        .as_u64()
+        .unwrap();
+    let pending = app.reserve(&alice, seats[1]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+
+    let before = fingerprint(&app).await;
+    let attempts: Vec<(Method, String, Option<Value>, u16, &str)> = vec![
+        (
+            Method::GET,
+            format!("/api/users/{alice_id}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::PATCH,
+            format!("/api/users/{alice_id}"),
+            Some(json!({"nickName": "taken-over"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/users/{alice_id}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/reservations/status/{booked}"),
+            None,
+            404,
+            "QUEUE_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/reservations/status/{pending}"),
+            None,
+            404,
+            "QUEUE_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/reservations/{reservation}"),
+            None,
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::POST,
+            "/api/reservations".into(),
+            Some(json!({"seatId": seats[2], "userId": alice_id})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/reservations/cancel".into(),
+            Some(json!({"reservationId": reservation})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/reservations/cancel".into(),
+            Some(json!({"reservationId": reservation, "userId": alice_id})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/concerts".into(),
+            Some(json!({"title": "Mine", "venue": "Here", "concertDate": "2099-01-01T00:00:00Z"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::PATCH,
+            format!("/api/concerts/{concert_id}"),
+            Some(json!({"title": "Renamed"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/concerts/{concert_id}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/seats".into(),
+            Some(json!({"concertId": concert_id, "seatNumber": "Z9"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::PATCH,
+            format!("/api/seats/{}", seats[0]),
+            Some(json!({"status": "AVAILABLE"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/seats/{}", seats[2]),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+    ];
+    for (method, path, body, status, code) in attempts {
+        let reply = app
+            .request(method.clone(), &path, Some(&mallory), body)
+            .await;
+        assert_eq!(
+            (reply.status.as_u16(), reply.body["code"].as_str()),
+            (status, Some(code)),
+            "{method} {path}: {}",
+            reply.body
+        );
+    }
+    assert_eq!(
+        fingerprint(&app).await,
+        before,
+        "a refused request changed data"
+    );
+
+    // Her own lists hold nothing of Alice's.
+    let mine = app.get("/api/users/me/reservations", Some(&mallory)).await;
+    assert_eq!(mine.assert_status(200), &json!([]));
+    let me = app.get("/api/users/me", Some(&mallory)).await;
+    assert_eq!(me.assert_status(200)["nickName"], "mallory");
+}
