@@ -12,7 +12,8 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dir="$root/.local/db"
+# TICKET_DB_DIR: another private server (the fault tests stop and start one).
+dir="${TICKET_DB_DIR:-$root/.local/db}"
 data="$dir/data"
 sock="$dir/mysqld.sock"
 pidfile="$dir/mysqld.pid"

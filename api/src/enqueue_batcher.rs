@@ -8,7 +8,8 @@
 //! caller is answered only after the commit that holds its row.
 
 use std::sync::Arc;
-use std::time::SystemTime;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
@@ -22,6 +23,10 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 const MAX_GROUP: usize = 512;
 /// Groups written at the same time (each holds one pooled connection).
 const WRITERS: usize = 4;
+/// After the database was found unreachable, groups fail at once for this
+/// long instead of each waiting out a connection attempt: callers get their
+/// 503 fast and do not pile up behind a dead database.
+const UNAVAILABLE_GRACE: Duration = Duration::from_millis(250);
 
 type Reply = oneshot::Sender<Result<QueueId, sqlx::Error>>;
 
@@ -66,8 +71,36 @@ impl EnqueueBatcher {
     }
 }
 
+/// When the database was last found unreachable (ms since the batcher
+/// started; 0: never).
+struct Outage {
+    epoch: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Outage {
+    fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1)
+    }
+
+    fn record(&self) {
+        self.last_ms.store(self.elapsed_ms(), Ordering::Relaxed);
+    }
+
+    fn recent(&self) -> bool {
+        let last = self.last_ms.load(Ordering::Relaxed);
+        last != 0 && self.elapsed_ms().saturating_sub(last) < UNAVAILABLE_GRACE.as_millis() as u64
+    }
+}
+
 async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>) {
     let writers = Arc::new(Semaphore::new(WRITERS));
+    let outage = Arc::new(Outage {
+        epoch: Instant::now(),
+        last_ms: AtomicU64::new(0),
+    });
     loop {
         // Wait for a free writer first: meanwhile the next group gathers.
         let Ok(permit) = writers.clone().acquire_owned().await else {
@@ -84,9 +117,10 @@ async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>) {
             }
         }
         let pool = pool.clone();
+        let outage = outage.clone();
         tokio::spawn(async move {
             for chunk in power_of_two_chunks(group) {
-                write_group(&pool, chunk).await;
+                write_group(&pool, chunk, &outage).await;
             }
             drop(permit);
         });
@@ -107,7 +141,10 @@ fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
     chunks
 }
 
-async fn write_group(pool: &MySqlPool, group: Vec<Job>) {
+async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>) {
+    if outage.recent() {
+        return refuse_all(group);
+    }
     if group.len() > 1 {
         let requests: Vec<queue::NewRequest> =
             group.iter().map(|job| job.request.clone()).collect();
@@ -120,6 +157,13 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>) {
                     let _ = job.reply.send(Ok(id));
                 }
                 return;
+            }
+            // The database is gone: every request gets its 503 now, rather
+            // than each trying again alone.
+            Err(e) if db::is_unavailable(&e) => {
+                tracing::warn!(error = %e, size = group.len(), "database unavailable; refusing the group");
+                outage.record();
+                return refuse_all(group);
             }
             // Expected now and then (a duplicate, an unknown seat): the
             // requests alone will say which.
@@ -135,14 +179,25 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>) {
     let mut singles = tokio::task::JoinSet::new();
     for job in group {
         let pool = pool.clone();
+        let outage = outage.clone();
         singles.spawn(async move {
             let started = SystemTime::now();
             let result = insert_one(&pool, &job.request).await;
+            if matches!(&result, Err(e) if db::is_unavailable(e)) {
+                outage.record();
+            }
             record_insert(&job.trace, started, 1);
             let _ = job.reply.send(result);
         });
     }
     while singles.join_next().await.is_some() {}
+}
+
+/// Answers every request of the group "database unavailable" (a 503).
+fn refuse_all(group: Vec<Job>) {
+    for job in group {
+        let _ = job.reply.send(Err(sqlx::Error::PoolTimedOut));
+    }
 }
 
 /// The request's share of a group write, as a span of its own trace.

@@ -98,3 +98,53 @@ pub async fn drop_database(args: DbArgs) -> anyhow::Result<()> {
         .await?;
     Ok(())
 }
+
+#[derive(clap::Args)]
+pub struct VerifyArgs {
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// File of queue ids, one per line (from `load --record`).
+    #[arg(long)]
+    ids: std::path::PathBuf,
+}
+
+/// Checks that every acknowledged request exists and is decided; prints the
+/// tally and fails on any request lost or still open.
+pub async fn verify_decided(args: VerifyArgs) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(&args.ids)?;
+    let ids: Vec<u64> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.trim().parse())
+        .collect::<Result<_, _>>()?;
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let (mut succeeded, mut failed, mut open, mut lost) = (0u64, 0u64, 0u64, 0u64);
+    for chunk in ids.chunks(1000) {
+        let list: Vec<String> = chunk.iter().map(u64::to_string).collect();
+        // Integers parsed above: safe to inline.
+        let rows: Vec<(u64, String)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, status FROM reservation_queue WHERE id IN ({})",
+            list.join(",")
+        )))
+        .fetch_all(&mut conn)
+        .await?;
+        lost += (chunk.len() - rows.len()) as u64;
+        for (_, status) in rows {
+            match status.as_str() {
+                "SUCCESS" => succeeded += 1,
+                "FAILED" => failed += 1,
+                _ => open += 1,
+            }
+        }
+    }
+    println!(
+        "acknowledged={} decided={} (SUCCESS={succeeded} FAILED={failed}) still open={open} lost={lost}",
+        ids.len(),
+        succeeded + failed
+    );
+    anyhow::ensure!(
+        open == 0 && lost == 0,
+        "acknowledged requests were lost or not decided"
+    );
+    Ok(())
+}

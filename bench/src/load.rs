@@ -21,6 +21,24 @@ pub struct Args {
     /// Most requests in flight; beyond it a request is counted as dropped.
     #[arg(long, default_value_t = 512)]
     max_in_flight: usize,
+    /// Write the queue id of every 201 to this file, one per line (for
+    /// checking afterwards that each acknowledged request was decided).
+    #[arg(long)]
+    record: Option<std::path::PathBuf>,
+    /// A request without an answer after this long counts as hung.
+    #[arg(long, default_value_t = 10_000)]
+    timeout_ms: u64,
+}
+
+/// What the requests got back, by kind.
+#[derive(Default)]
+struct Outcomes {
+    by_status: std::collections::BTreeMap<u16, u64>,
+    /// 503s that carried Retry-After.
+    unavailable_with_retry_after: u64,
+    /// No answer in time, or the connection failed.
+    failed: u64,
+    queue_ids: Vec<u64>,
 }
 
 /// POSTs reservation requests at a fixed rate, each (user, seat) pair once.
@@ -38,7 +56,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.max_in_flight)
+        .timeout(Duration::from_millis(args.timeout_ms))
         .build()?;
+    let outcomes = Arc::new(std::sync::Mutex::new(Outcomes::default()));
     let url = format!("{}/api/reservations", args.url);
     let permits = Arc::new(Semaphore::new(args.max_in_flight));
     let (created, other, dropped) = (
@@ -59,6 +79,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         };
         let (client, url) = (client.clone(), url.clone());
         let (created, other, latencies) = (created.clone(), other.clone(), latencies.clone());
+        let outcomes = outcomes.clone();
         tasks.push(tokio::spawn(async move {
             let sent = Instant::now();
             let body = format!("{{\"seatId\":{seat}}}");
@@ -70,8 +91,31 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 .send()
                 .await;
             let ok = matches!(&response, Ok(r) if r.status() == 201);
+            let mut queue_id = None;
+            let mut status = None;
+            let mut retry_after = false;
             if let Ok(r) = response {
-                let _ = r.bytes().await;
+                status = Some(r.status().as_u16());
+                retry_after = r.headers().contains_key("retry-after");
+                if let Ok(body) = r.bytes().await
+                    && ok
+                {
+                    queue_id = serde_json::from_slice::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v["queueId"].as_u64());
+                }
+            }
+            if let Ok(mut o) = outcomes.lock() {
+                match status {
+                    Some(code) => {
+                        *o.by_status.entry(code).or_default() += 1;
+                        if code == 503 && retry_after {
+                            o.unavailable_with_retry_after += 1;
+                        }
+                    }
+                    None => o.failed += 1,
+                }
+                o.queue_ids.extend(queue_id);
             }
             let elapsed = sent.elapsed();
             drop(permit);
@@ -110,5 +154,22 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         pct(0.99),
         pct(1.0)
     );
+    let outcomes = outcomes.lock().map_err(|_| anyhow::anyhow!("poisoned"))?;
+    let statuses: Vec<String> = outcomes
+        .by_status
+        .iter()
+        .map(|(code, n)| format!("{code}={n}"))
+        .collect();
+    println!(
+        "answers: {} (503 with Retry-After: {}); no answer in {} ms or connection failed: {}",
+        statuses.join(" "),
+        outcomes.unavailable_with_retry_after,
+        args.timeout_ms,
+        outcomes.failed
+    );
+    if let Some(path) = &args.record {
+        let ids: Vec<String> = outcomes.queue_ids.iter().map(u64::to_string).collect();
+        std::fs::write(path, ids.join("\n") + "\n")?;
+    }
     Ok(())
 }

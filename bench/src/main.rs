@@ -37,6 +37,8 @@ enum Command {
     DropDatabase(latency::DbArgs),
     /// Accept and discard OTLP/HTTP trace exports (a collector stand-in).
     OtlpSink(otlp_sink::Args),
+    /// Check that every recorded queue id exists and is decided.
+    VerifyDecided(latency::VerifyArgs),
 }
 
 #[tokio::main]
@@ -51,6 +53,7 @@ async fn main() -> anyhow::Result<()> {
         Command::WaitDrained(args) => latency::wait_drained(args).await,
         Command::DropDatabase(args) => latency::drop_database(args).await,
         Command::OtlpSink(args) => otlp_sink::run(args).await,
+        Command::VerifyDecided(args) => latency::verify_decided(args).await,
     };
     telemetry.shutdown();
     result
