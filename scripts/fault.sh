@@ -1,28 +1,37 @@
 #!/usr/bin/env bash
 # Fault-injection tests against a real stack on a private database server of
-# their own (.local/fault-db, so the test suite's server is never touched):
+# their own (.local/fault-db, so the test suite's server is never touched),
+# while reservation requests keep coming (RATE per second for LOAD_SECONDS):
 #
-#   scripts/fault.sh db-outage    stop the database for OUTAGE_SECONDS (10)
-#                                 while reservation requests keep coming
+#   scripts/fault.sh db-outage    the database stops for OUTAGE_SECONDS (10)
+#   scripts/fault.sh api-kill     the API is SIGKILLed mid-load, then restarted
+#   scripts/fault.sh slow-db      a transaction holds every seat row locked
+#                                 for LOCK_SECONDS (8), past the lock-wait timeout
+#   scripts/fault.sh all
 #
-# Passes only if: while the database is down the API answers 503
-# DATABASE_UNAVAILABLE with Retry-After (no 500, no request left hanging);
-# both binaries recover on their own; every request that got a 201 is decided
-# afterwards; and `ticket-api check` finds every invariant intact. Prints one
-# summary line for docs/reliability.md. PROFILE=debug (default) or release.
+# Each passes only if: every request that got a 201 exists and is decided
+# afterwards, every other queue row is decided too (nothing half-written or
+# stuck), no answer is a 5xx other than 503 (which carries Retry-After), no
+# request waits more than 10 s, the processes recover on their own, and
+# `ticket-api check` finds every invariant intact (no seat sold twice). Each
+# prints one summary line for docs/reliability.md. PROFILE=debug or release.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-what="${1:?usage: scripts/fault.sh db-outage}"
-[ "$what" = db-outage ] || { echo "unknown fault: $what" >&2; exit 2; }
-outage="${OUTAGE_SECONDS:-10}"
+what="${1:?usage: scripts/fault.sh db-outage|api-kill|slow-db|all}"
+if [ "$what" = all ]; then
+  status=0
+  for fault in db-outage api-kill slow-db; do "$0" "$fault" || status=1; done
+  exit "$status"
+fi
+case "$what" in db-outage | api-kill | slow-db) ;; *) echo "unknown fault: $what" >&2; exit 2 ;; esac
 rate="${RATE:-400}"
 seconds="${LOAD_SECONDS:-25}"
 
 profile="${PROFILE:-debug}"
 cargo build --locked --bins $([ "$profile" = release ] && echo --release) >&2
 bin="target/$profile"
-work=.local/fault
+work=".local/fault/$what"
 mkdir -p "$work"
 
 fault_db() { env -u DATABASE_URL TICKET_DB_DIR="$PWD/.local/fault-db" scripts/db.sh "$@"; }
@@ -35,13 +44,15 @@ http_status() {
   exec 3<&-
   echo "$line" | awk '{print $2}'
 }
+listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
+
 server_url="$(fault_db)"
 secret="fault-secret-fault-secret-fault-secret"
 url="$(DATABASE_URL="$server_url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue \
   --users $((rate * seconds)) --seats 2000 --out "$work/lines")"
 
 port=18280
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+while listening; do port=$((port + 1)); done
 pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -52,60 +63,87 @@ cleanup() {
 trap cleanup EXIT
 
 # Limits off: the load comes from one address with thousands of users.
-DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
-  TICKET_USER_REQUESTS_PER_SEC=0 TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
-  "$bin/ticket-api" >"$work/api.log" 2>&1 &
-api_pid=$!
-pids+=("$api_pid")
-DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn \
+start_api() {
+  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
+    TICKET_USER_REQUESTS_PER_SEC=0 TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
+    "$bin/ticket-api" >>"$work/api.log" 2>&1 &
+  api_pid=$!
+  pids+=("$api_pid")
+  for _ in $(seq 1 100); do listening && return 0; sleep 0.1; done
+  echo "fault: the API did not start" >&2
+  return 1
+}
+start_api
+# A short lease, so that rows whose decision failed are taken up again soon.
+DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn \
   "$bin/ticket-worker" >"$work/worker.log" 2>&1 &
 worker_pid=$!
 pids+=("$worker_pid")
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.1
-done
 
 "$bin/ticket-bench" load --url "http://127.0.0.1:$port" --lines "$work/lines" --rate "$rate" \
   --seconds "$seconds" --record "$work/acknowledged" --timeout-ms 10000 >"$work/load.out" &
 load_pid=$!
 
-# Let the load settle, then take the database away for the outage.
+# Let the load settle, then inject the fault.
 sleep 5
-echo "fault: stopping the database for ${outage} s" >&2
-fault_db stop
-down_since=$(date +%s)
-sleep 1
-ready_during="$(http_status /readyz)"
-sleep $((outage - 1))
-fault_db >/dev/null
-echo "fault: database back after $(($(date +%s) - down_since)) s" >&2
+status=0
+detail=""
+case "$what" in
+  db-outage)
+    outage="${OUTAGE_SECONDS:-10}"
+    echo "fault: stopping the database for ${outage} s" >&2
+    fault_db stop
+    sleep 1
+    ready_during="$(http_status /readyz)"
+    sleep $((outage - 1))
+    fault_db >/dev/null
+    [ "$ready_during" = 503 ] || { echo "fault: /readyz during the outage: $ready_during" >&2; status=1; }
+    detail="database down ${outage} s; readyz during=$ready_during"
+    ;;
+  api-kill)
+    echo "fault: SIGKILL to the API, restarted after 2 s" >&2
+    kill -KILL "$api_pid"
+    wait "$api_pid" 2>/dev/null || true
+    sleep 2
+    start_api
+    detail="API killed (SIGKILL) and restarted"
+    ;;
+  slow-db)
+    hold="${LOCK_SECONDS:-8}"
+    echo "fault: a transaction holds every seat row for ${hold} s" >&2
+    DATABASE_URL="$url" "$bin/ticket-bench" hold-locks --seconds "$hold"
+    detail="every seat row locked for ${hold} s (lock-wait timeout 5 s)"
+    ;;
+esac
 
 wait "$load_pid"
 cat "$work/load.out"
-DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
-status=0
+DATABASE_URL="$url" "$bin/ticket-bench" wait-drained || status=1
 kill -0 "$api_pid" && kill -0 "$worker_pid" || { echo "fault: a process died" >&2; status=1; }
 ready_after="$(http_status /readyz)"
+[ "$ready_after" = 200 ] || { echo "fault: /readyz after the fault: $ready_after" >&2; status=1; }
 verdict="$(DATABASE_URL="$url" "$bin/ticket-bench" verify-decided --ids "$work/acknowledged")" || status=1
 echo "$verdict"
 DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" check || status=1
 
 answers="$(grep '^answers:' "$work/load.out")"
-# Only 201s and 503s: anything else (a 500, a hang) is a failure.
+# Only 201s and 503s: a 500, another 5xx or any 4xx is a failure.
 if grep -Eq '(^| )(5(0[0-24-9]|[1-9][0-9])|4[0-9][0-9])=' <<<"${answers%%(*}"; then
   echo "fault: unexpected answers: $answers" >&2
   status=1
 fi
 unavailable="$(sed -n 's/.* 503=\([0-9]*\).*/\1/p' <<<"$answers")"
 with_retry="$(sed -n 's/.*Retry-After: \([0-9]*\)).*/\1/p' <<<"$answers")"
-hung="$(sed -n 's/.*connection failed: \([0-9]*\).*/\1/p' <<<"$answers")"
-if [ -z "$unavailable" ] || [ "$unavailable" = 0 ] || [ "$unavailable" != "$with_retry" ]; then
-  echo "fault: expected 503s with Retry-After during the outage: $answers" >&2
-  status=1
-fi
-[ "${hung:-0}" = 0 ] || { echo "fault: $hung requests got no answer" >&2; status=1; }
-[ "$ready_during" = 503 ] || { echo "fault: /readyz during the outage: $ready_during" >&2; status=1; }
-[ "$ready_after" = 200 ] || { echo "fault: /readyz after the outage: $ready_after" >&2; status=1; }
-echo "db-outage (${outage} s, ${rate}/s for ${seconds} s): $answers; readyz during=$ready_during after=$ready_after; $verdict; $([ $status = 0 ] && echo PASSED || echo FAILED)"
+[ "${unavailable:-0}" = "${with_retry:-0}" ] || { echo "fault: a 503 without Retry-After" >&2; status=1; }
+failed="$(sed -n 's/.*connection failed: \([0-9]*\).*/\1/p' <<<"$answers")"
+case "$what" in
+  db-outage)
+    # The database being down must show as 503s, not as silence.
+    [ "${unavailable:-0}" -gt 0 ] || { echo "fault: no 503 during the outage" >&2; status=1; }
+    [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; }
+    ;;
+  api-kill) ;; # connections refused while the API is down are the fault itself
+  slow-db) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
+esac
+echo "$what ($detail; ${rate}/s for ${seconds} s): $answers; readyz after=$ready_after; $verdict; $([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit "$status"

@@ -148,3 +148,27 @@ pub async fn verify_decided(args: VerifyArgs) -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[derive(clap::Args)]
+pub struct HoldArgs {
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// How long to hold the locks.
+    #[arg(long, default_value_t = 8)]
+    seconds: u64,
+}
+
+/// A slow transaction: locks every seat row (FOR UPDATE), holds the locks,
+/// then rolls back, as a stuck administrative job would.
+pub async fn hold_locks(args: HoldArgs) -> anyhow::Result<()> {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let mut tx = conn.begin().await?;
+    let locked: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats FOR UPDATE")
+        .fetch_all(&mut *tx)
+        .await?;
+    println!("holding {} seat locks for {} s", locked.len(), args.seconds);
+    tokio::time::sleep(std::time::Duration::from_secs(args.seconds)).await;
+    tx.rollback().await?;
+    Ok(())
+}

@@ -39,6 +39,8 @@ enum Command {
     OtlpSink(otlp_sink::Args),
     /// Check that every recorded queue id exists and is decided.
     VerifyDecided(latency::VerifyArgs),
+    /// Lock every seat row in one transaction for a while (a slow database).
+    HoldLocks(latency::HoldArgs),
 }
 
 #[tokio::main]
@@ -54,6 +56,7 @@ async fn main() -> anyhow::Result<()> {
         Command::DropDatabase(args) => latency::drop_database(args).await,
         Command::OtlpSink(args) => otlp_sink::run(args).await,
         Command::VerifyDecided(args) => latency::verify_decided(args).await,
+        Command::HoldLocks(args) => latency::hold_locks(args).await,
     };
     telemetry.shutdown();
     result
