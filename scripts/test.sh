@@ -3,8 +3,8 @@
 # (DATABASE_URL when set, otherwise the project's private server from
 # scripts/db.sh; each integration test creates and drops a database of its
 # own there), then the Helm chart (scripts/chart-test.sh), then short runs of
-# the k6 scenarios 1-3 (scripts/k6.sh), then the fault tests
-# (scripts/fault.sh).
+# the k6 scenarios 1-3 (scripts/k6.sh), a bounded fuzzing pass
+# (scripts/fuzz.sh), then the fault tests (scripts/fault.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -24,6 +24,8 @@ k6 TICKET_DURATION=10s TICKET_VUS=50 scripts/k6.sh contention
 k6 TICKET_USERS=100 TICKET_SEATS=20 scripts/k6.sh distributed
 k6 scripts/k6.sh cancel-rebook
 echo "k6: $k6_passed passed, $k6_failed failed"
+# The whole API fuzzed from its OpenAPI document (schemathesis), bounded.
+scripts/fuzz.sh || status=$?
 # Faults under load, on a private server of their own: the database stopped
 # for 10 s, the API SIGKILLed, every seat row locked past the lock-wait timeout.
 scripts/fault.sh all || status=$?

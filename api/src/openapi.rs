@@ -21,7 +21,7 @@ use crate::state::AppState;
         reservations::enqueue, reservations::status, reservations::show, reservations::mine, reservations::cancel,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField)),
-    modifiers(&BearerAuth, &RateLimited),
+    modifiers(&BearerAuth, &RateLimited, &CommonProblems),
     tags(
         (name = "auth", description = "Log in for a bearer token"),
         (name = "users", description = "Accounts"),
@@ -76,6 +76,69 @@ impl Modify for RateLimited {
                     responses
                         .entry("429".to_owned())
                         .or_insert(RefOr::T(limited));
+                }
+            }
+        }
+    }
+}
+
+/// Answers any operation may give, documented everywhere: problems are
+/// `application/problem+json`; a body can be malformed (400), too large (413)
+/// or of the wrong type (415); the database can be unreachable (503).
+struct CommonProblems;
+
+impl Modify for CommonProblems {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let problem = || {
+            utoipa::openapi::ResponseBuilder::new().content(
+                "application/problem+json",
+                utoipa::openapi::ContentBuilder::new()
+                    .schema(Some(utoipa::openapi::Ref::from_schema_name("Problem")))
+                    .build(),
+            )
+        };
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let operations = [
+                &mut item.get,
+                &mut item.put,
+                &mut item.post,
+                &mut item.delete,
+                &mut item.patch,
+            ];
+            for operation in operations.into_iter().flatten() {
+                let has_body = operation.request_body.is_some();
+                let responses = &mut operation.responses.responses;
+                let mut add = |code: &str, description: &str| {
+                    responses
+                        .entry(code.to_owned())
+                        .or_insert_with(|| RefOr::T(problem().description(description).build()));
+                };
+                if has_body {
+                    add("400", "Malformed or invalid body");
+                    add("413", "Body larger than 64 KiB");
+                    add("415", "Body is not JSON");
+                }
+                if path != "/healthz" {
+                    add(
+                        "503",
+                        "Database unavailable: retry after Retry-After seconds",
+                    );
+                }
+                for (code, response) in responses.iter_mut() {
+                    if let (RefOr::T(response), true) = (response, !code.starts_with('2')) {
+                        let content = std::mem::take(&mut response.content);
+                        response.content = content
+                            .into_iter()
+                            .map(|(kind, body)| {
+                                let kind = if kind == "application/json" {
+                                    "application/problem+json".to_owned()
+                                } else {
+                                    kind
+                                };
+                                (kind, body)
+                            })
+                            .collect();
+                    }
                 }
             }
         }

@@ -24,30 +24,57 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateConcertRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: String,
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     venue: String,
     /// RFC 3339, in the future.
-    #[schema(example = "2030-05-01T19:00:00+09:00")]
+    #[schema(example = "2030-05-01T19:00:00+09:00", format = DateTime)]
     concert_date: String,
     /// Rows lettered A…Z, AA…; rows × seatsPerRow ≤ 100,000. Default: 1 row of 100.
+    #[schema(minimum = 1, maximum = 100000)]
     rows: Option<u32>,
+    #[schema(minimum = 1, maximum = 100000)]
     seats_per_row: Option<u32>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateConcertRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     title: Option<String>,
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     venue: Option<String>,
+    /// RFC 3339, in the future.
+    #[schema(format = DateTime)]
     concert_date: Option<String>,
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct PageQuery {
     /// Zero-based page number.
+    #[param(maximum = 10000)]
     pub page: Option<u32>,
     /// Items per page, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
     pub size: Option<u32>,
 }
 

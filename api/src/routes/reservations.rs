@@ -16,7 +16,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::PageQuery;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -31,8 +31,10 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReserveRequest {
+    #[serde(deserialize_with = "integral::required")]
     seat_id: u64,
     /// Optional; when given it must be the caller's own id.
+    #[serde(default, deserialize_with = "integral::optional")]
     user_id: Option<u64>,
 }
 
@@ -79,7 +81,9 @@ pub struct ReservationResponse {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CancelRequest {
+    #[serde(deserialize_with = "integral::required")]
     reservation_id: u64,
+    #[serde(default, deserialize_with = "integral::optional")]
     user_id: Option<u64>,
 }
 
@@ -96,7 +100,12 @@ pub struct CancelResponse {
 pub struct IdempotencyHeader {
     /// Repeating a request with the same key returns the original answer
     /// instead of queueing a second request (1–128 visible ASCII characters).
-    #[param(rename = "Idempotency-Key")]
+    #[param(
+        rename = "Idempotency-Key",
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[\x21-\x7E]+$"
+    )]
     _key: Option<String>,
 }
 

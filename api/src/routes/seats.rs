@@ -10,7 +10,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::concert_not_found;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -31,14 +31,17 @@ pub struct SeatFilter {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateSeatRequest {
+    #[serde(deserialize_with = "integral::required")]
     concert_id: u64,
     /// 1–20 letters, digits, '-' or '_'; unique within the concert.
+    #[schema(min_length = 1, max_length = 20, pattern = r"^[\w-]+$")]
     seat_number: String,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateSeatRequest {
+    #[schema(min_length = 1, max_length = 20, pattern = r"^[\w-]+$")]
     seat_number: Option<String>,
     #[schema(example = "AVAILABLE")]
     status: Option<String>,

@@ -24,15 +24,27 @@ pub fn router() -> Router<AppState> {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateUserRequest {
     /// 1–50 characters after trimming; unique, case-insensitively.
+    #[schema(
+        min_length = 1,
+        max_length = 50,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     nick_name: String,
     /// 8–128 characters.
+    #[schema(min_length = 8, max_length = 128)]
     password: String,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct UpdateUserRequest {
+    #[schema(
+        min_length = 1,
+        max_length = 50,
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+    )]
     nick_name: Option<String>,
+    #[schema(min_length = 8, max_length = 128)]
     password: Option<String>,
 }
 

@@ -83,7 +83,7 @@ async fn every_error_response_is_a_documented_problem() {
             );
             for (status, response) in responses {
                 if status.starts_with('4') || status.starts_with('5') {
-                    let schema = &response["content"]["application/json"]["schema"]["$ref"];
+                    let schema = &response["content"]["application/problem+json"]["schema"]["$ref"];
                     assert_eq!(
                         schema, "#/components/schemas/Problem",
                         "{method} {path} {status}"
