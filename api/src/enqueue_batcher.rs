@@ -7,6 +7,7 @@
 //! the load and stays a single request when the service is quiet. Every
 //! caller is answered only after the commit that holds its row.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
@@ -28,7 +29,17 @@ const WRITERS: usize = 4;
 /// 503 fast and do not pile up behind a dead database.
 const UNAVAILABLE_GRACE: Duration = Duration::from_millis(250);
 
-type Reply = oneshot::Sender<Result<QueueId, sqlx::Error>>;
+/// Why a request was not queued.
+#[derive(Debug, thiserror::Error)]
+pub enum EnqueueError {
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+    /// The user already has the most open requests allowed.
+    #[error("too many open reservation requests")]
+    TooManyOpen,
+}
+
+type Reply = oneshot::Sender<Result<QueueId, EnqueueError>>;
 
 /// A request waiting for its group, with the trace it belongs to.
 struct Job {
@@ -44,9 +55,12 @@ pub struct EnqueueBatcher {
 
 impl EnqueueBatcher {
     /// Starts the task that forms and writes groups on the current runtime.
-    pub fn start(pool: MySqlPool) -> Self {
+    /// With `max_open_per_user` above 0, a user's request beyond that many
+    /// open (PENDING or PROCESSING) ones is refused. Groups written at the
+    /// same time count separately, so a user may exceed it slightly.
+    pub fn start(pool: MySqlPool, max_open_per_user: u32) -> Self {
         let (sender, receiver) = mpsc::channel(MAX_GROUP * WRITERS * 4);
-        tokio::spawn(dispatch(pool, receiver));
+        tokio::spawn(dispatch(pool, receiver, max_open_per_user));
         Self { sender }
     }
 
@@ -57,7 +71,7 @@ impl EnqueueBatcher {
         &self,
         request: queue::NewRequest,
         trace: Context,
-    ) -> Result<QueueId, sqlx::Error> {
+    ) -> Result<QueueId, EnqueueError> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Job {
@@ -95,7 +109,7 @@ impl Outage {
     }
 }
 
-async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>) {
+async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_per_user: u32) {
     let writers = Arc::new(Semaphore::new(WRITERS));
     let outage = Arc::new(Outage {
         epoch: Instant::now(),
@@ -120,7 +134,7 @@ async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>) {
         let outage = outage.clone();
         tokio::spawn(async move {
             for chunk in power_of_two_chunks(group) {
-                write_group(&pool, chunk, &outage).await;
+                write_group(&pool, chunk, &outage, max_open_per_user).await;
             }
             drop(permit);
         });
@@ -141,7 +155,7 @@ fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
     chunks
 }
 
-async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>) {
+async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>, limit: u32) {
     if outage.recent() {
         return refuse_all(group);
     }
@@ -149,12 +163,12 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>) {
         let requests: Vec<queue::NewRequest> =
             group.iter().map(|job| job.request.clone()).collect();
         let started = SystemTime::now();
-        match insert_group(pool, &requests).await {
+        match insert_group(pool, &requests, limit).await {
             Ok(ids) => {
                 let size = group.len();
                 for (job, id) in group.into_iter().zip(ids) {
                     record_insert(&job.trace, started, size);
-                    let _ = job.reply.send(Ok(id));
+                    let _ = job.reply.send(id.ok_or(EnqueueError::TooManyOpen));
                 }
                 return;
             }
@@ -182,8 +196,8 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>) {
         let outage = outage.clone();
         singles.spawn(async move {
             let started = SystemTime::now();
-            let result = insert_one(&pool, &job.request).await;
-            if matches!(&result, Err(e) if db::is_unavailable(e)) {
+            let result = insert_one(&pool, &job.request, limit).await;
+            if matches!(&result, Err(EnqueueError::Database(e)) if db::is_unavailable(e)) {
                 outage.record();
             }
             record_insert(&job.trace, started, 1);
@@ -196,7 +210,7 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>) {
 /// Answers every request of the group "database unavailable" (a 503).
 fn refuse_all(group: Vec<Job>) {
     for job in group {
-        let _ = job.reply.send(Err(sqlx::Error::PoolTimedOut));
+        let _ = job.reply.send(Err(sqlx::Error::PoolTimedOut.into()));
     }
 }
 
@@ -219,20 +233,57 @@ fn record_insert(trace: &Context, started: SystemTime, group_size: usize) {
     .record(trace);
 }
 
+/// Writes the group in one transaction; `None` for a request withdrawn
+/// because its user would have more than `limit` open requests (0: no
+/// limit). The count comes with the INSERT's read-back, so the common case
+/// costs no extra round trip.
 async fn insert_group(
     pool: &MySqlPool,
     requests: &[queue::NewRequest],
-) -> Result<Vec<QueueId>, sqlx::Error> {
+    limit: u32,
+) -> Result<Vec<Option<QueueId>>, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
-    let ids = queue::enqueue_many(&mut tx, requests, db::now()).await?;
+    let written = queue::enqueue_many(&mut tx, requests, db::now()).await?;
+    let mut ids: Vec<Option<QueueId>> = written.ids.iter().copied().map(Some).collect();
+    if limit > 0 {
+        let mut excess: HashMap<_, u64> = written
+            .open_per_user
+            .iter()
+            .filter(|(_, open)| **open > u64::from(limit))
+            .map(|(user, open)| (*user, open - u64::from(limit)))
+            .collect();
+        if !excess.is_empty() {
+            // The group's newest requests of each such user go back.
+            let mut withdrawn = Vec::new();
+            for (i, request) in requests.iter().enumerate().rev() {
+                if let Some(over) = excess.get_mut(&request.user)
+                    && *over > 0
+                {
+                    *over -= 1;
+                    withdrawn.extend(ids[i].take());
+                }
+            }
+            queue::withdraw(&mut tx, &withdrawn).await?;
+        }
+    }
     tx.commit().await?;
     Ok(ids)
 }
 
-async fn insert_one(pool: &MySqlPool, r: &queue::NewRequest) -> Result<QueueId, sqlx::Error> {
+async fn insert_one(
+    pool: &MySqlPool,
+    r: &queue::NewRequest,
+    limit: u32,
+) -> Result<QueueId, EnqueueError> {
     let mut conn = pool.acquire().await?;
-    queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await
+    if limit > 0 {
+        let open = queue::open_counts(&mut conn, &[r.user]).await?;
+        if open.get(&r.user).copied().unwrap_or(0) >= u64::from(limit) {
+            return Err(EnqueueError::TooManyOpen);
+        }
+    }
+    Ok(queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await?)
 }
 
 #[cfg(test)]

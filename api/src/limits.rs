@@ -29,6 +29,8 @@ pub struct LimitSettings {
     pub logins_per_minute_per_client: u32,
     /// Sign-ups per minute from one client address.
     pub signups_per_minute_per_client: u32,
+    /// Open (PENDING or PROCESSING) reservation requests one user may have.
+    pub max_open_requests_per_user: u32,
 }
 
 impl LimitSettings {
@@ -38,10 +40,12 @@ impl LimitSettings {
         logins_per_minute_per_nickname: 0,
         logins_per_minute_per_client: 0,
         signups_per_minute_per_client: 0,
+        max_open_requests_per_user: 0,
     };
 }
 
 pub struct Limits {
+    max_open_requests_per_user: u32,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<String>>,
     logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
@@ -65,11 +69,17 @@ fn per_minute(rate: u32) -> Option<Quota> {
 impl Limits {
     pub fn new(settings: LimitSettings) -> Self {
         Self {
+            max_open_requests_per_user: settings.max_open_requests_per_user,
             users: limiter(per_second(settings.user_requests_per_sec)),
             logins_by_nickname: limiter(per_minute(settings.logins_per_minute_per_nickname)),
             logins_by_client: limiter(per_minute(settings.logins_per_minute_per_client)),
             signups_by_client: limiter(per_minute(settings.signups_per_minute_per_client)),
         }
+    }
+
+    /// 0: no limit.
+    pub fn max_open_requests_per_user(&self) -> u32 {
+        self.max_open_requests_per_user
     }
 
     pub fn user_request(&self, user: UserId) -> Result<(), ApiError> {

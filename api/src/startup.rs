@@ -58,7 +58,10 @@ impl Application {
         Ok(Self {
             listener,
             state: AppState {
-                enqueuer: EnqueueBatcher::start(pool.clone()),
+                enqueuer: EnqueueBatcher::start(
+                    pool.clone(),
+                    settings.limits.max_open_requests_per_user,
+                ),
                 pool,
                 tokens: Arc::new(tokens),
                 passwords,

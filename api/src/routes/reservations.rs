@@ -15,6 +15,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::PageQuery;
+use crate::enqueue_batcher::EnqueueError;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::state::AppState;
@@ -193,6 +194,13 @@ pub async fn enqueue(
     placed.map(|(id, replayed)| accepted(id, replayed))
 }
 
+fn too_many_open() -> ApiError {
+    ApiError::rate_limited(
+        "you have too many open reservation requests; wait for their decisions",
+        1,
+    )
+}
+
 /// Queues the request; `(queue id, replayed)`.
 async fn place(
     state: &AppState,
@@ -209,9 +217,25 @@ async fn place(
             seat,
             trace,
         };
-        return Ok((state.enqueuer.enqueue(request, context).await?, false));
+        return match state.enqueuer.enqueue(request, context).await {
+            Ok(id) => Ok((id, false)),
+            Err(EnqueueError::TooManyOpen) => Err(too_many_open()),
+            Err(EnqueueError::Database(e)) => Err(e.into()),
+        };
     };
     let mut conn = state.pool.acquire().await?;
+    let limit = state.limits.max_open_requests_per_user();
+    if limit > 0 {
+        let open = queue::open_counts(&mut conn, &[caller.id]).await?;
+        // A replayed key does not add a request: let it through to answer.
+        if open.get(&caller.id).copied().unwrap_or(0) >= u64::from(limit)
+            && queue::find_by_idempotency_key(&mut conn, caller.id, &key)
+                .await?
+                .is_none()
+        {
+            return Err(too_many_open());
+        }
+    }
     match queue::enqueue(&mut conn, caller.id, seat, Some(&key), &trace, db::now()).await {
         Ok(id) => Ok((id, false)),
         Err(e) => {

@@ -160,3 +160,84 @@ async fn login_attempts_and_signups_are_limited_per_client_address() {
     .await
     .assert_status(201);
 }
+
+#[tokio::test]
+async fn a_user_may_have_only_so_many_open_requests() {
+    let app = spawn_app_with_limits(LimitSettings {
+        max_open_requests_per_user: 2,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 6})).await;
+    let seats: Vec<u64> = app
+        .seats(concert["id"].as_u64().unwrap())
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    app.reserve(&alice, seats[0]).await.assert_status(201);
+    // With an Idempotency-Key the request takes the other path; same limit.
+    let keyed = |seat: u64, key: &'static str| {
+        let token = alice.clone();
+        let app = &app;
+        async move {
+            let response = app
+                .client
+                .post(format!("{}/api/reservations", app.base))
+                .bearer_auth(token)
+                .header("idempotency-key", key)
+                .json(&json!({"seatId": seat}))
+                .send()
+                .await
+                .unwrap();
+            TestApp::reply(response).await
+        }
+    };
+    let second = keyed(seats[1], "second").await;
+    second.assert_status(201);
+    assert_limited(&app.reserve(&alice, seats[2]).await);
+    assert_limited(&keyed(seats[3], "third").await);
+    // A retry of an accepted request is still answered as before.
+    let replay = keyed(seats[1], "second").await;
+    assert_eq!(replay.assert_status(201)["queueId"], second.body["queueId"]);
+    app.reserve(&bob, seats[4]).await.assert_status(201);
+    assert_eq!(app.count("reservation_queue").await, 3);
+    // Once decided, the requests no longer count.
+    app.drain().await;
+    app.reserve(&alice, seats[5]).await.assert_status(201);
+}
+
+#[tokio::test]
+async fn open_requests_over_the_limit_in_one_burst_are_withdrawn_not_written() {
+    let app = spawn_app_with_limits(LimitSettings {
+        max_open_requests_per_user: 3,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, greedy) = app.user("greedy").await;
+    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 12})).await;
+    let seats: Vec<u64> = app
+        .seats(concert["id"].as_u64().unwrap())
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    // Twelve at once: they are written in groups, and each group withdraws
+    // what would put the user over the limit.
+    let replies =
+        futures::future::join_all(seats.iter().map(|&seat| app.reserve(&greedy, seat))).await;
+    let accepted = replies.iter().filter(|r| r.status == 201).count();
+    let limited = replies.iter().filter(|r| r.status == 429).count();
+    assert_eq!(accepted + limited, seats.len(), "only 201 or 429");
+    assert!((1..seats.len()).contains(&accepted), "{accepted} accepted");
+    for reply in replies.iter().filter(|r| r.status == 429) {
+        assert_limited(reply);
+    }
+    assert_eq!(
+        app.count("reservation_queue").await as usize,
+        accepted,
+        "every 429 left no row"
+    );
+}

@@ -72,6 +72,32 @@ pub struct NewRequest {
     pub trace: TraceContext,
 }
 
+/// What [`enqueue_many`] wrote: each request's id, in order, and how many
+/// open requests each of their users has now (these included).
+#[derive(Debug, Default)]
+pub struct Enqueued {
+    pub ids: Vec<QueueId>,
+    pub open_per_user: std::collections::HashMap<UserId, u64>,
+}
+
+/// Takes back PENDING requests written in the caller's transaction (a user
+/// over the open-request limit); returns how many were removed.
+pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64, sqlx::Error> {
+    async move {
+        let ids = super::queue_ids(ids);
+        let delete = sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM reservation_queue WHERE status = 'PENDING' AND id IN ({})",
+            in_placeholders(ids.len())
+        )));
+        Ok(bind_ids_exec(delete, &ids)
+            .execute(conn)
+            .await?
+            .rows_affected())
+    }
+    .instrument(super::span("DELETE", "reservation_queue"))
+    .await
+}
+
 /// Adds many PENDING requests with one multi-row INSERT; returns their ids in
 /// the order given. Call inside a transaction. Fails as a whole (and should be
 /// rolled back) if any one request would fail alone: then enqueue them one by
@@ -81,10 +107,10 @@ pub async fn enqueue_many(
     conn: &mut MySqlConnection,
     requests: &[NewRequest],
     now: DateTime<Utc>,
-) -> Result<Vec<QueueId>, sqlx::Error> {
+) -> Result<Enqueued, sqlx::Error> {
     async move {
         if requests.is_empty() {
-            return Ok(Vec::new());
+            return Ok(Enqueued::default());
         }
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT INTO reservation_queue \
@@ -108,18 +134,47 @@ pub async fn enqueue_many(
         )));
         let open: Vec<(UserId, SeatId, QueueId)> =
             bind_ids(select, &users).fetch_all(&mut *conn).await?;
+        let mut open_per_user: std::collections::HashMap<UserId, u64> =
+            std::collections::HashMap::new();
+        for (user, _, _) in &open {
+            *open_per_user.entry(*user).or_default() += 1;
+        }
         let by_pair: std::collections::HashMap<(UserId, SeatId), QueueId> =
             open.into_iter().map(|(u, s, id)| ((u, s), id)).collect();
-        requests
+        let ids = requests
             .iter()
             .map(|r| {
                 by_pair.get(&(r.user, r.seat)).copied().ok_or_else(|| {
                     sqlx::Error::Protocol("an enqueued request was not found".into())
                 })
             })
-            .collect()
+            .collect::<Result<_, _>>()?;
+        Ok(Enqueued { ids, open_per_user })
     }
     .instrument(super::span("INSERT", "reservation_queue"))
+    .await
+}
+
+/// How many open (PENDING or PROCESSING) requests each of `users` has; users
+/// without any are absent.
+pub async fn open_counts(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<std::collections::HashMap<UserId, u64>, sqlx::Error> {
+    async move {
+        let ids: Vec<u64> = users.iter().map(|u| u.0).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT user_id, COUNT(*) FROM reservation_queue \
+             WHERE open_seat_id IS NOT NULL AND user_id IN ({}) GROUP BY user_id",
+            in_placeholders(ids.len())
+        )));
+        let rows: Vec<(UserId, i64)> = bind_ids(select, &ids).fetch_all(&mut *conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(user, n)| (user, n.unsigned_abs()))
+            .collect())
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
     .await
 }
 
