@@ -108,6 +108,13 @@ pub struct ServerArgs {
     )]
     pub signups_per_minute_per_client: u32,
 
+    /// Seconds a connection may take to send a request's headers; slower
+    /// clients are disconnected, and so are keep-alive connections idle that
+    /// long (keep a load balancer's idle timeout below it: 60 s is common).
+    #[arg(long, env = "TICKET_HEADER_READ_TIMEOUT_SECS", default_value_t = 65,
+          value_parser = clap::value_parser!(u64).range(1..=300))]
+    pub header_read_timeout_secs: u64,
+
     /// A developer machine: a weak admin password is accepted (with a
     /// warning) instead of refused.
     #[arg(long, env = "TICKET_DEV_MODE", default_value_t = false)]

@@ -9,5 +9,6 @@ pub mod observability;
 pub mod openapi;
 pub mod routes;
 pub mod security;
+pub mod server;
 pub mod startup;
 pub mod state;

@@ -81,6 +81,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,
                 max_concurrent_hashes: server.max_concurrent_hashes,
+                header_read_timeout: std::time::Duration::from_secs(
+                    server.header_read_timeout_secs,
+                ),
                 limits: ticket_api::limits::LimitSettings {
                     user_requests_per_sec: server.user_requests_per_sec,
                     logins_per_minute_per_nickname: server.logins_per_minute_per_nickname,

@@ -27,11 +27,15 @@ pub struct Settings {
     pub limits: LimitSettings,
     /// Header naming the client's address behind a proxy (lower case).
     pub client_address_header: Option<axum::http::HeaderName>,
+    /// Longest a connection may take to send a request's headers (and an
+    /// idle keep-alive connection stays open).
+    pub header_read_timeout: Duration,
 }
 
 pub struct Application {
     listener: TcpListener,
     state: AppState,
+    header_read_timeout: Duration,
 }
 
 impl Application {
@@ -57,6 +61,7 @@ impl Application {
             listen(settings.addr).with_context(|| format!("binding {}", settings.addr))?;
         Ok(Self {
             listener,
+            header_read_timeout: settings.header_read_timeout,
             state: AppState {
                 enqueuer: EnqueueBatcher::start(
                     pool.clone(),
@@ -96,12 +101,8 @@ impl Application {
         });
         let app = routes::router(self.state);
         tracing::info!(addr = %self.listener.local_addr()?, "listening");
-        let served = axum::serve(
-            self.listener,
-            app.into_make_service_with_connect_info::<SocketAddr>(),
-        )
-        .with_graceful_shutdown(shutdown)
-        .await;
+        let served =
+            crate::server::serve(self.listener, app, self.header_read_timeout, shutdown).await;
         forget.abort();
         served
     }

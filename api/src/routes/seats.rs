@@ -21,10 +21,11 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct SeatFilter {
     /// Only seats with this status.
-    #[param(value_type = Option<String>, example = "AVAILABLE")]
+    #[param(value_type = Option<String>, example = "AVAILABLE", pattern = "^(AVAILABLE|RESERVED)$")]
     status: Option<String>,
 }
 
@@ -43,7 +44,7 @@ pub struct CreateSeatRequest {
 pub struct UpdateSeatRequest {
     #[schema(min_length = 1, max_length = 20, pattern = r"^[\w-]+$")]
     seat_number: Option<String>,
-    #[schema(example = "AVAILABLE")]
+    #[schema(example = "AVAILABLE", pattern = "^(AVAILABLE|RESERVED)$")]
     status: Option<String>,
 }
 

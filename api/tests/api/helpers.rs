@@ -13,6 +13,16 @@ use ticket_worker::{Mode, Worker, WorkerConfig};
 pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
 pub const ADMIN_NICK: &str = "admin";
 pub const ADMIN_PASSWORD: &str = "admin-password";
+/// Short, so that the slow-client test need not wait long; the test client
+/// drops idle connections well before the server would.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(3);
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .pool_idle_timeout(Duration::from_secs(1))
+        .build()
+        .expect("an HTTP client")
+}
 
 pub struct TestApp {
     pub base: String,
@@ -41,7 +51,7 @@ pub async fn spawn_app_with_limits(limits: LimitSettings) -> TestApp {
     let app = start_server_limited(pool.clone(), Some(admin), limits).await;
     let mut test_app = TestApp {
         base: app,
-        client: reqwest::Client::new(),
+        client: client(),
         pool,
         admin_token: String::new(),
         _db: Some(db),
@@ -67,7 +77,7 @@ pub async fn spawn_app_without_database() -> TestApp {
     let base = start_server_with(pool.clone(), None).await;
     TestApp {
         base,
-        client: reqwest::Client::new(),
+        client: client(),
         pool,
         admin_token: String::new(),
         _db: None,
@@ -93,6 +103,7 @@ pub async fn start_server_limited(
         max_concurrent_hashes: 0,
         limits,
         client_address_header: Some(axum::http::HeaderName::from_static("x-forwarded-for")),
+        header_read_timeout: HEADER_READ_TIMEOUT,
     };
     let app = Application::build(settings, pool)
         .await

@@ -90,6 +90,16 @@ async fn every_error_response_is_a_documented_problem() {
                     );
                 }
             }
+            // Found by fuzzing: query parameters documented as path ones.
+            for param in op["parameters"].as_array().into_iter().flatten() {
+                if param["in"] == "path" {
+                    let name = param["name"].as_str().unwrap();
+                    assert!(
+                        path.contains(&format!("{{{name}}}")),
+                        "{method} {path}: path parameter {name}"
+                    );
+                }
+            }
             let protected = op.get("security").is_some();
             if protected {
                 assert!(
