@@ -7,6 +7,9 @@
 #   scripts/fault.sh api-kill     the API is SIGKILLed mid-load, then restarted
 #   scripts/fault.sh slow-db      a transaction holds every seat row locked
 #                                 for LOCK_SECONDS (8), past the lock-wait timeout
+#   scripts/fault.sh worker-kill  the worker is SIGKILLed three times mid-load,
+#                                 each time replaced; its rows wait out their
+#                                 lease and are decided by the next one
 #   scripts/fault.sh all
 #
 # Each passes only if: every request that got a 201 exists and is decided
@@ -18,13 +21,13 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-what="${1:?usage: scripts/fault.sh db-outage|api-kill|slow-db|all}"
+what="${1:?usage: scripts/fault.sh db-outage|api-kill|slow-db|worker-kill|all}"
 if [ "$what" = all ]; then
   status=0
-  for fault in db-outage api-kill slow-db; do "$0" "$fault" || status=1; done
+  for fault in db-outage api-kill slow-db worker-kill; do "$0" "$fault" || status=1; done
   exit "$status"
 fi
-case "$what" in db-outage | api-kill | slow-db) ;; *) echo "unknown fault: $what" >&2; exit 2 ;; esac
+case "$what" in db-outage | api-kill | slow-db | worker-kill) ;; *) echo "unknown fault: $what" >&2; exit 2 ;; esac
 rate="${RATE:-400}"
 seconds="${LOAD_SECONDS:-25}"
 
@@ -75,10 +78,13 @@ start_api() {
 }
 start_api
 # A short lease, so that rows whose decision failed are taken up again soon.
-DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn \
-  "$bin/ticket-worker" >"$work/worker.log" 2>&1 &
-worker_pid=$!
-pids+=("$worker_pid")
+start_worker() {
+  DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn \
+    "$bin/ticket-worker" >>"$work/worker.log" 2>&1 &
+  worker_pid=$!
+  pids+=("$worker_pid")
+}
+start_worker
 
 "$bin/ticket-bench" load --url "http://127.0.0.1:$port" --lines "$work/lines" --rate "$rate" \
   --seconds "$seconds" --record "$work/acknowledged" --timeout-ms 10000 >"$work/load.out" &
@@ -114,6 +120,16 @@ case "$what" in
     DATABASE_URL="$url" "$bin/ticket-bench" hold-locks --seconds "$hold"
     detail="every seat row locked for ${hold} s (lock-wait timeout 5 s)"
     ;;
+  worker-kill)
+    for round in 1 2 3; do
+      echo "fault: SIGKILL to the worker (${round}/3), a new one started" >&2
+      kill -KILL "$worker_pid"
+      wait "$worker_pid" 2>/dev/null || true
+      start_worker
+      sleep 3
+    done
+    detail="worker killed (SIGKILL) three times, 3 s apart, each time replaced; lease 5 s"
+    ;;
 esac
 
 wait "$load_pid"
@@ -143,7 +159,7 @@ case "$what" in
     [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; }
     ;;
   api-kill) ;; # connections refused while the API is down are the fault itself
-  slow-db) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
+  slow-db | worker-kill) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
 esac
 echo "$what ($detail; ${rate}/s for ${seconds} s): $answers; readyz after=$ready_after; $verdict; $([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit "$status"

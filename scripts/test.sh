@@ -27,6 +27,7 @@ echo "k6: $k6_passed passed, $k6_failed failed"
 # The whole API fuzzed from its OpenAPI document (schemathesis), bounded.
 scripts/fuzz.sh || status=$?
 # Faults under load, on a private server of their own: the database stopped
-# for 10 s, the API SIGKILLed, every seat row locked past the lock-wait timeout.
+# for 10 s, the API SIGKILLed, every seat row locked past the lock-wait
+# timeout, the worker SIGKILLed three times.
 scripts/fault.sh all || status=$?
 exit "$status"

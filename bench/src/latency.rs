@@ -137,8 +137,13 @@ pub async fn verify_decided(args: VerifyArgs) -> anyhow::Result<()> {
             }
         }
     }
+    // Rows some worker claimed more than once: its lease ran out (a crash).
+    let (reclaimed,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > 1")
+            .fetch_one(&mut conn)
+            .await?;
     println!(
-        "acknowledged={} decided={} (SUCCESS={succeeded} FAILED={failed}) still open={open} lost={lost}",
+        "acknowledged={} decided={} (SUCCESS={succeeded} FAILED={failed}) still open={open} lost={lost} claimed-again={reclaimed}",
         ids.len(),
         succeeded + failed
     );
