@@ -50,33 +50,42 @@ impl Modify for BearerAuth {
     }
 }
 
+/// Every operation of the document, with its path.
+fn operations_mut(
+    openapi: &mut utoipa::openapi::OpenApi,
+) -> impl Iterator<Item = (&String, &mut utoipa::openapi::path::Operation)> {
+    openapi.paths.paths.iter_mut().flat_map(|(path, item)| {
+        [
+            &mut item.get,
+            &mut item.put,
+            &mut item.post,
+            &mut item.delete,
+            &mut item.patch,
+        ]
+        .into_iter()
+        .flatten()
+        .map(move |operation| (path, operation))
+    })
+}
+
 /// Every operation that takes a bearer token may answer 429 (the per-user
 /// request limit), documented like its 401.
 struct RateLimited;
 
 impl Modify for RateLimited {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for item in openapi.paths.paths.values_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
-                if operation.security.is_none() {
-                    continue;
-                }
-                let responses = &mut operation.responses.responses;
-                if let Some(RefOr::T(unauthorized)) = responses.get("401").cloned() {
-                    let mut limited = unauthorized;
-                    limited.description =
-                        "Too many requests: retry after Retry-After seconds".to_owned();
-                    responses
-                        .entry("429".to_owned())
-                        .or_insert(RefOr::T(limited));
-                }
+        for (_, operation) in operations_mut(openapi) {
+            if operation.security.is_none() {
+                continue;
+            }
+            let responses = &mut operation.responses.responses;
+            if let Some(RefOr::T(unauthorized)) = responses.get("401").cloned() {
+                let mut limited = unauthorized;
+                limited.description =
+                    "Too many requests: retry after Retry-After seconds".to_owned();
+                responses
+                    .entry("429".to_owned())
+                    .or_insert(RefOr::T(limited));
             }
         }
     }
@@ -97,48 +106,39 @@ impl Modify for CommonProblems {
                     .build(),
             )
         };
-        for (path, item) in openapi.paths.paths.iter_mut() {
-            let operations = [
-                &mut item.get,
-                &mut item.put,
-                &mut item.post,
-                &mut item.delete,
-                &mut item.patch,
-            ];
-            for operation in operations.into_iter().flatten() {
-                let has_body = operation.request_body.is_some();
-                let responses = &mut operation.responses.responses;
-                let mut add = |code: &str, description: &str| {
-                    responses
-                        .entry(code.to_owned())
-                        .or_insert_with(|| RefOr::T(problem().description(description).build()));
-                };
-                if has_body {
-                    add("400", "Malformed or invalid body");
-                    add("413", "Body larger than 64 KiB");
-                    add("415", "Body is not JSON");
-                }
-                if path != "/healthz" {
-                    add(
-                        "503",
-                        "Database unavailable: retry after Retry-After seconds",
-                    );
-                }
-                for (code, response) in responses.iter_mut() {
-                    if let (RefOr::T(response), true) = (response, !code.starts_with('2')) {
-                        let content = std::mem::take(&mut response.content);
-                        response.content = content
-                            .into_iter()
-                            .map(|(kind, body)| {
-                                let kind = if kind == "application/json" {
-                                    "application/problem+json".to_owned()
-                                } else {
-                                    kind
-                                };
-                                (kind, body)
-                            })
-                            .collect();
-                    }
+        for (path, operation) in operations_mut(openapi) {
+            let has_body = operation.request_body.is_some();
+            let responses = &mut operation.responses.responses;
+            let mut add = |code: &str, description: &str| {
+                responses
+                    .entry(code.to_owned())
+                    .or_insert_with(|| RefOr::T(problem().description(description).build()));
+            };
+            if has_body {
+                add("400", "Malformed or invalid body");
+                add("413", "Body larger than 64 KiB");
+                add("415", "Body is not JSON");
+            }
+            if path != "/healthz" {
+                add(
+                    "503",
+                    "Database unavailable: retry after Retry-After seconds",
+                );
+            }
+            for (code, response) in responses.iter_mut() {
+                if let (RefOr::T(response), true) = (response, !code.starts_with('2')) {
+                    let content = std::mem::take(&mut response.content);
+                    response.content = content
+                        .into_iter()
+                        .map(|(kind, body)| {
+                            let kind = if kind == "application/json" {
+                                "application/problem+json".to_owned()
+                            } else {
+                                kind
+                            };
+                            (kind, body)
+                        })
+                        .collect();
                 }
             }
         }

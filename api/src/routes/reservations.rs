@@ -4,6 +4,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
+use opentelemetry::trace::TraceContextExt as _;
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{
@@ -176,9 +177,9 @@ pub async fn enqueue(
     let seat = SeatId(req.seat_id);
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
-    if !spans::current_is_sampled() {
-        let context = tracing::Span::current().context();
-        let (id, replayed) = place(&state, caller, seat, key, context).await?;
+    let current = tracing::Span::current().context();
+    if !current.span().span_context().is_sampled() {
+        let (id, replayed) = place(&state, caller, seat, key, current).await?;
         return Ok(accepted(id, replayed));
     }
     // The producer span: the queue row carries its context to the worker,

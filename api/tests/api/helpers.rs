@@ -298,6 +298,16 @@ impl TestApp {
             .clone()
     }
 
+    /// The seat ids, in order, of a new concert with one row of `n` seats.
+    pub async fn seat_ids(&self, n: u32) -> Vec<u64> {
+        let concert = self.concert(json!({"rows": 1, "seatsPerRow": n})).await;
+        self.seats(concert["id"].as_u64().expect("no concert id"))
+            .await
+            .iter()
+            .map(|s| s["id"].as_u64().expect("no seat id"))
+            .collect()
+    }
+
     /// Books a seat directly in the database with the statements the
     /// per-request worker uses: the seat becomes RESERVED and a CONFIRMED
     /// reservation exists.

@@ -170,13 +170,7 @@ async fn a_user_may_have_only_so_many_open_requests() {
     .await;
     let (_, alice) = app.user("alice").await;
     let (_, bob) = app.user("bob").await;
-    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 6})).await;
-    let seats: Vec<u64> = app
-        .seats(concert["id"].as_u64().unwrap())
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
+    let seats = app.seat_ids(6).await;
     app.reserve(&alice, seats[0]).await.assert_status(201);
     // With an Idempotency-Key the request takes the other path; same limit.
     let keyed = |seat: u64, key: &'static str| {
@@ -217,13 +211,7 @@ async fn open_requests_over_the_limit_in_one_burst_are_withdrawn_not_written() {
     })
     .await;
     let (_, greedy) = app.user("greedy").await;
-    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 12})).await;
-    let seats: Vec<u64> = app
-        .seats(concert["id"].as_u64().unwrap())
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
+    let seats = app.seat_ids(12).await;
     // Twelve at once: they are written in groups, and each group withdraws
     // what would put the user over the limit.
     let replies =

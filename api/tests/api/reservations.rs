@@ -8,15 +8,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::helpers::{Reply, TestApp, spawn_app};
 
-async fn seats_of_new_concert(app: &TestApp, n: u32) -> Vec<u64> {
-    let concert = app.concert(json!({"rows": 1, "seatsPerRow": n})).await;
-    app.seats(concert["id"].as_u64().unwrap())
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect()
-}
-
 /// Sends every (token, seat) request at the same moment; returns the replies in order.
 async fn reserve_all_at_once(app: &TestApp, requests: Vec<(String, u64)>) -> Vec<Reply> {
     let barrier = Arc::new(Barrier::new(requests.len()));
@@ -81,7 +72,7 @@ async fn run_workers_until_drained(app: &TestApp, n: usize) {
 async fn a_request_is_queued_then_decided() {
     let app = spawn_app().await;
     let (alice, token) = app.user("alice").await;
-    let seat = seats_of_new_concert(&app, 3).await[1];
+    let seat = app.seat_ids(3).await[1];
 
     let reply = app.reserve(&token, seat).await;
     let body = reply.assert_status(201);
@@ -153,7 +144,7 @@ async fn bad_reservation_requests_are_refused_without_writes() {
     let app = spawn_app().await;
     let (alice, token) = app.user("alice").await;
     let (bob, _) = app.user("bob").await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let forged = app
         .post(
             "/api/reservations",
@@ -197,7 +188,7 @@ async fn bad_reservation_requests_are_refused_without_writes() {
 async fn a_deleted_account_cannot_queue_with_its_old_token() {
     let app = spawn_app().await;
     let (alice, token) = app.user("alice").await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     app.delete(&format!("/api/users/{alice}"), Some(&token))
         .await
         .assert_status(204);
@@ -212,7 +203,7 @@ async fn others_requests_and_reservations_are_invisible() {
     let app = spawn_app().await;
     let (_, alice) = app.user("alice").await;
     let (_, bob) = app.user("bob").await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let queue_id = app.reserve(&alice, seat).await.body["queueId"]
         .as_u64()
         .unwrap();
@@ -247,7 +238,7 @@ async fn others_requests_and_reservations_are_invisible() {
 async fn identical_requests_racing_leave_one_open_request() {
     let app = spawn_app().await;
     let (_, token) = app.user("alice").await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let replies = reserve_all_at_once(&app, vec![(token.clone(), seat); 20]).await;
     let created = replies.iter().filter(|r| r.status.as_u16() == 201).count();
     assert_eq!(created, 1);
@@ -263,7 +254,7 @@ async fn identical_requests_racing_leave_one_open_request() {
 async fn an_idempotency_key_replays_the_original_answer() {
     let app = spawn_app().await;
     let (_, token) = app.user("alice").await;
-    let seats = seats_of_new_concert(&app, 2).await;
+    let seats = app.seat_ids(2).await;
     let send = |seat: u64, key: &str| {
         app.client
             .post(format!("{}/api/reservations", app.base))
@@ -320,7 +311,7 @@ async fn an_idempotency_key_replays_the_original_answer() {
 async fn a_hundred_users_race_for_one_seat() {
     let app = spawn_app().await;
     let users = app.many_users("fan", 100).await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let requests = users.iter().map(|(_, t)| (t.clone(), seat)).collect();
     let drain = {
         let app = TestApp::sharing_database(&app, app.base.clone());
@@ -358,7 +349,7 @@ async fn a_hundred_users_race_for_one_seat() {
 async fn five_hundred_users_on_a_hundred_seats() {
     let app = spawn_app().await;
     let users = app.many_users("fan", 500).await;
-    let seats = seats_of_new_concert(&app, 100).await;
+    let seats = app.seat_ids(100).await;
     let requests = users
         .iter()
         .enumerate()
@@ -393,7 +384,7 @@ async fn five_hundred_users_on_a_hundred_seats() {
 async fn within_a_batch_the_earliest_request_wins() {
     let app = spawn_app().await;
     let users = app.many_users("fan", 5).await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let mut queue_ids = Vec::new();
     for (_, token) in &users {
         queue_ids.push(
@@ -429,7 +420,7 @@ async fn ten_booked_five_cancelled_and_booked_again() {
     let app = spawn_app().await;
     let (_, alice) = app.user("alice").await;
     let (_, bob) = app.user("bob").await;
-    let seats = seats_of_new_concert(&app, 10).await;
+    let seats = app.seat_ids(10).await;
     let mut reservations = Vec::new();
     for &seat in &seats {
         reservations.push(book(&app, &alice, seat).await);
@@ -474,7 +465,7 @@ async fn cancelling_is_for_the_owner_and_only_once() {
     let app = spawn_app().await;
     let (alice_id, alice) = app.user("alice").await;
     let (bob_id, bob) = app.user("bob").await;
-    let seats = seats_of_new_concert(&app, 2).await;
+    let seats = app.seat_ids(2).await;
     let reservation = book(&app, &alice, seats[0]).await;
     app.post(
         "/api/reservations/cancel",
@@ -527,7 +518,7 @@ async fn cancelling_is_for_the_owner_and_only_once() {
 async fn concurrent_double_cancel_succeeds_once() {
     let app = spawn_app().await;
     let (_, alice) = app.user("alice").await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     let reservation = book(&app, &alice, seat).await;
     let barrier = Arc::new(Barrier::new(8));
     let tasks: Vec<_> = (0..8)
@@ -575,7 +566,7 @@ async fn cancel_racing_a_new_booking_never_leaves_two_confirmed() {
     let app = spawn_app().await;
     let (_, alice) = app.user("alice").await;
     let users = app.many_users("rival", 20).await;
-    let seat = seats_of_new_concert(&app, 1).await[0];
+    let seat = app.seat_ids(1).await[0];
     for (_, rival) in &users {
         let reservation = book(&app, &alice, seat).await;
         let worker = app.worker("racer", Mode::Batch, 100, Duration::from_secs(30));
@@ -616,7 +607,7 @@ async fn cancel_racing_a_new_booking_never_leaves_two_confirmed() {
 async fn grouped_requests_each_get_their_own_answer() {
     let app = spawn_app().await;
     let users = app.many_users("fan", 150).await;
-    let seats = seats_of_new_concert(&app, 50).await;
+    let seats = app.seat_ids(50).await;
     // 150 valid requests, 30 repeats of earlier ones, 20 for a seat that does not exist.
     let mut requests: Vec<(String, u64)> = users
         .iter()

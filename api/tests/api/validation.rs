@@ -240,13 +240,7 @@ async fn ids_may_be_written_as_whole_floats_but_nothing_else() {
     // found it refused.
     let app = spawn_app().await;
     let (_, token) = app.user("floaty").await;
-    let concert = app.concert(json!({"rows": 1, "seatsPerRow": 3})).await;
-    let seats: Vec<u64> = app
-        .seats(concert["id"].as_u64().unwrap())
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
+    let seats = app.seat_ids(3).await;
     let whole = app
         .post(
             "/api/reservations",
