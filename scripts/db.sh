@@ -82,6 +82,15 @@ flock 9
 
 run_user="$(id -un)"
 
+# Ubuntu's mysql-server ships an AppArmor profile that confines mysqld to
+# /var/lib/mysql, so a private data directory is refused with errno 13.
+explain_denial() {
+  if grep -qiE "errno:? ?13|Errcode: 13|Permission denied" "$1" 2>/dev/null; then
+    say "permission denied: an AppArmor profile may confine $server to its own paths;"
+    say "unload it with: sudo apparmor_parser -R /etc/apparmor.d/usr.sbin.$(basename "$server")"
+  fi
+}
+
 sql() { "$client" --no-defaults --protocol=socket --socket="$sock" -uroot "$@"; }
 
 if ! server_pid >/dev/null; then
@@ -92,10 +101,10 @@ if ! server_pid >/dev/null; then
     if installer="$(find_bin mariadb-install-db mysql_install_db)" && "$server" --version 2>/dev/null | grep -qi mariadb; then
       "$installer" --no-defaults --datadir="$data" --user="$run_user" \
         --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1 \
-        || { cat "$dir/install.log" >&2; exit 1; }
+        || { cat "$dir/install.log" >&2; explain_denial "$dir/install.log"; exit 1; }
     else
       "$server" --no-defaults --initialize-insecure --datadir="$data" --user="$run_user" \
-        >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
+        >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; explain_denial "$dir/install.log"; exit 1; }
     fi
   fi
 
@@ -122,6 +131,7 @@ if ! server_pid >/dev/null; then
   if ! sql -e "SELECT 1" >/dev/null 2>&1; then
     say "server did not come up; last log lines:"
     tail -n 30 "$log" >&2 || true
+    explain_denial "$log"
     exit 1
   fi
 fi

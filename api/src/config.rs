@@ -120,9 +120,17 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_DEV_MODE", default_value_t = false)]
     pub dev_mode: bool,
 
-    /// Header that carries the client's address when the API sits behind a
-    /// proxy that sets it (e.g. X-Forwarded-For: its first address counts);
-    /// without it, the connection's peer address is the client.
+    /// Header to which the proxies in front of the API append the address
+    /// they were connected from (e.g. X-Forwarded-For); without it, the
+    /// connection's peer address is the client.
     #[arg(long, env = "TICKET_CLIENT_ADDRESS_HEADER")]
     pub client_address_header: Option<String>,
+
+    /// How many proxies in front of the API append to that header (an
+    /// ingress alone: 1; a CDN and then an ingress: 2). The client is the
+    /// entry this many places from the right; what lies further left came
+    /// from the client and is not trusted.
+    #[arg(long, env = "TICKET_TRUSTED_PROXIES", default_value_t = 1,
+          value_parser = clap::value_parser!(u64).range(1..=10))]
+    pub trusted_proxies: u64,
 }

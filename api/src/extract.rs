@@ -186,8 +186,29 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// The client's address: the first address in the configured proxy header
-/// when there is one, else the connection's peer.
+/// Where the client's address is found behind proxies: each proxy appends
+/// the address it received the connection from to `name` (as
+/// `X-Forwarded-For` works), so the client is the entry the outermost of the
+/// `trusted_proxies` appended. Entries further left are whatever the client
+/// sent and are never believed: a bot would rotate them to dodge its limits.
+#[derive(Debug, Clone)]
+pub struct ProxyHeader {
+    pub name: axum::http::HeaderName,
+    pub trusted_proxies: usize,
+}
+
+impl ProxyHeader {
+    pub fn client_in(&self, value: &str) -> Option<std::net::IpAddr> {
+        let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+        // Fewer entries than proxies: the chain was shorter than configured,
+        // and the leftmost entry is the nearest thing to the client.
+        let index = entries.len().saturating_sub(self.trusted_proxies.max(1));
+        entries.get(index)?.parse().ok()
+    }
+}
+
+/// The client's address: from the configured proxy header when there is
+/// one, else the connection's peer.
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddress(pub std::net::IpAddr);
 
@@ -195,18 +216,10 @@ impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let forwarded = state.client_address_header.as_deref().and_then(|name| {
-            parts
-                .headers
-                .get(name)?
-                .to_str()
-                .ok()?
-                .split(',')
-                .next()?
-                .trim()
-                .parse()
-                .ok()
-        });
+        let forwarded = state
+            .client_address_header
+            .as_deref()
+            .and_then(|proxy| proxy.client_in(parts.headers.get(&proxy.name)?.to_str().ok()?));
         let peer = || {
             parts
                 .extensions
@@ -282,5 +295,45 @@ pub mod integral {
 
     pub fn optional<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         d.deserialize_option(Maybe)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ProxyHeader;
+
+    fn proxies(trusted_proxies: usize) -> ProxyHeader {
+        ProxyHeader {
+            name: axum::http::HeaderName::from_static("x-forwarded-for"),
+            trusted_proxies,
+        }
+    }
+
+    #[test]
+    fn the_client_is_what_the_outermost_trusted_proxy_appended() {
+        let header = "6.6.6.6, 198.51.100.7, 10.0.0.1";
+        assert_eq!(
+            proxies(1).client_in(header),
+            Some("10.0.0.1".parse().unwrap())
+        );
+        assert_eq!(
+            proxies(2).client_in(header),
+            Some("198.51.100.7".parse().unwrap())
+        );
+        // A chain shorter than configured: the leftmost entry.
+        assert_eq!(
+            proxies(5).client_in(header),
+            Some("6.6.6.6".parse().unwrap())
+        );
+        assert_eq!(
+            proxies(1).client_in(" 2001:db8::1 "),
+            Some("2001:db8::1".parse().unwrap())
+        );
+    }
+
+    #[test]
+    fn an_entry_that_is_no_address_names_no_client() {
+        assert_eq!(proxies(1).client_in("198.51.100.7, unknown"), None);
+        assert_eq!(proxies(1).client_in(""), None);
     }
 }

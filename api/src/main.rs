@@ -95,7 +95,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .client_address_header
                     .map(|name| axum::http::HeaderName::try_from(name.trim().to_ascii_lowercase()))
                     .transpose()
-                    .context("TICKET_CLIENT_ADDRESS_HEADER is not a header name")?,
+                    .context("TICKET_CLIENT_ADDRESS_HEADER is not a header name")?
+                    .map(|name| ticket_api::extract::ProxyHeader {
+                        name,
+                        trusted_proxies: usize::try_from(server.trusted_proxies).unwrap_or(1),
+                    }),
             };
             let app = Application::build(settings, pool).await?;
             app.run_until(ticket_core::shutdown::signal()).await?;

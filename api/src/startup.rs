@@ -25,8 +25,8 @@ pub struct Settings {
     pub admin: Option<(NickName, Password)>,
     pub max_concurrent_hashes: usize,
     pub limits: LimitSettings,
-    /// Header naming the client's address behind a proxy (lower case).
-    pub client_address_header: Option<axum::http::HeaderName>,
+    /// Where the client's address is found behind proxies.
+    pub client_address_header: Option<crate::extract::ProxyHeader>,
     /// Longest a connection may take to send a request's headers (and an
     /// idle keep-alive connection stays open).
     pub header_read_timeout: Duration,

@@ -16,5 +16,5 @@ pub struct AppState {
     pub enqueuer: EnqueueBatcher,
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
-    pub client_address_header: Option<Arc<axum::http::HeaderName>>,
+    pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,
 }

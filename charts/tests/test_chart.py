@@ -253,4 +253,7 @@ def test_rate_limits_reach_the_api():
     behind_ingress = {"api": {"limits": {"clientAddressHeader": "X-Forwarded-For", "userRequestsPerSec": 0}}}
     env = env_of(find(render(behind_ingress), "Deployment", "-api"))
     assert env["TICKET_CLIENT_ADDRESS_HEADER"] == "X-Forwarded-For"
+    assert env["TICKET_TRUSTED_PROXIES"] == "1"
     assert env["TICKET_USER_REQUESTS_PER_SEC"] == "0"
+    behind_cdn = {"api": {"limits": {"clientAddressHeader": "X-Forwarded-For", "trustedProxies": 2}}}
+    assert env_of(find(render(behind_cdn), "Deployment", "-api"))["TICKET_TRUSTED_PROXIES"] == "2"

@@ -331,12 +331,12 @@ pub async fn cancel(
     ensure_self(caller, req.user_id)?;
     let id = ReservationId(req.reservation_id);
     let mut tx = state.pool.begin().await?;
-    let (owner, seat, status) = reservations::lock(&mut tx, id)
+    // Someone else's reservation answers exactly like a missing one, so ids
+    // cannot be probed for existence through cancel.
+    let (_, seat, status) = reservations::lock(&mut tx, id)
         .await?
+        .filter(|(owner, _, _)| *owner == caller.id || caller.is_admin())
         .ok_or_else(reservation_not_found)?;
-    if owner != caller.id && !caller.is_admin() {
-        return Err(ApiError::forbidden());
-    }
     if status != ReservationStatus::Confirmed {
         return Err(ApiError::new(
             ErrorCode::ReservationCancelForbidden,

@@ -108,8 +108,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             Method::POST,
             "/api/reservations/cancel".into(),
             Some(json!({"reservationId": reservation})),
-            403,
-            "FORBIDDEN",
+            404,
+            "RESERVATION_NOT_FOUND",
         ),
         (
             Method::POST,

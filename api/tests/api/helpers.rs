@@ -102,7 +102,10 @@ pub async fn start_server_limited(
         admin,
         max_concurrent_hashes: 0,
         limits,
-        client_address_header: Some(axum::http::HeaderName::from_static("x-forwarded-for")),
+        client_address_header: Some(ticket_api::extract::ProxyHeader {
+            name: axum::http::HeaderName::from_static("x-forwarded-for"),
+            trusted_proxies: 1,
+        }),
         header_read_timeout: HEADER_READ_TIMEOUT,
     };
     let app = Application::build(settings, pool)

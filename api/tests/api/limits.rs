@@ -1,6 +1,8 @@
 //! Rate limits: 429 RATE_LIMITED with Retry-After, per user, per nickname
 //! and per client address, and nothing written when refused.
 
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use reqwest::Method;
 use serde_json::json;
 use ticket_api::limits::LimitSettings;
@@ -17,11 +19,19 @@ fn assert_limited(reply: &Reply) {
     assert!((1..=60).contains(&wait), "Retry-After: {wait}");
 }
 
+/// A request from `client` through the one trusted proxy, which appended the
+/// client's address; each request also carries a different address that the
+/// client wrote itself, as a bot would to dodge per-client limits.
 async fn from(app: &TestApp, client: &str, path: &str, body: serde_json::Value) -> Reply {
+    static SPOOFED: AtomicU32 = AtomicU32::new(1);
+    let spoofed = SPOOFED.fetch_add(1, Ordering::Relaxed);
     let response = app
         .client
         .request(Method::POST, format!("{}{path}", app.base))
-        .header("x-forwarded-for", format!("{client}, 10.0.0.1"))
+        .header(
+            "x-forwarded-for",
+            format!("192.0.2.{}, {client}", spoofed % 250),
+        )
         .json(&body)
         .send()
         .await

@@ -473,7 +473,7 @@ async fn cancelling_is_for_the_owner_and_only_once() {
         cancel_body(reservation),
     )
     .await
-    .assert_problem(403, "FORBIDDEN");
+    .assert_problem(404, "RESERVATION_NOT_FOUND");
     app.post(
         "/api/reservations/cancel",
         Some(&alice),

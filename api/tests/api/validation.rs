@@ -200,9 +200,19 @@ async fn unknown_routes_and_methods_are_problems_too() {
     app.get("/api/nothing-here", None)
         .await
         .assert_problem(404, "ROUTE_NOT_FOUND");
-    app.request(Method::PUT, "/api/concerts", None, Some(json!({})))
-        .await
-        .assert_problem(405, "METHOD_NOT_ALLOWED");
+    let wrong_method = app
+        .request(Method::PUT, "/api/concerts", None, Some(json!({})))
+        .await;
+    wrong_method.assert_problem(405, "METHOD_NOT_ALLOWED");
+    // RFC 9110 requires a 405 to list the methods the route does accept.
+    let allow = wrong_method
+        .headers
+        .get("allow")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    let mut allowed: Vec<&str> = allow.split(',').map(str::trim).collect();
+    allowed.sort_unstable();
+    assert_eq!(allowed, ["GET", "HEAD", "POST"], "Allow: {allow:?}");
 }
 
 #[tokio::test]
