@@ -46,6 +46,12 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_API_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
 
+    /// Where Prometheus scrapes `/metrics`, away from the public port (the
+    /// metrics name routes, queue depths and pool sizes). Unset: `/metrics`
+    /// is served on the public port, as suits a developer machine.
+    #[arg(long, env = "TICKET_METRICS_ADDR")]
+    pub metrics_addr: Option<SocketAddr>,
+
     /// Key that signs access tokens (at least 32 bytes); every API instance
     /// must share it.
     #[arg(long, env = "TICKET_AUTH_SECRET", hide_env_values = true)]

@@ -77,6 +77,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             };
             let settings = Settings {
                 addr: server.addr,
+                metrics_addr: server.metrics_addr,
                 auth_secret: secret.into_bytes(),
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,

@@ -20,6 +20,8 @@ use crate::state::AppState;
 /// Everything the server needs, already validated.
 pub struct Settings {
     pub addr: SocketAddr,
+    /// A port of its own for `/metrics`; `None` serves it on `addr`.
+    pub metrics_addr: Option<SocketAddr>,
     pub auth_secret: Vec<u8>,
     pub token_ttl: Duration,
     pub admin: Option<(NickName, Password)>,
@@ -34,6 +36,7 @@ pub struct Settings {
 
 pub struct Application {
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     state: AppState,
     header_read_timeout: Duration,
 }
@@ -59,8 +62,13 @@ impl Application {
         }
         let listener =
             listen(settings.addr).with_context(|| format!("binding {}", settings.addr))?;
+        let metrics_listener = settings
+            .metrics_addr
+            .map(|addr| listen(addr).with_context(|| format!("binding {addr} for metrics")))
+            .transpose()?;
         Ok(Self {
             listener,
+            metrics_listener,
             header_read_timeout: settings.header_read_timeout,
             state: AppState {
                 enqueuer: EnqueueBatcher::start(
@@ -81,6 +89,14 @@ impl Application {
         self.listener.local_addr()
     }
 
+    /// The metrics port, when it is not the public one.
+    pub fn metrics_addr(&self) -> std::io::Result<Option<SocketAddr>> {
+        self.metrics_listener
+            .as_ref()
+            .map(TcpListener::local_addr)
+            .transpose()
+    }
+
     pub fn state(&self) -> &AppState {
         &self.state
     }
@@ -99,10 +115,32 @@ impl Application {
                 limits.forget_idle();
             }
         });
-        let app = routes::router(self.state);
+        let metrics = self
+            .metrics_listener
+            .map(|listener| (listener, routes::metrics_only(self.state.clone())));
+        let app = routes::router(self.state, metrics.is_none());
         tracing::info!(addr = %self.listener.local_addr()?, "listening");
+        // The metrics port stops with the public one; scrapes are short.
+        let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();
+        let metrics = metrics.map(|(listener, router)| {
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!(%addr, "serving /metrics");
+            }
+            tokio::spawn(crate::server::serve(
+                listener,
+                router,
+                self.header_read_timeout,
+                async move {
+                    let _ = metrics_stopped.await;
+                },
+            ))
+        });
         let served =
             crate::server::serve(self.listener, app, self.header_read_timeout, shutdown).await;
+        drop(stop_metrics);
+        if let Some(metrics) = metrics {
+            let _ = metrics.await;
+        }
         forget.abort();
         served
     }

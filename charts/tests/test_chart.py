@@ -205,7 +205,13 @@ def env_of(deployment):
 def test_metrics_ports_are_named_on_the_services():
     docs = render()
     api = find(docs, "Service", "-api")
-    assert [p["name"] for p in api["spec"]["ports"]] == ["http"]
+    assert [p["name"] for p in api["spec"]["ports"]] == ["http"], "no metrics on the public Service"
+    api_metrics = find(docs, "Service", "-api-metrics")
+    assert api_metrics["spec"]["ports"] == [{"name": "metrics", "port": 9090, "targetPort": "metrics"}]
+    api_deployment = find(docs, "Deployment", "-api")
+    assert api_metrics["spec"]["selector"].items() <= api_deployment["spec"]["template"]["metadata"]["labels"].items()
+    assert {"name": "metrics", "containerPort": 9090} in api_deployment["spec"]["template"]["spec"]["containers"][0]["ports"]
+    assert env_of(api_deployment)["TICKET_METRICS_ADDR"] == "0.0.0.0:9090"
     workers = find(docs, "Service", "-worker-metrics")
     assert workers["spec"]["ports"] == [{"name": "metrics", "port": 8081, "targetPort": "metrics"}]
     worker = find(docs, "Deployment", "-worker")
@@ -222,12 +228,9 @@ def test_service_monitor_scrapes_the_api_and_the_workers_when_asked():
     docs = render(PRODUCTION)
     monitor = find(docs, "ServiceMonitor")
     assert monitor["metadata"]["labels"]["release"] == "prometheus"
-    assert sorted((e["port"], e["path"]) for e in monitor["spec"]["endpoints"]) == [
-        ("http", "/metrics"),
-        ("metrics", "/metrics"),
-    ]
+    assert [(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]] == [("metrics", "/metrics")]
     selector = monitor["spec"]["selector"]["matchLabels"]
-    for service in (find(docs, "Service", "-api"), find(docs, "Service", "-worker-metrics")):
+    for service in (find(docs, "Service", "-api-metrics"), find(docs, "Service", "-worker-metrics")):
         assert selector.items() <= service["metadata"]["labels"].items(), service["metadata"]["name"]
     missing_api = {**PRODUCTION, "metrics": {"serviceMonitor": {"enabled": True}}}
     assert not [d for d in render(missing_api) if d["kind"] == "ServiceMonitor"]

@@ -25,7 +25,13 @@ pub const MAX_BODY_BYTES: usize = 64 * 1024;
 /// slowest legitimate one and takes a few seconds.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-pub fn router(state: AppState) -> Router {
+/// The public API; `/metrics` too when `with_metrics`.
+pub fn router(state: AppState, with_metrics: bool) -> Router {
+    let metrics = if with_metrics {
+        Router::new().route("/metrics", get(observability::metrics_endpoint))
+    } else {
+        Router::new()
+    };
     Router::new()
         .merge(health::router())
         .merge(auth::router())
@@ -34,7 +40,7 @@ pub fn router(state: AppState) -> Router {
         .merge(seats::router())
         .merge(reservations::router())
         .merge(crate::openapi::router())
-        .route("/metrics", get(observability::metrics_endpoint))
+        .merge(metrics)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .method_not_allowed_fallback(|| async {
             ApiError::new(
@@ -54,6 +60,14 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             observability::observe,
         ))
+        .with_state(state)
+}
+
+/// `/metrics` alone, for a port of its own that only Prometheus reaches.
+pub fn metrics_only(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(observability::metrics_endpoint))
+        .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
         .with_state(state)
 }
 

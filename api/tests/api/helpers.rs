@@ -95,8 +95,19 @@ pub async fn start_server_limited(
     admin: Option<(NickName, Password)>,
     limits: LimitSettings,
 ) -> String {
-    let settings = Settings {
+    let app = Application::build(test_settings(admin, limits), pool)
+        .await
+        .expect("the API failed to start");
+    let base = format!("http://{}", app.local_addr().unwrap());
+    tokio::spawn(app.run_until(std::future::pending()));
+    base
+}
+
+/// What the test servers run with: port 0, metrics on the public port.
+pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings) -> Settings {
+    Settings {
         addr: "127.0.0.1:0".parse().unwrap(),
+        metrics_addr: None,
         auth_secret: SECRET.to_vec(),
         token_ttl: Duration::from_secs(3600),
         admin,
@@ -107,13 +118,7 @@ pub async fn start_server_limited(
             trusted_proxies: 1,
         }),
         header_read_timeout: HEADER_READ_TIMEOUT,
-    };
-    let app = Application::build(settings, pool)
-        .await
-        .expect("the API failed to start");
-    let base = format!("http://{}", app.local_addr().unwrap());
-    tokio::spawn(app.run_until(std::future::pending()));
-    base
+    }
 }
 
 /// The same keys the test server signs with, for minting special tokens.

@@ -3,7 +3,10 @@
 use serde_json::json;
 use ticket_core::testing::prometheus_text::{self, Samples, value};
 
-use crate::helpers::{TestApp, spawn_app};
+use ticket_api::limits::LimitSettings;
+use ticket_api::startup::{Application, Settings};
+
+use crate::helpers::{TestApp, spawn_app, test_settings};
 
 async fn scrape(app: &TestApp) -> Samples {
     let response = app
@@ -91,4 +94,47 @@ async fn request_counters_and_latencies_follow_the_traffic_by_route_template() {
             + value(&after, "ticket_db_pool_connections", &[("state", "used")])
             >= 1.0
     );
+}
+
+#[tokio::test]
+async fn with_a_metrics_port_the_public_port_serves_no_metrics() {
+    let app = spawn_app().await;
+    let settings = Settings {
+        metrics_addr: Some("127.0.0.1:0".parse().unwrap()),
+        ..test_settings(None, LimitSettings::OFF)
+    };
+    let server = Application::build(settings, app.pool.clone())
+        .await
+        .unwrap();
+    let public = format!("http://{}", server.local_addr().unwrap());
+    let metrics = format!("http://{}", server.metrics_addr().unwrap().unwrap());
+    tokio::spawn(server.run_until(std::future::pending()));
+
+    let on_public = app
+        .client
+        .get(format!("{public}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    TestApp::reply(on_public)
+        .await
+        .assert_problem(404, "ROUTE_NOT_FOUND");
+    let api_through_metrics = app
+        .client
+        .get(format!("{metrics}/api/concerts"))
+        .send()
+        .await
+        .unwrap();
+    TestApp::reply(api_through_metrics)
+        .await
+        .assert_problem(404, "ROUTE_NOT_FOUND");
+    let scraped = app
+        .client
+        .get(format!("{metrics}/metrics"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(scraped.status(), 200);
+    let samples = prometheus_text::parse(&scraped.text().await.unwrap()).unwrap();
+    assert!(value(&samples, "ticket_db_pool_max_connections", &[]) >= 1.0);
 }
