@@ -31,9 +31,8 @@ case "$what" in db-outage | api-kill | slow-db | worker-kill) ;; *) echo "unknow
 rate="${RATE:-400}"
 seconds="${LOAD_SECONDS:-25}"
 
-profile="${PROFILE:-debug}"
-cargo build --locked --bins $([ "$profile" = release ] && echo --release) >&2
-bin="target/$profile"
+source scripts/lib/stack.sh
+stack_build
 work=".local/fault/$what"
 mkdir -p "$work"
 
@@ -47,42 +46,28 @@ http_status() {
   exec 3<&-
   echo "$line" | awk '{print $2}'
 }
-listening() { (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; }
 
 server_url="$(fault_db)"
 secret="fault-secret-fault-secret-fault-secret"
 url="$(DATABASE_URL="$server_url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue \
   --users $((rate * seconds)) --seats 2000 --out "$work/lines")"
+stack_databases+=("$url")
+stack_free_port 18280
+trap 'stack_stop; fault_db stop 2>/dev/null || true' EXIT
 
-port=18280
-while listening; do port=$((port + 1)); done
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  DATABASE_URL="$url" "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true
-  fault_db stop 2>/dev/null || true
-}
-trap cleanup EXIT
-
-# Limits off: the load comes from one address with thousands of users.
 start_api() {
-  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
-    TICKET_USER_REQUESTS_PER_SEC=0 TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
-    "$bin/ticket-api" >>"$work/api.log" 2>&1 &
-  api_pid=$!
-  pids+=("$api_pid")
-  for _ in $(seq 1 100); do listening && return 0; sleep 0.1; done
-  echo "fault: the API did not start" >&2
-  return 1
+  stack_spawn env "${stack_limits_off[@]}" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" \
+    TICKET_API_ADDR="127.0.0.1:$port" TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
+    "$bin/ticket-api" >>"$work/api.log" 2>&1
+  api_pid=$spawned_pid
+  stack_wait_for "$port"
 }
 start_api
 # A short lease, so that rows whose decision failed are taken up again soon.
 start_worker() {
-  DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn \
-    "$bin/ticket-worker" >>"$work/worker.log" 2>&1 &
-  worker_pid=$!
-  pids+=("$worker_pid")
+  stack_spawn env DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 \
+    RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
+  worker_pid=$spawned_pid
 }
 start_worker
 

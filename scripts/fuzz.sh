@@ -22,41 +22,25 @@ seed="${FUZZ_SEED:-}"
 [ -n "$seed" ] || [ -n "${FUZZ_EXAMPLES:-}" ] || seed=20261130
 st="$(scripts/venv.sh 'schemathesis==4.32.5')/bin/schemathesis"
 py="$(scripts/venv.sh)/bin/python"
-cargo build --locked --bins >&2
-bin=target/debug
+source scripts/lib/stack.sh
+stack_build
 server_url="$(scripts/db.sh)"
-base="${server_url%%\?*}"
-base="${base%/*}"
 mkdir -p .local/fuzz
-
-pids=()
-databases=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  for url in "${databases[@]}"; do DATABASE_URL="$url" "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true; done
-}
-trap cleanup EXIT
+trap stack_stop EXIT
 
 # Starts an API (and a worker) on a fresh database; sets api_url.
 start_stack() {
-  local url="$base/ticket_test_fuzz_$1_$$" port=18480
-  databases+=("$url")
-  DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" migrate
-  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
-  # Limits off: the fuzzer sends thousands of requests from one address.
-  DATABASE_URL="$url" TICKET_API_ADDR="127.0.0.1:$port" TICKET_AUTH_SECRET="fuzz-secret-fuzz-secret-fuzz-secret-00" \
-    TICKET_ADMIN_NICKNAME=fuzzadmin TICKET_ADMIN_PASSWORD=fuzz-admin-password-0123 \
-    TICKET_USER_REQUESTS_PER_SEC=0 TICKET_LOGINS_PER_MINUTE_PER_NICKNAME=0 \
-    TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0 RUST_LOG=warn \
-    "$bin/ticket-api" >>.local/fuzz/api.log 2>&1 &
-  pids+=($!)
-  DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$bin/ticket-worker" >>.local/fuzz/worker.log 2>&1 &
-  pids+=($!)
+  stack_database "$server_url" "ticket_test_fuzz_$1_$$"
+  DATABASE_URL="$database_url" RUST_LOG=warn "$bin/ticket-api" migrate
+  stack_free_port 18480
+  stack_spawn env "${stack_limits_off[@]}" DATABASE_URL="$database_url" TICKET_API_ADDR="127.0.0.1:$port" \
+    TICKET_AUTH_SECRET="fuzz-secret-fuzz-secret-fuzz-secret-00" \
+    TICKET_ADMIN_NICKNAME=fuzzadmin TICKET_ADMIN_PASSWORD=fuzz-admin-password-0123 RUST_LOG=warn \
+    "$bin/ticket-api" >>.local/fuzz/api.log 2>&1
+  stack_spawn env DATABASE_URL="$database_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn \
+    "$bin/ticket-worker" >>.local/fuzz/worker.log 2>&1
   api_url="http://127.0.0.1:$port"
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return 0; sleep 0.1; done
-  echo "fuzz: the API did not start" >&2
-  return 1
+  stack_wait_for "$port"
 }
 
 # A bearer token for a new user (or the admin), through the API.

@@ -48,46 +48,24 @@ if [ -n "${BASE_URL:-}" ]; then
   exit
 fi
 
-profile="${PROFILE:-debug}"
-cargo build --locked --bins $([ "$profile" = release ] && echo --release) >&2
-bin="target/$profile"
-
-server_url="$(scripts/db.sh)"
-name="ticket_test_k6_${scenario//-/_}_$$"
-base="${server_url%%\?*}"
-base="${base%/*}"
-export DATABASE_URL="$base/$name"
-
-port=18180
-while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
+source scripts/lib/stack.sh
+stack_build
+stack_database "$(scripts/db.sh)" "ticket_test_k6_${scenario//-/_}_$$"
+export DATABASE_URL="$database_url"
+stack_free_port 18180
 export BASE_URL="http://127.0.0.1:$port"
 # A fresh database needs fresh users.
 export TICKET_USERS_FILE="$PWD/$TICKET_SUMMARY_DIR/users-$$.json"
 export ADMIN_NICK=k6admin
 export ADMIN_PASSWORD="k6-admin-$(od -An -N8 -tx1 /dev/urandom | tr -d ' \n')"
-
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
-  "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true
-  rm -f "$TICKET_USERS_FILE"
-}
-trap cleanup EXIT
+trap 'stack_stop; rm -f "$TICKET_USERS_FILE"' EXIT
 
 RUST_LOG=warn "$bin/ticket-api" migrate
-# k6 drives thousands of users from one address, polling faster than the
-# per-user limit allows: the rate limits (tested on their own) are off.
-TICKET_USER_REQUESTS_PER_SEC=0 TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0 \
-RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" \
-  TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api" &
-pids+=($!)
-RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket-worker" &
-pids+=($!)
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.1
-done
+stack_spawn env "${stack_limits_off[@]}" RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" \
+  TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" \
+  TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api"
+stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket-worker"
+stack_wait_for "$port"
 
 status=0
 run_scenario "$@" || status=$?
