@@ -71,7 +71,64 @@ fn hash_blocking(password: &str) -> anyhow::Result<String> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex};
+    use std::time::Duration;
+
     use super::*;
+
+    /// Logins and sign-ups cannot pile Argon2 runs onto the CPU: beyond the
+    /// permitted number, hashes wait for a permit instead of running.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn no_more_hashes_run_at_once_than_permitted() {
+        let hasher = PasswordHasher::new(2).unwrap();
+        let running = Arc::new(AtomicUsize::new(0));
+        let most = Arc::new(AtomicUsize::new(0));
+        let gate = Arc::new((Mutex::new(false), Condvar::new()));
+        let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+        let mut tasks = Vec::new();
+        for _ in 0..6 {
+            let (hasher, running, most, gate, started_tx) = (
+                hasher.clone(),
+                running.clone(),
+                most.clone(),
+                gate.clone(),
+                started_tx.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                hasher
+                    .run(move || {
+                        let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+                        most.fetch_max(now, Ordering::SeqCst);
+                        started_tx.send(()).unwrap();
+                        let (open, opened) = &*gate;
+                        let mut open = open.lock().unwrap();
+                        while !*open {
+                            open = opened.wait(open).unwrap();
+                        }
+                        running.fetch_sub(1, Ordering::SeqCst);
+                    })
+                    .await
+                    .unwrap();
+            }));
+        }
+        started.recv().await.unwrap();
+        started.recv().await.unwrap();
+        // Two hold the permits and wait at the gate; a third must not start.
+        let third = tokio::time::timeout(Duration::from_millis(300), started.recv()).await;
+        // Opened before asserting, so that a failure does not leave blocking
+        // threads waiting for ever.
+        *gate.0.lock().unwrap() = true;
+        gate.1.notify_all();
+        for task in tasks {
+            task.await.unwrap();
+        }
+        assert!(
+            third.is_err(),
+            "a third hash ran while two held the permits"
+        );
+        assert_eq!(most.load(Ordering::SeqCst), 2);
+    }
 
     #[tokio::test]
     async fn hashes_are_argon2id_salted_and_verify() {
