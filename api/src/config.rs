@@ -9,7 +9,12 @@ use ticket_core::config::DatabaseArgs;
 #[command(
     name = "ticket-api",
     version,
-    about = "HTTP API of the ticket reservation system"
+    about = "HTTP API of the ticket reservation system",
+    after_help = "Secrets have no flags: they are read from the environment, or from the file \
+that NAME_FILE names (as Kubernetes and Docker mount them).\n  \
+DATABASE_URL            MySQL 8.0+ / MariaDB 10.6+ URL, e.g. mysql://user:pass@host:3306/ticket\n  \
+TICKET_AUTH_SECRET      key that signs access tokens (at least 32 bytes), shared by every instance\n  \
+TICKET_ADMIN_PASSWORD   password of the admin account TICKET_ADMIN_NICKNAME, created at start-up"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -52,28 +57,14 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_METRICS_ADDR")]
     pub metrics_addr: Option<SocketAddr>,
 
-    /// Key that signs access tokens (at least 32 bytes); every API instance
-    /// must share it.
-    #[arg(long, env = "TICKET_AUTH_SECRET", hide_env_values = true)]
-    pub auth_secret: Option<String>,
-
     /// Lifetime of an access token, in seconds.
     #[arg(long, env = "TICKET_TOKEN_TTL_SECS", default_value_t = 3600)]
     pub token_ttl_secs: u64,
 
-    /// Nickname of an admin account created (or updated) at start-up;
-    /// needs --admin-password too.
-    #[arg(long, env = "TICKET_ADMIN_NICKNAME", requires = "admin_password")]
+    /// Nickname of an admin account created (or updated) at start-up, with
+    /// the password in TICKET_ADMIN_PASSWORD.
+    #[arg(long, env = "TICKET_ADMIN_NICKNAME")]
     pub admin_nickname: Option<String>,
-
-    /// Password of the start-up admin account.
-    #[arg(
-        long,
-        env = "TICKET_ADMIN_PASSWORD",
-        hide_env_values = true,
-        requires = "admin_nickname"
-    )]
-    pub admin_password: Option<String>,
 
     /// Most password hashes computed at once (Argon2id takes ~19 MiB and tens
     /// of milliseconds of one core each); 0 means one per CPU core.

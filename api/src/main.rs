@@ -3,7 +3,7 @@ use clap::Parser;
 use ticket_api::config::{Cli, Command};
 use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
-use ticket_core::{db, telemetry};
+use ticket_core::{db, secret, telemetry};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
@@ -18,13 +18,14 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let pool = cli.database.lazy_pool().context("invalid DATABASE_URL")?;
+    let pool = cli.database.lazy_pool()?;
     match cli.command.unwrap_or(Command::Serve) {
         Command::Migrate => {
             // A database that does not exist yet is created first (as
             // `sqlx database create` would); one that exists is left as is.
             use sqlx::migrate::MigrateDatabase;
-            let url = &cli.database.database_url;
+            let url = cli.database.database_url()?;
+            let url = url.expose();
             if !sqlx::MySql::database_exists(url)
                 .await
                 .context("checking the database")?
@@ -56,13 +57,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Serve => {
             let server = cli.server;
-            let secret = server
-                .auth_secret
-                .context("TICKET_AUTH_SECRET (--auth-secret) is required to sign tokens")?;
-            let admin = match (server.admin_nickname, server.admin_password) {
+            let secret = secret::required("TICKET_AUTH_SECRET")?;
+            let admin = match (
+                server.admin_nickname,
+                secret::from_env("TICKET_ADMIN_PASSWORD")?,
+            ) {
                 (Some(nick), Some(pass)) => {
                     let nickname = NickName::parse(&nick).context("TICKET_ADMIN_NICKNAME")?;
-                    let password = Password::parse(&pass).context("TICKET_ADMIN_PASSWORD")?;
+                    let password =
+                        Password::parse(pass.expose()).context("TICKET_ADMIN_PASSWORD")?;
                     if let Some(weakness) = password.weakness_for_admin(&nickname) {
                         anyhow::ensure!(
                             server.dev_mode,
@@ -73,12 +76,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     }
                     Some((nickname, password))
                 }
-                _ => None,
+                (None, None) => None,
+                _ => anyhow::bail!(
+                    "TICKET_ADMIN_NICKNAME and TICKET_ADMIN_PASSWORD go together: set both or neither"
+                ),
             };
             let settings = Settings {
                 addr: server.addr,
                 metrics_addr: server.metrics_addr,
-                auth_secret: secret.into_bytes(),
+                auth_secret: secret.expose().as_bytes().to_vec(),
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,
                 max_concurrent_hashes: server.max_concurrent_hashes,

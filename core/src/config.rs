@@ -2,15 +2,14 @@
 
 use std::time::Duration;
 
+use anyhow::Context;
 use clap::Args;
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
 
+use crate::secret::{self, Secret};
+
 #[derive(Debug, Clone, Args)]
 pub struct DatabaseArgs {
-    /// MySQL 8.0+ / MariaDB 10.6+ URL, e.g. mysql://user:pass@host:3306/ticket
-    #[arg(long, env = "DATABASE_URL", hide_env_values = true)]
-    pub database_url: String,
-
     /// Most connections this process keeps open to the database.
     #[arg(long, env = "TICKET_DB_MAX_CONNECTIONS", default_value_t = 32)]
     pub db_max_connections: u32,
@@ -21,13 +20,24 @@ pub struct DatabaseArgs {
 }
 
 impl DatabaseArgs {
-    pub fn connect_options(&self) -> Result<MySqlConnectOptions, sqlx::Error> {
-        Ok(crate::db::tune(self.database_url.parse()?))
+    /// `DATABASE_URL` (or `DATABASE_URL_FILE`): it carries the password.
+    pub fn database_url(&self) -> anyhow::Result<Secret> {
+        Ok(secret::required("DATABASE_URL")?)
+    }
+
+    pub fn connect_options(&self) -> anyhow::Result<MySqlConnectOptions> {
+        let url = self.database_url()?;
+        // The parse error never quotes the URL, so the password stays out of logs.
+        let options = url
+            .expose()
+            .parse()
+            .context("DATABASE_URL is not a MySQL URL")?;
+        Ok(crate::db::tune(options))
     }
 
     /// A pool that connects on first use, so a process can start (and report
     /// itself not ready) while the database is still coming up.
-    pub fn lazy_pool(&self) -> Result<MySqlPool, sqlx::Error> {
+    pub fn lazy_pool(&self) -> anyhow::Result<MySqlPool> {
         Ok(MySqlPoolOptions::new()
             .max_connections(self.db_max_connections)
             .acquire_timeout(Duration::from_millis(self.db_acquire_timeout_ms))

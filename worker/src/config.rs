@@ -9,7 +9,10 @@ use ticket_core::config::DatabaseArgs;
 #[command(
     name = "ticket-worker",
     version,
-    about = "Reservation queue worker of the ticket reservation system"
+    about = "Reservation queue worker of the ticket reservation system",
+    after_help = "Secrets have no flags: they are read from the environment, or from the file \
+that NAME_FILE names (as Kubernetes and Docker mount them).\n  \
+DATABASE_URL   MySQL 8.0+ / MariaDB 10.6+ URL, e.g. mysql://user:pass@host:3306/ticket"
 )]
 pub struct Cli {
     #[command(flatten)]

@@ -17,7 +17,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let pool = cli.database.lazy_pool().context("invalid DATABASE_URL")?;
+    let pool = cli.database.lazy_pool()?;
     let shutdown = CancellationToken::new();
     tokio::spawn({
         let shutdown = shutdown.clone();

@@ -373,3 +373,89 @@ async fn dev_mode_accepts_a_weak_admin_password_with_a_warning() {
     child.wait().ok();
     assert_eq!(seen, (true, true), "(warned, listening)");
 }
+
+#[tokio::test]
+async fn secrets_come_from_files_and_never_from_the_command_line() {
+    let flag = Command::new(BIN)
+        .args(["--auth-secret", "on-the-command-line-anyone-can-read-it"])
+        .output()
+        .unwrap();
+    assert!(!flag.status.success());
+    assert!(String::from_utf8_lossy(&flag.stderr).contains("unexpected argument"));
+
+    let (db, db_pool) = TestDatabase::migrated().await;
+    let dir = std::env::temp_dir().join(format!("ticket-secrets-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let admin_password = "a-long-admin-password-from-a-file";
+    for (file, content) in [
+        ("database-url", format!("{}\n", db.url())),
+        (
+            "auth-secret",
+            format!("{}\n", String::from_utf8_lossy(SECRET)),
+        ),
+        ("admin-password", format!("{admin_password}\n")),
+    ] {
+        std::fs::write(dir.join(file), content).unwrap();
+    }
+    let mut child = Command::new(BIN)
+        .env_clear()
+        .env("RUST_LOG", "debug")
+        .env("DATABASE_URL_FILE", dir.join("database-url"))
+        .env("TICKET_AUTH_SECRET_FILE", dir.join("auth-secret"))
+        .env("TICKET_ADMIN_PASSWORD_FILE", dir.join("admin-password"))
+        .env("TICKET_ADMIN_NICKNAME", "filed")
+        .env("TICKET_API_ADDR", "127.0.0.1:0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if lines_tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut log = Vec::new();
+    let addr = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the API did not start");
+        let found = line.split("listening addr=").nth(1).map(|rest| {
+            rest.split_whitespace()
+                .next()
+                .unwrap_or_default()
+                .to_owned()
+        });
+        log.push(line);
+        if let Some(addr) = found {
+            break addr;
+        }
+    };
+    let app = TestApp::at(format!("http://{addr}"), db_pool);
+    let token = app.login("filed", admin_password).await;
+    app.get("/api/concerts", Some(&token))
+        .await
+        .assert_status(200);
+    child.kill().ok();
+    child.wait().ok();
+    log.extend(lines.try_iter());
+    std::fs::remove_dir_all(&dir).ok();
+    let log = log.join("\n");
+    let url = db.url();
+    let credentials = url
+        .split("://")
+        .nth(1)
+        .and_then(|rest| rest.split_once('@'))
+        .map(|(credentials, _)| format!("{credentials}@"))
+        .unwrap();
+    for secret in [
+        admin_password,
+        &String::from_utf8_lossy(SECRET),
+        &credentials,
+    ] {
+        assert!(!log.contains(secret), "a secret reached the log:\n{log}");
+    }
+}

@@ -262,6 +262,17 @@ impl TestApp {
         .await
     }
 
+    /// A client for an API started some other way (the real binary).
+    pub fn at(base: String, pool: MySqlPool) -> TestApp {
+        TestApp {
+            base,
+            client: client(),
+            pool,
+            admin_token: String::new(),
+            _db: None,
+        }
+    }
+
     pub async fn login(&self, nick: &str, password: &str) -> String {
         let reply = self.try_login(nick, password).await;
         reply.assert_status(200)["accessToken"]
