@@ -112,6 +112,13 @@ pub struct ServerArgs {
           value_parser = clap::value_parser!(u64).range(1..=300))]
     pub header_read_timeout_secs: u64,
 
+    /// Longest a request may take once its headers are in, body included
+    /// (408 REQUEST_TIMEOUT); creating a 100,000-seat concert is the slowest
+    /// legitimate request and takes a few seconds.
+    #[arg(long, env = "TICKET_REQUEST_TIMEOUT_SECS", default_value_t = 30,
+          value_parser = clap::value_parser!(u64).range(1..=600))]
+    pub request_timeout_secs: u64,
+
     /// A developer machine: a weak admin password is accepted (with a
     /// warning) instead of refused.
     #[arg(long, env = "TICKET_DEV_MODE", default_value_t = false)]

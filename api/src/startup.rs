@@ -32,6 +32,8 @@ pub struct Settings {
     /// Longest a connection may take to send a request's headers (and an
     /// idle keep-alive connection stays open).
     pub header_read_timeout: Duration,
+    /// Longest a request may take after its headers, body included.
+    pub request_timeout: Duration,
 }
 
 pub struct Application {
@@ -39,6 +41,7 @@ pub struct Application {
     metrics_listener: Option<TcpListener>,
     state: AppState,
     header_read_timeout: Duration,
+    request_timeout: Duration,
 }
 
 impl Application {
@@ -70,6 +73,7 @@ impl Application {
             listener,
             metrics_listener,
             header_read_timeout: settings.header_read_timeout,
+            request_timeout: settings.request_timeout,
             state: AppState {
                 enqueuer: EnqueueBatcher::start(
                     pool.clone(),
@@ -118,7 +122,7 @@ impl Application {
         let metrics = self
             .metrics_listener
             .map(|listener| (listener, routes::metrics_only(self.state.clone())));
-        let app = routes::router(self.state, metrics.is_none());
+        let app = routes::router(self.state, metrics.is_none(), self.request_timeout);
         tracing::info!(addr = %self.listener.local_addr()?, "listening");
         // The metrics port stops with the public one; scrapes are short.
         let (stop_metrics, metrics_stopped) = tokio::sync::oneshot::channel::<()>();

@@ -21,12 +21,10 @@ use crate::observability;
 use crate::state::AppState;
 
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
-/// Longest a request may take; creating a 100,000-seat concert is the
-/// slowest legitimate one and takes a few seconds.
-pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// The public API; `/metrics` too when `with_metrics`.
-pub fn router(state: AppState, with_metrics: bool) -> Router {
+/// The public API; `/metrics` too when `with_metrics`. A request still
+/// unanswered after `request_timeout` (a slow body, a stuck query) gets 408.
+pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) -> Router {
     let metrics = if with_metrics {
         Router::new().route("/metrics", get(observability::metrics_endpoint))
     } else {
@@ -49,7 +47,9 @@ pub fn router(state: AppState, with_metrics: bool) -> Router {
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
-        .layer(middleware::from_fn(timeout))
+        .layer(middleware::from_fn(move |request: Request, next: Next| {
+            timeout(request_timeout, request, next)
+        }))
         .layer(CatchPanicLayer::custom(
             |_panic: Box<dyn std::any::Any + Send>| {
                 ApiError::internal(anyhow::anyhow!("handler panicked")).into_response()
@@ -71,8 +71,8 @@ pub fn metrics_only(state: AppState) -> Router {
         .with_state(state)
 }
 
-async fn timeout(request: Request, next: Next) -> Response {
-    match tokio::time::timeout(REQUEST_TIMEOUT, next.run(request)).await {
+async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
         Ok(response) => response,
         Err(_) => {
             ApiError::new(ErrorCode::RequestTimeout, "the request took too long").into_response()

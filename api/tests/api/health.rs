@@ -58,3 +58,41 @@ async fn a_client_too_slow_with_its_headers_is_disconnected() {
     // Everyone else is served meanwhile.
     app.get("/healthz", None).await.assert_status(200);
 }
+
+#[tokio::test]
+async fn a_slow_request_body_is_cut_off_with_408() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = crate::helpers::spawn_app().await;
+    let limit = std::time::Duration::from_secs(1);
+    let settings = ticket_api::startup::Settings {
+        request_timeout: limit,
+        ..crate::helpers::test_settings(None, ticket_api::limits::LimitSettings::OFF)
+    };
+    let server = ticket_api::startup::Application::build(settings, app.pool.clone())
+        .await
+        .unwrap();
+    let addr = server.local_addr().unwrap();
+    tokio::spawn(server.run_until(std::future::pending()));
+    let users_before = app.count("users").await;
+
+    let mut slow = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Headers complete, then a body that never arrives in full.
+    slow.write_all(
+        b"POST /api/users HTTP/1.1\r\nHost: ticket\r\nContent-Type: application/json\r\n\
+          Content-Length: 64\r\n\r\n{\"nickName\": \"slow\",",
+    )
+    .await
+    .unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    tokio::time::timeout(limit * 10, slow.read_to_end(&mut answer))
+        .await
+        .expect("the server waited for the body beyond its request timeout")
+        .unwrap();
+    let waited = started.elapsed();
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("REQUEST_TIMEOUT"), "{answer}");
+    assert!(waited >= limit / 2, "cut off too early: {waited:?}");
+    assert_eq!(app.count("users").await, users_before, "nothing written");
+}

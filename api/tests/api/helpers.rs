@@ -16,6 +16,8 @@ pub const ADMIN_PASSWORD: &str = "admin-password";
 /// Short, so that the slow-client test need not wait long; the test client
 /// drops idle connections well before the server would.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(3);
+/// As in production; `a_slow_request_body_is_cut_off_with_408` sets its own.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn client() -> reqwest::Client {
     reqwest::Client::builder()
@@ -118,6 +120,7 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
             trusted_proxies: 1,
         }),
         header_read_timeout: HEADER_READ_TIMEOUT,
+        request_timeout: REQUEST_TIMEOUT,
     }
 }
 
