@@ -7,9 +7,10 @@
 #   scripts/fault.sh api-kill     the API is SIGKILLed mid-load, then restarted
 #   scripts/fault.sh slow-db      a transaction holds every seat row locked
 #                                 for LOCK_SECONDS (8), past the lock-wait timeout
-#   scripts/fault.sh worker-kill  the worker is SIGKILLed three times mid-load,
-#                                 each time replaced; its rows wait out their
-#                                 lease and are decided by the next one
+#   scripts/fault.sh worker-kill  the worker is SIGKILLed three times the
+#                                 moment it holds claimed rows, each time
+#                                 replaced; its rows wait out their lease and
+#                                 are decided by the next one (which must happen)
 #   scripts/fault.sh all
 #
 # Each passes only if: every request that got a 201 exists and is decided
@@ -64,9 +65,12 @@ start_api() {
 }
 start_api
 # A short lease, so that rows whose decision failed are taken up again soon.
+workers_started=0
 start_worker() {
-  stack_spawn env DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_LEASE_MS=5000 \
-    RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
+  workers_started=$((workers_started + 1))
+  worker_id="fault-worker-$workers_started"
+  stack_spawn env DATABASE_URL="$url" TICKET_WORKER_ID="$worker_id" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 \
+    TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
   worker_pid=$spawned_pid
 }
 start_worker
@@ -107,13 +111,13 @@ case "$what" in
     ;;
   worker-kill)
     for round in 1 2 3; do
-      echo "fault: SIGKILL to the worker (${round}/3), a new one started" >&2
-      kill -KILL "$worker_pid"
+      echo "fault: SIGKILL to the worker (${round}/3) while it holds claimed rows, a new one started" >&2
+      DATABASE_URL="$url" "$bin/ticket-bench" kill-when-claimed --owner "$worker_id" --kill "$worker_pid" || status=1
       wait "$worker_pid" 2>/dev/null || true
       start_worker
       sleep 3
     done
-    detail="worker killed (SIGKILL) three times, 3 s apart, each time replaced; lease 5 s"
+    detail="worker killed (SIGKILL) three times mid-batch, 3 s apart, each time replaced; lease 5 s"
     ;;
 esac
 
@@ -146,5 +150,11 @@ case "$what" in
   api-kill) ;; # connections refused while the API is down are the fault itself
   slow-db | worker-kill) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
 esac
+if [ "$what" = worker-kill ]; then
+  # Rows the dead workers had claimed were decided by their successors:
+  # the kills did land mid-batch.
+  again="$(sed -n 's/.*claimed-again=\([0-9]*\).*/\1/p' <<<"$verdict")"
+  [ "${again:-0}" -gt 0 ] || { echo "fault: no kill landed while rows were claimed" >&2; status=1; }
+fi
 echo "$what ($detail; ${rate}/s for ${seconds} s): $answers; readyz after=$ready_after; $verdict; $([ $status = 0 ] && echo PASSED || echo FAILED)"
 exit "$status"

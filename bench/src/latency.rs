@@ -83,6 +83,54 @@ pub async fn wait_drained(args: DbArgs) -> anyhow::Result<()> {
     }
 }
 
+#[derive(ClapArgs)]
+pub struct KillWhenClaimedArgs {
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// The worker (TICKET_WORKER_ID) whose claim counts; a dead worker's rows
+    /// stay PROCESSING until their lease ends.
+    #[arg(long)]
+    owner: String,
+    /// The worker's process, SIGKILLed the moment its claim is seen.
+    #[arg(long)]
+    kill: i32,
+}
+
+/// SIGKILLs the worker as soon as it holds claimed (PROCESSING) rows, so that
+/// the kill lands in the middle of a batch: a batch is decided within
+/// milliseconds, too soon for a shell to act on what it saw. Fails after ten
+/// seconds without a claim.
+pub async fn kill_when_claimed(args: KillWhenClaimedArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let (claimed,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservation_queue \
+             WHERE status = 'PROCESSING' AND lease_owner = ?)",
+        )
+        .bind(&args.owner)
+        .fetch_one(&mut conn)
+        .await?;
+        if claimed {
+            // SAFETY: kill(2) with a pid and a signal number touches no memory.
+            let killed = unsafe { libc::kill(args.kill, libc::SIGKILL) };
+            anyhow::ensure!(
+                killed == 0,
+                "kill {}: {}",
+                args.kill,
+                std::io::Error::last_os_error()
+            );
+            return Ok(());
+        }
+        anyhow::ensure!(
+            std::time::Instant::now() < deadline,
+            "no worker claimed a row"
+        );
+        // A batch is claimed for milliseconds only: look again at once.
+        tokio::task::yield_now().await;
+    }
+}
+
 /// Drops the database of a finished run.
 pub async fn drop_database(args: DbArgs) -> anyhow::Result<()> {
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;

@@ -33,6 +33,8 @@ enum Command {
     CountQueue(latency::DbArgs),
     /// Wait until no request is open.
     WaitDrained(latency::DbArgs),
+    /// SIGKILL a worker the moment it holds claimed rows (a mid-batch kill).
+    KillWhenClaimed(latency::KillWhenClaimedArgs),
     /// Drop the database of a finished run.
     DropDatabase(latency::DbArgs),
     /// Accept and discard OTLP/HTTP trace exports (a collector stand-in).
@@ -53,6 +55,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Load(args) => load::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,
+        Command::KillWhenClaimed(args) => latency::kill_when_claimed(args).await,
         Command::DropDatabase(args) => latency::drop_database(args).await,
         Command::OtlpSink(args) => otlp_sink::run(args).await,
         Command::VerifyDecided(args) => latency::verify_decided(args).await,
