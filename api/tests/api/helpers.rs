@@ -77,13 +77,7 @@ pub async fn spawn_app_without_database() -> TestApp {
         .acquire_timeout(Duration::from_secs(1))
         .connect_lazy_with(options);
     let base = start_server_with(pool.clone(), None).await;
-    TestApp {
-        base,
-        client: client(),
-        pool,
-        admin_token: String::new(),
-        _db: None,
-    }
+    TestApp::at(base, pool)
 }
 
 pub async fn start_server_with(pool: MySqlPool, admin: Option<(NickName, Password)>) -> String {
@@ -265,7 +259,8 @@ impl TestApp {
         .await
     }
 
-    /// A client for an API started some other way (the real binary).
+    /// A client for an API on `base` whose database `pool` reaches, with no
+    /// admin signed in and no database of its own to drop.
     pub fn at(base: String, pool: MySqlPool) -> TestApp {
         TestApp {
             base,

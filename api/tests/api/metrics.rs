@@ -106,35 +106,24 @@ async fn with_a_metrics_port_the_public_port_serves_no_metrics() {
     let server = Application::build(settings, app.pool.clone())
         .await
         .unwrap();
-    let public = format!("http://{}", server.local_addr().unwrap());
-    let metrics = format!("http://{}", server.metrics_addr().unwrap().unwrap());
+    let public = TestApp::at(
+        format!("http://{}", server.local_addr().unwrap()),
+        app.pool.clone(),
+    );
+    let metrics_port = TestApp::at(
+        format!("http://{}", server.metrics_addr().unwrap().unwrap()),
+        app.pool.clone(),
+    );
     tokio::spawn(server.run_until(std::future::pending()));
 
-    let on_public = app
-        .client
-        .get(format!("{public}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    TestApp::reply(on_public)
+    public
+        .get("/metrics", None)
         .await
         .assert_problem(404, "ROUTE_NOT_FOUND");
-    let api_through_metrics = app
-        .client
-        .get(format!("{metrics}/api/concerts"))
-        .send()
-        .await
-        .unwrap();
-    TestApp::reply(api_through_metrics)
+    metrics_port
+        .get("/api/concerts", None)
         .await
         .assert_problem(404, "ROUTE_NOT_FOUND");
-    let scraped = app
-        .client
-        .get(format!("{metrics}/metrics"))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(scraped.status(), 200);
-    let samples = prometheus_text::parse(&scraped.text().await.unwrap()).unwrap();
+    let samples = scrape(&metrics_port).await;
     assert!(value(&samples, "ticket_db_pool_max_connections", &[]) >= 1.0);
 }
