@@ -85,6 +85,7 @@ impl Application {
                 metrics: crate::observability::ApiMetrics::new(),
                 limits: Arc::new(Limits::new(settings.limits)),
                 client_address_header: settings.client_address_header.map(Arc::new),
+                database_reached: Arc::default(),
             },
         })
     }
@@ -119,6 +120,17 @@ impl Application {
                 limits.forget_idle();
             }
         });
+        // Readiness waits for the first contact with the database (see
+        // `/readyz`), whether or not a probe asks meanwhile.
+        let first_contact = tokio::spawn({
+            let (pool, reached) = (self.state.pool.clone(), self.state.database_reached.clone());
+            async move {
+                while ticket_core::db::ping(&pool).await.is_err() {
+                    tokio::time::sleep(Duration::from_millis(500)).await;
+                }
+                reached.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        });
         let metrics = self
             .metrics_listener
             .map(|listener| (listener, routes::metrics_only(self.state.clone())));
@@ -146,6 +158,7 @@ impl Application {
             let _ = metrics.await;
         }
         forget.abort();
+        first_contact.abort();
         served
     }
 }

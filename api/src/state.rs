@@ -17,4 +17,6 @@ pub struct AppState {
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
     pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,
+    /// Set once the database has answered since start (see `/readyz`).
+    pub database_reached: Arc<std::sync::atomic::AtomicBool>,
 }

@@ -60,6 +60,11 @@ impl TestDatabase {
             .expect("cannot connect to the test database")
     }
 
+    /// How to connect to this database.
+    pub fn options(&self) -> MySqlConnectOptions {
+        self.options.clone()
+    }
+
     /// This database's URL, for handing to a child process.
     pub fn url(&self) -> String {
         database_url_for(&self.name)

@@ -1,3 +1,5 @@
+use std::sync::atomic::Ordering;
+
 use axum::extract::State;
 use axum::routing::get;
 use axum::{Json, Router};
@@ -27,16 +29,40 @@ pub async fn healthz() -> Json<HealthResponse> {
     Json(HealthResponse { status: "ok" })
 }
 
-/// Readiness: the database answers, so this instance can serve traffic.
+#[derive(Serialize, ToSchema)]
+pub struct ReadyResponse {
+    status: &'static str,
+    /// `up`, or `down` while an outage lasts.
+    database: &'static str,
+}
+
+/// Readiness: whether to send this instance traffic. Not before it has
+/// reached the database once, so that a pod with a wrong URL or password
+/// never joins a rollout. Afterwards through outages too (with `database:
+/// down`): every instance shares the database, and taking them all out of
+/// the Service would only replace their own answer, 503
+/// DATABASE_UNAVAILABLE with Retry-After, by the ingress's bare error.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
-    responses((status = 200, body = HealthResponse), (status = 503, body = crate::error::Problem)))]
-pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<HealthResponse>> {
-    db::ping(&state.pool).await.map_err(|e| {
-        tracing::warn!(error = %e, "not ready: database unreachable");
-        ApiError::new(
-            ErrorCode::DatabaseUnavailable,
-            "the database is unreachable",
-        )
-    })?;
-    Ok(Json(HealthResponse { status: "ready" }))
+    responses((status = 200, body = ReadyResponse), (status = 503, body = crate::error::Problem)))]
+pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<ReadyResponse>> {
+    let database = match db::ping(&state.pool).await {
+        Ok(()) => {
+            state.database_reached.store(true, Ordering::Relaxed);
+            "up"
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "database unreachable");
+            if !state.database_reached.load(Ordering::Relaxed) {
+                return Err(ApiError::new(
+                    ErrorCode::DatabaseUnavailable,
+                    "the database has not been reached yet",
+                ));
+            }
+            "down"
+        }
+    };
+    Ok(Json(ReadyResponse {
+        status: "ready",
+        database,
+    }))
 }

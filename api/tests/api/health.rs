@@ -7,10 +7,33 @@ async fn liveness_and_readiness_with_a_database() {
         app.get("/healthz", None).await.assert_status(200)["status"],
         "ok"
     );
-    assert_eq!(
-        app.get("/readyz", None).await.assert_status(200)["status"],
-        "ready"
-    );
+    let ready = app.get("/readyz", None).await;
+    assert_eq!(ready.assert_status(200)["status"], "ready");
+    assert_eq!(ready.body["database"], "up");
+}
+
+#[tokio::test]
+async fn an_instance_that_reached_the_database_stays_ready_through_an_outage() {
+    // Readiness failing on every instance at once would take them all out of
+    // the Service, and clients would get the ingress's error instead of 503
+    // with Retry-After.
+    let (db, _pool) = ticket_core::testing::TestDatabase::migrated().await;
+    let link = crate::helpers::DatabaseLink::open().await;
+    let pool = sqlx::mysql::MySqlPoolOptions::new()
+        .acquire_timeout(std::time::Duration::from_secs(1))
+        .connect_lazy_with(db.options().host("127.0.0.1").port(link.port));
+    let base = crate::helpers::start_server_with(pool.clone(), None).await;
+    let app = crate::helpers::TestApp::at(base, pool);
+    let ready = app.get("/readyz", None).await;
+    assert_eq!(ready.assert_status(200)["database"], "up");
+
+    link.cut();
+    let ready = app.get("/readyz", None).await;
+    assert_eq!(ready.assert_status(200)["status"], "ready");
+    assert_eq!(ready.body["database"], "down");
+    let reply = app.get("/api/concerts", None).await;
+    reply.assert_problem(503, "DATABASE_UNAVAILABLE");
+    assert!(reply.headers.contains_key("retry-after"));
 }
 
 #[tokio::test]

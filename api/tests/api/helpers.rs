@@ -70,6 +70,50 @@ fn init_test_logs() {
     }
 }
 
+/// A TCP relay to the test database server that a test can cut, as if the
+/// server went away: it stops listening and drops the open connections.
+pub struct DatabaseLink {
+    pub port: u16,
+    cut: tokio_util::sync::CancellationToken,
+}
+
+impl DatabaseLink {
+    pub async fn open() -> Self {
+        let server = ticket_core::testing::server_options();
+        let upstream = format!("{}:{}", server.get_host(), server.get_port());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let cut = tokio_util::sync::CancellationToken::new();
+        let relay = cut.clone();
+        tokio::spawn(async move {
+            loop {
+                let mut client = tokio::select! {
+                    () = relay.cancelled() => return,
+                    accepted = listener.accept() => match accepted {
+                        Ok((client, _)) => client,
+                        Err(_) => return,
+                    },
+                };
+                let (relay, upstream) = (relay.clone(), upstream.clone());
+                tokio::spawn(async move {
+                    let Ok(mut server) = tokio::net::TcpStream::connect(upstream).await else {
+                        return;
+                    };
+                    tokio::select! {
+                        () = relay.cancelled() => {}
+                        _ = tokio::io::copy_bidirectional(&mut client, &mut server) => {}
+                    }
+                });
+            }
+        });
+        Self { port, cut }
+    }
+
+    pub fn cut(&self) {
+        self.cut.cancel();
+    }
+}
+
 /// Starts the API on a pool that points at nothing that answers.
 pub async fn spawn_app_without_database() -> TestApp {
     let options = ticket_core::testing::server_options().port(1);
