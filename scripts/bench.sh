@@ -15,37 +15,20 @@ work=.local/bench
 mkdir -p "$work"
 secret="bench-secret-bench-secret-bench-secret"
 
-free_port() {
-  local port=18080
-  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do port=$((port + 1)); done
-  echo "$port"
-}
-
-wait_port() {
-  for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2
-  return 1
-}
+# Free ports and waiting for a listener (stack_free_port, stack_wait_for).
+source scripts/lib/stack.sh
 
 # Starts the API on a prepared database (with extra VAR=value environment
 # after the URL); sets api_pid and api_url.
 start_api() {
   local url="$1" port
   shift
-  port="$(free_port)"
+  stack_free_port 18080
   env "$@" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
     TICKET_DB_MAX_CONNECTIONS="${TICKET_DB_MAX_CONNECTIONS:-64}" RUST_LOG=warn "$bin/ticket-api" &
   api_pid=$!
   api_url="http://127.0.0.1:$port"
-  for _ in $(seq 1 100); do
-    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then return 0; fi
-    sleep 0.1
-  done
-  echo "API did not start" >&2
-  return 1
+  stack_wait_for "$port"
 }
 
 stop() { kill "$@" 2>/dev/null || true; wait "$@" 2>/dev/null || true; }
@@ -114,10 +97,10 @@ latency() {
 tracing_overhead() {
   ensure_wrk
   local port sink_pid url
-  port="$(free_port)"
+  stack_free_port 18080
   "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
   sink_pid=$!
-  wait_port "$port"
+  stack_wait_for "$port"
   local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port"
   local sampled
   for sampled in 0.1 1.0; do

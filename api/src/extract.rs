@@ -130,9 +130,13 @@ impl AuthUser {
         self.role == Role::Admin
     }
 
-    /// Users act on themselves; admins on anyone.
+    /// Users act on themselves (and what they own); admins on anyone.
+    pub fn can_act_on(self, user: UserId) -> bool {
+        self.id == user || self.is_admin()
+    }
+
     pub fn ensure_can_act_on(self, user: UserId) -> Result<(), ApiError> {
-        if self.id == user || self.is_admin() {
+        if self.can_act_on(user) {
             Ok(())
         } else {
             Err(ApiError::forbidden())

@@ -50,17 +50,9 @@ async fn one_reservation_is_one_trace_from_the_request_to_the_worker_commit() {
         .as_u64()
         .unwrap();
 
-    let response = app
-        .client
-        .post(format!("{}/api/reservations", app.base))
-        .bearer_auth(&token)
-        .header("traceparent", format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
-        .json(&json!({"seatId": seat}))
-        .send()
-        .await
-        .unwrap();
-    let reply = helpers::TestApp::reply(response).await;
-    let queue_id = reply.assert_status(201)["queueId"].as_u64().unwrap();
+    let queue_id = app
+        .reserve_traced(&token, seat, &format!("00-{CALLER_TRACE}-{CALLER_SPAN}-01"))
+        .await;
     app.drain().await;
     let status = app.queue_status(&token, queue_id).await;
     assert_eq!(status["status"], "SUCCESS");
@@ -182,17 +174,9 @@ async fn one_reservation_is_one_trace_from_the_request_to_the_worker_commit() {
     let seat = app.seats(concert["id"].as_u64().unwrap()).await[1]["id"]
         .as_u64()
         .unwrap();
-    let response = app
-        .client
-        .post(format!("{}/api/reservations", app.base))
-        .bearer_auth(&token)
-        .header("traceparent", format!("00-{quiet_trace}-{CALLER_SPAN}-00"))
-        .json(&json!({"seatId": seat}))
-        .send()
-        .await
-        .unwrap();
-    let reply = helpers::TestApp::reply(response).await;
-    let quiet_id = reply.assert_status(201)["queueId"].as_u64().unwrap();
+    let quiet_id = app
+        .reserve_traced(&token, seat, &format!("00-{quiet_trace}-{CALLER_SPAN}-00"))
+        .await;
     app.drain().await;
     let (stored,): (String,) =
         sqlx::query_as("SELECT traceparent FROM reservation_queue WHERE id = ?")

@@ -1,6 +1,7 @@
 # Sourced (from the project root) by scripts/k6.sh, fuzz.sh and fault.sh: they
 # each build the binaries, make throwaway databases, start an API and a worker
-# on free ports, and must leave nothing behind when they exit.
+# on free ports, and must leave nothing behind when they exit. bench.sh takes
+# its port helpers.
 
 # Load and fuzzing come from one address with thousands of users, so the rate
 # limits are off for them (the limits have tests of their own).

@@ -271,7 +271,7 @@ pub async fn status(
     let mut conn = state.pool.acquire().await?;
     let row = queue::find(&mut conn, id)
         .await?
-        .filter(|row| row.user_id == caller.id || caller.is_admin())
+        .filter(|row| caller.can_act_on(row.user_id))
         .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))?;
     Ok(Json(QueueStatusResponse {
         queue_id: row.id.get(),
@@ -297,7 +297,7 @@ pub async fn show(
     let mut conn = state.pool.acquire().await?;
     let reservation = reservations::find(&mut conn, id)
         .await?
-        .filter(|r| r.user_id == caller.id || caller.is_admin())
+        .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(reservation_not_found)?;
     Ok(Json(reservation.into()))
 }
@@ -335,7 +335,7 @@ pub async fn cancel(
     // cannot be probed for existence through cancel.
     let (_, seat, status) = reservations::lock(&mut tx, id)
         .await?
-        .filter(|(owner, _, _)| *owner == caller.id || caller.is_admin())
+        .filter(|(owner, _, _)| caller.can_act_on(*owner))
         .ok_or_else(reservation_not_found)?;
     if status != ReservationStatus::Confirmed {
         return Err(ApiError::new(

@@ -1,6 +1,5 @@
 //! The real `ticket-api` executable: migrations, start-up checks, signals.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -8,7 +7,7 @@ use ticket_core::domain::{NickName, Password};
 
 use ticket_core::testing::TestDatabase;
 
-use crate::helpers::{ADMIN_NICK, SECRET, TestApp, spawn_app, start_server_with};
+use crate::helpers::{ADMIN_NICK, ChildLog, SECRET, TestApp, spawn_app, start_server_with};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ticket-api");
 
@@ -137,20 +136,7 @@ async fn the_api_stops_gracefully_on_sigterm() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    // The bound address is only known from the log line announcing it.
-    let addr = tokio::task::spawn_blocking(move || {
-        BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-            .find_map(|line| {
-                line.split_once("listening addr=")
-                    .map(|(_, a)| a.trim().to_owned())
-            })
-    })
-    .await
-    .unwrap()
-    .expect("the API never said where it listens");
+    let addr = ChildLog::follow(child.stderr.take().unwrap()).listening_addr();
     let ready = reqwest::get(format!("http://{addr}/readyz")).await.unwrap();
     assert_eq!(ready.status(), 200);
 
@@ -214,21 +200,10 @@ async fn json_logs_carry_the_trace_id_of_the_request_they_were_written_in() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (lines_tx, lines_rx) = std::sync::mpsc::channel::<serde_json::Value>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let parsed =
-                serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
-            if lines_tx.send(parsed).is_err() {
-                break;
-            }
-        }
-    });
-    let next = |what: &str| {
-        lines_rx
-            .recv_timeout(Duration::from_secs(10))
-            .unwrap_or_else(|_| panic!("no log line: {what}"))
+    let mut log = ChildLog::follow(child.stderr.take().unwrap());
+    let mut next = |what: &str| -> serde_json::Value {
+        let line = log.next_line();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}), {what}: {line}"))
     };
     let listening = next("listening");
     assert_eq!(listening["message"], "listening", "{listening}");
@@ -356,22 +331,15 @@ async fn dev_mode_accepts_a_weak_admin_password_with_a_warning() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let seen = tokio::task::spawn_blocking(move || {
-        let mut warned = false;
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            warned |= line.contains("weak admin password accepted in dev mode");
-            if line.contains("listening addr=") {
-                return (warned, true);
-            }
-        }
-        (warned, false)
-    })
-    .await
-    .unwrap();
+    let mut log = ChildLog::follow(child.stderr.take().unwrap());
+    let listening = !log.listening_addr().is_empty();
+    let warned = log
+        .seen
+        .iter()
+        .any(|line| line.contains("weak admin password accepted in dev mode"));
     child.kill().ok();
     child.wait().ok();
-    assert_eq!(seen, (true, true), "(warned, listening)");
+    assert_eq!((warned, listening), (true, true), "(warned, listening)");
 }
 
 #[tokio::test]
@@ -409,31 +377,8 @@ async fn secrets_come_from_files_and_never_from_the_command_line() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (lines_tx, lines) = std::sync::mpsc::channel::<String>();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if lines_tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut log = Vec::new();
-    let addr = loop {
-        let line = lines
-            .recv_timeout(Duration::from_secs(30))
-            .expect("the API did not start");
-        let found = line.split("listening addr=").nth(1).map(|rest| {
-            rest.split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        });
-        log.push(line);
-        if let Some(addr) = found {
-            break addr;
-        }
-    };
+    let mut log = ChildLog::follow(child.stderr.take().unwrap());
+    let addr = log.listening_addr();
     let app = TestApp::at(format!("http://{addr}"), db_pool);
     let token = app.login("filed", admin_password).await;
     app.get("/api/concerts", Some(&token))
@@ -441,9 +386,8 @@ async fn secrets_come_from_files_and_never_from_the_command_line() {
         .assert_status(200);
     child.kill().ok();
     child.wait().ok();
-    log.extend(lines.try_iter());
     std::fs::remove_dir_all(&dir).ok();
-    let log = log.join("\n");
+    let log = log.all().join("\n");
     let url = db.url();
     let credentials = url
         .split("://")

@@ -114,6 +114,69 @@ impl DatabaseLink {
     }
 }
 
+/// A child process's log, read on a thread of its own that drains the pipe
+/// to the end, so that a full pipe never blocks the child.
+pub struct ChildLog {
+    lines: std::sync::mpsc::Receiver<String>,
+    pub seen: Vec<String>,
+}
+
+impl ChildLog {
+    pub fn follow(stderr: std::process::ChildStderr) -> Self {
+        use std::io::BufRead as _;
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr)
+                .lines()
+                .map_while(Result::ok)
+            {
+                // Nobody listening any more: keep draining all the same.
+                let _ = tx.send(line);
+            }
+        });
+        Self {
+            lines,
+            seen: Vec::new(),
+        }
+    }
+
+    /// The next line (30 s at most).
+    pub fn next_line(&mut self) -> String {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no further log line after:\n{}", self.seen.join("\n")));
+        self.seen.push(line.clone());
+        line
+    }
+
+    /// The first line from here on that contains `marker`.
+    pub fn wait_for(&mut self, marker: &str) -> String {
+        loop {
+            let line = self.next_line();
+            if line.contains(marker) {
+                return line;
+            }
+        }
+    }
+
+    /// The API's bound address: only the log line announcing it tells.
+    pub fn listening_addr(&mut self) -> String {
+        let line = self.wait_for("listening addr=");
+        line.split("listening addr=")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    /// Every line, once the child has exited (its pipe closed).
+    pub fn all(mut self) -> Vec<String> {
+        self.seen.extend(self.lines.iter());
+        self.seen
+    }
+}
+
 /// Starts the API on a pool that points at nothing that answers.
 pub async fn spawn_app_without_database() -> TestApp {
     let options = ticket_core::testing::server_options().port(1);
@@ -404,11 +467,9 @@ impl TestApp {
     /// (or drop) the database.
     pub fn sharing_database(other: &TestApp, base: String) -> TestApp {
         TestApp {
-            base,
             client: other.client.clone(),
-            pool: other.pool.clone(),
             admin_token: other.admin_token.clone(),
-            _db: None,
+            ..TestApp::at(base, other.pool.clone())
         }
     }
 }
@@ -458,6 +519,21 @@ impl TestApp {
     pub async fn reserve(&self, token: &str, seat: u64) -> Reply {
         self.post("/api/reservations", Some(token), json!({"seatId": seat}))
             .await
+    }
+
+    /// Queues a request for `seat` as part of the caller's trace; returns its queue id.
+    pub async fn reserve_traced(&self, token: &str, seat: u64, traceparent: &str) -> u64 {
+        let response = self
+            .client
+            .post(format!("{}/api/reservations", self.base))
+            .bearer_auth(token)
+            .header("traceparent", traceparent)
+            .json(&json!({"seatId": seat}))
+            .send()
+            .await
+            .unwrap();
+        let reply = TestApp::reply(response).await;
+        reply.assert_status(201)["queueId"].as_u64().unwrap()
     }
 
     pub async fn queue_status(&self, token: &str, queue_id: u64) -> Value {

@@ -106,13 +106,11 @@ async fn with_a_metrics_port_the_public_port_serves_no_metrics() {
     let server = Application::build(settings, app.pool.clone())
         .await
         .unwrap();
-    let public = TestApp::at(
-        format!("http://{}", server.local_addr().unwrap()),
-        app.pool.clone(),
-    );
-    let metrics_port = TestApp::at(
+    let public =
+        TestApp::sharing_database(&app, format!("http://{}", server.local_addr().unwrap()));
+    let metrics_port = TestApp::sharing_database(
+        &app,
         format!("http://{}", server.metrics_addr().unwrap().unwrap()),
-        app.pool.clone(),
     );
     tokio::spawn(server.run_until(std::future::pending()));
 

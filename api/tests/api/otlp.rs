@@ -3,7 +3,6 @@
 //! API's and the worker's spans of one reservation arrive there in one trace.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,10 +13,9 @@ use axum::routing::post;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message as _;
-use serde_json::json;
 use ticket_core::testing::{TestDatabase, seed};
 
-use crate::helpers::SECRET;
+use crate::helpers::{ChildLog, SECRET, TestApp};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -148,19 +146,10 @@ async fn both_binaries_export_one_reservations_spans_in_one_trace() {
         .stderr(Stdio::piped());
     let mut api = Running(api.spawn().unwrap());
     let stderr = api.0.stderr.take().unwrap();
-    let addr = tokio::task::spawn_blocking(move || {
-        let mut lines = BufReader::new(stderr).lines().map_while(Result::ok);
-        let addr = lines.find_map(|line| {
-            line.split_once("listening addr=")
-                .map(|(_, a)| a.trim().to_owned())
-        });
-        // Keep draining, so that logging never blocks on a full pipe.
-        std::thread::spawn(move || lines.for_each(drop));
-        addr
-    })
-    .await
-    .unwrap()
-    .expect("the API never said where it listens");
+    // Blocking reads, off the runtime that serves the collector.
+    let addr = tokio::task::spawn_blocking(move || ChildLog::follow(stderr).listening_addr())
+        .await
+        .unwrap();
     let mut worker = binary("ticket-worker", &db.url(), &collector);
     worker
         .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
@@ -169,49 +158,18 @@ async fn both_binaries_export_one_reservations_spans_in_one_trace() {
         .stderr(Stdio::null());
     let mut worker = Running(worker.spawn().unwrap());
 
-    let base = format!("http://{addr}");
-    let client = reqwest::Client::new();
-    let credentials = json!({"nickName": "otlp", "password": "otlp-password-1"});
-    let signed_up = client
-        .post(format!("{base}/api/users"))
-        .json(&credentials)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(signed_up.status(), 201);
-    let login: serde_json::Value = client
-        .post(format!("{base}/api/auth/login"))
-        .json(&credentials)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let token = login["accessToken"].as_str().unwrap().to_owned();
-    let accepted: serde_json::Value = client
-        .post(format!("{base}/api/reservations"))
-        .bearer_auth(&token)
-        .header("traceparent", format!("00-{TRACE}-00f067aa0ba902b7-01"))
-        .json(&json!({"seatId": seat.get()}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let queue_id = accepted["queueId"].as_u64().expect("a queueId");
+    let app = TestApp::at(format!("http://{addr}"), pool.clone());
+    let (_, token) = app.user("otlp").await;
+    let queue_id = app
+        .reserve_traced(
+            &token,
+            seat.get(),
+            &format!("00-{TRACE}-00f067aa0ba902b7-01"),
+        )
+        .await;
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let status: serde_json::Value = client
-            .get(format!("{base}/api/reservations/status/{queue_id}"))
-            .bearer_auth(&token)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let status = app.queue_status(&token, queue_id).await;
         if status["status"] == "SUCCESS" {
             break;
         }
