@@ -36,12 +36,17 @@ pub enum Command {
     /// Inspect the database and report every violated invariant (a seat sold
     /// twice, seats and reservations that disagree, a SUCCESS without its
     /// reservation, a reservation without its event, a request stuck in
-    /// PROCESSING long after its lease). Exits 1 when any is violated.
+    /// PROCESSING long after its lease, a request claimed more often than
+    /// the workers' attempt limit). Exits 1 when any is violated.
     Check {
         /// A PROCESSING request whose lease ended more than this long ago
         /// counts as stuck.
         #[arg(long, default_value_t = 300)]
         stuck_after_secs: u32,
+        /// The workers' attempt limit (their TICKET_WORKER_MAX_ATTEMPTS).
+        #[arg(long, env = "TICKET_WORKER_MAX_ATTEMPTS",
+              default_value_t = ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS)]
+        max_attempts: u32,
     },
 }
 

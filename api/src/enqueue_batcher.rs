@@ -5,7 +5,9 @@
 //! per-commit overhead. Requests that arrive while earlier groups are being
 //! written wait together and go in the next group, so the group grows with
 //! the load and stays a single request when the service is quiet. Every
-//! caller is answered only after the commit that holds its row.
+//! caller is answered only after the commit that holds its row, and a bad
+//! request (a second click, an unknown seat, a deleted account) is refused
+//! alone while the rest of its group is written.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,7 +18,7 @@ use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::{Connection, MySqlPool};
 use ticket_core::db::{self, queue};
-use ticket_core::domain::QueueId;
+use ticket_core::domain::{QueueId, SeatId, UserId};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -37,6 +39,35 @@ pub enum EnqueueError {
     /// The user already has the most open requests allowed.
     #[error("too many open reservation requests")]
     TooManyOpen,
+    /// The user already has this open request: the one in line.
+    #[error("already requested")]
+    Duplicate(QueueId),
+    #[error("no such seat")]
+    SeatNotFound,
+    /// A valid token whose account was deleted since.
+    #[error("no such user")]
+    UserGone,
+}
+
+impl EnqueueError {
+    /// What a failed single INSERT means: a duplicate is answered with the
+    /// request already in line.
+    pub async fn from_insert(
+        conn: &mut sqlx::MySqlConnection,
+        request: (UserId, SeatId),
+        err: sqlx::Error,
+    ) -> Self {
+        if db::violated_unique_key(&err) == Some("uq_queue_open_request")
+            && let Ok(Some(existing)) = queue::find_open(conn, request.0, request.1).await
+        {
+            return Self::Duplicate(existing);
+        }
+        match db::violated_foreign_key(&err) {
+            Some("fk_queue_seat") => Self::SeatNotFound,
+            Some("fk_queue_user") => Self::UserGone,
+            _ => Self::Database(err),
+        }
+    }
 }
 
 type Reply = oneshot::Sender<Result<QueueId, EnqueueError>>;
@@ -159,39 +190,49 @@ async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>, li
     if outage.recent() {
         return refuse_all(group);
     }
-    if group.len() > 1 {
-        let requests: Vec<queue::NewRequest> =
-            group.iter().map(|job| job.request.clone()).collect();
-        let started = SystemTime::now();
-        match insert_group(pool, &requests, limit).await {
-            Ok(ids) => {
-                let size = group.len();
-                for (job, id) in group.into_iter().zip(ids) {
-                    record_insert(&job.trace, started, size);
-                    let _ = job.reply.send(id.ok_or(EnqueueError::TooManyOpen));
+    let requests: Vec<queue::NewRequest> = group.iter().map(|job| job.request.clone()).collect();
+    let started = SystemTime::now();
+    match insert_group_retrying(pool, &requests, limit).await {
+        Ok(answers) => {
+            let size = group.len();
+            let mut alone = Vec::new();
+            for (job, answer) in group.into_iter().zip(answers) {
+                match answer {
+                    Answer::Ready(result) => {
+                        record_insert(&job.trace, started, size);
+                        let _ = job.reply.send(result);
+                    }
+                    Answer::Alone => alone.push(job),
                 }
-                return;
             }
-            // The database is gone: every request gets its 503 now, rather
-            // than each trying again alone.
-            Err(e) if db::is_unavailable(&e) => {
-                tracing::warn!(error = %e, size = group.len(), "database unavailable; refusing the group");
-                outage.record();
-                return refuse_all(group);
-            }
-            // Expected now and then (a duplicate, an unknown seat): the
-            // requests alone will say which.
-            Err(e) => {
-                tracing::debug!(error = %e, size = group.len(), "group insert failed; inserting one by one")
-            }
+            one_by_one(pool, alone, outage, limit).await;
+        }
+        // The database is gone: every request gets its 503 now, rather
+        // than each trying again alone.
+        Err(e) if db::is_unavailable(&e) => {
+            tracing::warn!(error = %e, size = group.len(), "database unavailable; refusing the group");
+            outage.record();
+            refuse_all(group);
+        }
+        // Rows the group needs are locked past the lock-wait timeout: alone,
+        // each would wait as long again.
+        Err(e) if db::is_transient_conflict(&e) => {
+            tracing::warn!(error = %e, size = group.len(), "group insert kept conflicting; refusing the group");
+            refuse_all(group);
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, size = group.len(), "group insert failed; inserting one by one");
+            one_by_one(pool, group, outage, limit).await;
         }
     }
-    // One request, or a group that failed as a whole (a duplicate, an unknown
-    // seat, an outage): each request alone, so each gets its own answer.
-    // Awaited here, inside the writer's permit: that wait is what lets the
-    // next group gather.
+}
+
+/// Each request alone, so each gets its own answer: only for what a group
+/// could not settle. Awaited inside the writer's permit: that wait is what
+/// lets the next group gather.
+async fn one_by_one(pool: &MySqlPool, jobs: Vec<Job>, outage: &Arc<Outage>, limit: u32) {
     let mut singles = tokio::task::JoinSet::new();
-    for job in group {
+    for job in jobs {
         let pool = pool.clone();
         let outage = outage.clone();
         singles.spawn(async move {
@@ -233,19 +274,64 @@ fn record_insert(trace: &Context, started: SystemTime, group_size: usize) {
     .record(trace);
 }
 
-/// Writes the group in one transaction; `None` for a request withdrawn
-/// because its user would have more than `limit` open requests (0: no
-/// limit). The count comes with the INSERT's read-back, so the common case
-/// costs no extra round trip.
+/// What the group write says to one of its requests.
+enum Answer {
+    Ready(Result<QueueId, EnqueueError>),
+    /// Not settled by the group: enqueue it alone.
+    Alone,
+}
+
+/// Every group's `now`, distinct within the process.
+static GROUP_CLOCK: queue::GroupClock = queue::GroupClock::new();
+
+/// Group writes that deadlock are tried again: everything was rolled back.
+const GROUP_ATTEMPTS: u32 = 3;
+
+async fn insert_group_retrying(
+    pool: &MySqlPool,
+    requests: &[queue::NewRequest],
+    limit: u32,
+) -> Result<Vec<Answer>, sqlx::Error> {
+    let mut attempt = 1;
+    loop {
+        match insert_group(pool, requests, limit).await {
+            Err(e)
+                if db::error_number(&e) != Some(1205)
+                    && db::is_transient_conflict(&e)
+                    && attempt < GROUP_ATTEMPTS =>
+            {
+                tracing::debug!(error = %e, attempt, "group insert conflicted; retrying");
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Writes the group in one transaction. A duplicate, an unknown seat or a
+/// deleted user is refused alone, inside the group's own statements; a
+/// request whose user would have more than `limit` open requests (0: no
+/// limit) is withdrawn. The count comes with the INSERT's read-back, so the
+/// common case costs no extra round trip.
 async fn insert_group(
     pool: &MySqlPool,
     requests: &[queue::NewRequest],
     limit: u32,
-) -> Result<Vec<Option<QueueId>>, sqlx::Error> {
+) -> Result<Vec<Answer>, sqlx::Error> {
     let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
-    let written = queue::enqueue_many(&mut tx, requests, db::now()).await?;
-    let mut ids: Vec<Option<QueueId>> = written.ids.iter().copied().map(Some).collect();
+    let written = queue::enqueue_many(&mut tx, requests, GROUP_CLOCK.now()).await?;
+    let mut answers: Vec<Answer> = written
+        .outcomes
+        .iter()
+        .map(|outcome| match *outcome {
+            queue::Outcome::Queued(id) => Answer::Ready(Ok(id)),
+            queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
+            queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
+            queue::Outcome::UserNotFound => Answer::Ready(Err(EnqueueError::UserGone)),
+            queue::Outcome::Unsettled => Answer::Alone,
+        })
+        .collect();
     if limit > 0 {
         let mut excess: HashMap<_, u64> = written
             .open_per_user
@@ -259,16 +345,18 @@ async fn insert_group(
             for (i, request) in requests.iter().enumerate().rev() {
                 if let Some(over) = excess.get_mut(&request.user)
                     && *over > 0
+                    && let queue::Outcome::Queued(id) = written.outcomes[i]
                 {
                     *over -= 1;
-                    withdrawn.extend(ids[i].take());
+                    withdrawn.push(id);
+                    answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
                 }
             }
             queue::withdraw(&mut tx, &withdrawn).await?;
         }
     }
     tx.commit().await?;
-    Ok(ids)
+    Ok(answers)
 }
 
 async fn insert_one(
@@ -283,7 +371,10 @@ async fn insert_one(
             return Err(EnqueueError::TooManyOpen);
         }
     }
-    Ok(queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await?)
+    match queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await {
+        Ok(id) => Ok(id),
+        Err(e) => Err(EnqueueError::from_insert(&mut conn, (r.user, r.seat), e).await),
+    }
 }
 
 #[cfg(test)]

@@ -5,7 +5,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use ticket_core::db;
-use ticket_core::domain::FieldError;
+use ticket_core::domain::{FieldError, QueueId};
 use utoipa::ToSchema;
 
 /// Stable, documented error codes; clients switch on these, not on text.
@@ -88,6 +88,10 @@ pub struct Problem {
     pub code: ErrorCode,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<ProblemField>,
+    /// With `QUEUE_DUPLICATED`: the request already in line for this seat
+    /// (also in the `Location` header).
+    #[serde(rename = "queueId", skip_serializing_if = "Option::is_none")]
+    pub queue_id: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -99,6 +103,8 @@ pub struct ApiError {
     source: Option<anyhow::Error>,
     /// Seconds for `Retry-After` (429).
     retry_after: Option<u64>,
+    /// The open request a `QUEUE_DUPLICATED` refers to.
+    queue_id: Option<QueueId>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -111,6 +117,18 @@ impl ApiError {
             errors: Vec::new(),
             source: None,
             retry_after: None,
+            queue_id: None,
+        }
+    }
+
+    /// 409 `QUEUE_DUPLICATED`, pointing to the request already in line.
+    pub fn duplicate_request(existing: QueueId) -> Self {
+        Self {
+            queue_id: Some(existing),
+            ..Self::new(
+                ErrorCode::QueueDuplicated,
+                "you already have a pending request for this seat; follow its queueId",
+            )
         }
     }
 
@@ -229,6 +247,7 @@ impl IntoResponse for ApiError {
             detail: self.detail,
             code: self.code,
             errors: self.errors,
+            queue_id: self.queue_id.map(QueueId::get),
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
@@ -250,6 +269,11 @@ impl IntoResponse for ApiError {
                 );
             }
             _ => {}
+        }
+        if let Some(id) = self.queue_id
+            && let Ok(location) = HeaderValue::try_from(format!("/api/reservations/status/{id}"))
+        {
+            headers.insert(header::LOCATION, location);
         }
         response
     }

@@ -39,11 +39,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             tracing::info!("migrations applied");
             Ok(())
         }
-        Command::Check { stuck_after_secs } => {
+        Command::Check {
+            stuck_after_secs,
+            max_attempts,
+        } => {
             let mut conn = pool.acquire().await.context("connecting to the database")?;
             let stale_before =
                 chrono::Utc::now() - chrono::Duration::seconds(stuck_after_secs.into());
-            let violations = db::invariants::check(&mut conn, stale_before)
+            let violations = db::invariants::check(&mut conn, stale_before, max_attempts)
                 .await
                 .context("checking the invariants")?;
             for v in &violations {

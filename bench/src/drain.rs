@@ -45,6 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             batch_size: args.batch_size,
             poll_interval: Duration::from_millis(50),
             lease: Duration::from_secs(30),
+            max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
         },
         Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
     };
@@ -76,7 +77,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         h.await?;
     }
     let mut conn = pool.acquire().await?;
-    let violations = ticket_core::db::invariants::check(&mut conn, chrono::Utc::now()).await?;
+    let violations = ticket_core::db::invariants::check(
+        &mut conn,
+        chrono::Utc::now(),
+        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
+    )
+    .await?;
     ensure!(violations.is_empty(), "invariants violated: {violations:?}");
     let (succeeded,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE status = 'SUCCESS'")

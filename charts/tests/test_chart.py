@@ -95,7 +95,12 @@ def test_worker_reads_its_configmap_live_without_a_restart_annotation():
     docs = render()
     worker = find(docs, "Deployment", "-worker")
     configmap = find(docs, "ConfigMap", "-worker")
-    assert configmap["data"] == {"batchSize": "1000", "pollIntervalMs": "50", "leaseMs": "30000"}
+    assert configmap["data"] == {
+        "batchSize": "1000",
+        "pollIntervalMs": "50",
+        "leaseMs": "30000",
+        "maxAttempts": "5",
+    }
     annotations = worker["spec"]["template"]["metadata"].get("annotations", {})
     assert not any("checksum" in key for key in annotations)
     env = {e["name"]: e for e in worker["spec"]["template"]["spec"]["containers"][0]["env"]}
@@ -181,6 +186,7 @@ def test_optional_mysql_is_off_by_default_and_complete_when_on():
     [
         {"worker": {"config": {"batchSize": "many"}}},
         {"worker": {"config": {"batchSize": 0}}},
+        {"worker": {"config": {"maxAttempts": 0}}},
         {"worker": {"replicas": 3}},
         {"unknownKey": True},
         {"auth": {"secret": "too-short"}},
@@ -189,7 +195,7 @@ def test_optional_mysql_is_off_by_default_and_complete_when_on():
         {"api": {"limits": {"userRequestsPerSec": -1}}},
         {"metrics": {"serviceMonitor": {"interval": "soon"}}},
     ],
-    ids=["mistyped", "zero", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval", "negative-limit"],
+    ids=["mistyped", "zero", "no-attempts", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval", "negative-limit"],
 )
 def test_schema_rejects_bad_values(values):
     chart = helm.Chart.load(CHART)

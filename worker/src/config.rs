@@ -35,6 +35,13 @@ pub struct Cli {
           value_parser = clap::value_parser!(u64).range(100..=3_600_000))]
     pub lease_ms: u64,
 
+    /// Claims of one request that may end without a decision (a failed
+    /// attempt, or a worker that died holding it) before it is set aside as
+    /// FAILED with reason PROCESSING_FAILED, so that it cannot stall the queue.
+    #[arg(long, env = "TICKET_WORKER_MAX_ATTEMPTS", default_value_t = WorkerConfig::DEFAULT_MAX_ATTEMPTS,
+          value_parser = clap::value_parser!(u32).range(1..=WorkerConfig::MAX_ATTEMPTS_LIMIT as i64))]
+    pub max_attempts: u32,
+
     /// `batch` decides a claimed batch in one transaction; `per-request` is
     /// the original system's algorithm (one transaction per request, 50 rows
     /// every 250 ms), kept only as a benchmark baseline.
@@ -77,6 +84,7 @@ pub struct WorkerConfig {
     pub batch_size: u32,
     pub poll_interval: Duration,
     pub lease: Duration,
+    pub max_attempts: u32,
 }
 
 impl WorkerConfig {
@@ -84,11 +92,18 @@ impl WorkerConfig {
     /// server's packet and placeholder limits.
     pub const MAX_BATCH_SIZE: u32 = 10_000;
 
+    /// Highest `max_attempts` accepted.
+    pub const MAX_ATTEMPTS_LIMIT: u32 = 100;
+
+    /// What `max_attempts` is unless configured.
+    pub const DEFAULT_MAX_ATTEMPTS: u32 = ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS;
+
     /// The original system's settings, used by `--mode=per-request`.
     pub const PER_REQUEST_BASELINE: Self = Self {
         batch_size: 50,
         poll_interval: Duration::from_millis(250),
         lease: Duration::from_secs(30),
+        max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
     };
 }
 
@@ -99,6 +114,7 @@ impl Cli {
                 batch_size: self.batch_size,
                 poll_interval: Duration::from_millis(self.poll_interval_ms),
                 lease: Duration::from_millis(self.lease_ms),
+                max_attempts: self.max_attempts,
             },
             Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
         }

@@ -2,8 +2,8 @@
 //! set-based statements and one commit; `per_request` is the original's
 //! one-transaction-per-request algorithm, kept as the benchmark baseline.
 
-use std::collections::HashSet;
-use std::time::SystemTime;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySqlConnection};
@@ -18,6 +18,21 @@ pub struct Decided {
     pub failed: usize,
     /// Rows no longer under our lease (another worker re-claimed them).
     pub lost: usize,
+    /// Rows handed back undecided: an earlier request for their seat was
+    /// still open in another worker's hands, or their attempt failed.
+    pub deferred: usize,
+    /// Rows set aside as FAILED (PROCESSING_FAILED) after their last attempt.
+    pub dead_lettered: usize,
+}
+
+impl std::ops::AddAssign for Decided {
+    fn add_assign(&mut self, other: Self) {
+        self.succeeded += other.succeeded;
+        self.failed += other.failed;
+        self.lost += other.lost;
+        self.deferred += other.deferred;
+        self.dead_lettered += other.dead_lettered;
+    }
 }
 
 /// One decided row, for its trace and the latency metric.
@@ -51,13 +66,18 @@ pub struct Report {
     pub phases: Option<Phases>,
 }
 
-/// Decides the claimed rows in one transaction: for each seat the earliest
-/// request is the candidate; it wins if the seat is AVAILABLE, every other
-/// request for the seat fails with SEAT_TAKEN.
+/// Decides the claimed rows in one transaction. For each seat our earliest
+/// request is the candidate. It wins if the seat is AVAILABLE, has no
+/// CONFIRMED reservation, and no earlier request for it is still open
+/// elsewhere (first come, first served across workers); every other request
+/// for the seat fails with SEAT_TAKEN. While an earlier request is open (in
+/// another worker's batch, or in another part of ours), all of ours for that
+/// seat are handed back, due again after `defer_for`.
 pub async fn batch(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
     token: u64,
+    defer_for: Duration,
 ) -> Result<Report, DecideError> {
     let lock_started = SystemTime::now();
     let mut tx = conn.begin().await?;
@@ -65,59 +85,59 @@ pub async fn batch(
     let rows = queue::lock_leased(&mut tx, ids, token).await?;
     let lock = (lock_started, SystemTime::now());
 
-    let mut seen = HashSet::with_capacity(rows.len());
-    let (candidates, mut failed): (Vec<_>, Vec<_>) =
-        rows.iter().partition(|r| seen.insert(r.seat_id));
     let seats_started = SystemTime::now();
-    let mut wanted: Vec<SeatId> = candidates.iter().map(|r| r.seat_id).collect();
-    wanted.sort_unstable();
-    let taken: HashSet<SeatId> = seats::lock_available(&mut tx, &wanted)
-        .await?
-        .into_iter()
-        .collect();
-    let (winners, outbid): (Vec<_>, Vec<_>) = candidates
-        .into_iter()
-        .partition(|r| taken.contains(&r.seat_id));
-    failed.extend(outbid);
-
-    let winner_ids: Vec<QueueId> = winners.iter().map(|r| r.id).collect();
-    let failed_ids: Vec<QueueId> = failed.iter().map(|r| r.id).collect();
-    let taken: Vec<SeatId> = winners.iter().map(|r| r.seat_id).collect();
-    let reserved = seats::mark_reserved(&mut tx, &taken, now).await?;
+    let plan = plan(&mut tx, &rows).await?;
+    let reserved = seats::mark_reserved(&mut tx, &plan.won_seats, now).await?;
     let seats_done = (seats_started, SystemTime::now());
-    let inserted = reservations::insert_for_requests(&mut tx, &winner_ids, now).await?;
+    let inserted = reservations::insert_for_requests(&mut tx, &plan.winners, now).await?;
     let insert = (seats_done.1, SystemTime::now());
-    let succeeded = queue::mark_succeeded(&mut tx, &winner_ids, token, now).await?;
+    let succeeded = queue::mark_succeeded(&mut tx, &plan.winners, token, now).await?;
     let refused =
-        queue::mark_failed(&mut tx, &failed_ids, token, FailureReason::SeatTaken, now).await?;
-    let events = outbox::record_succeeded(&mut tx, &winner_ids, now).await?;
+        queue::mark_failed(&mut tx, &plan.failed, token, FailureReason::SeatTaken, now).await?;
+    let retry_at = now + chrono::Duration::from_std(defer_for).unwrap_or_default();
+    let deferred = queue::hand_back(
+        &mut tx,
+        &plan.deferred,
+        token,
+        retry_at,
+        queue::Attempt::Refunded,
+        now,
+    )
+    .await?;
+    let events = outbox::record_succeeded(&mut tx, &plan.winners, now).await?;
     let mark = (insert.1, SystemTime::now());
     // Every statement must have touched exactly the rows decided above; any
     // difference means the model above is wrong, and nothing is committed.
-    let expected = winner_ids.len() as u64;
+    let expected = plan.winners.len() as u64;
     let consistent = reserved == expected
         && inserted == expected
         && succeeded == expected
         && events == expected
-        && refused == failed_ids.len() as u64;
+        && refused == plan.failed.len() as u64
+        && deferred == plan.deferred.len() as u64;
     if !consistent {
         return Err(DecideError::Invariant(anyhow::anyhow!(
             "batch bookkeeping mismatch: {reserved} seats, {inserted} reservations, {succeeded} successes, \
-             {events} events for {expected} winners; {refused} of {} failures",
-            failed_ids.len()
+             {events} events for {expected} winners; {refused} of {} failures; {deferred} of {} deferrals",
+            plan.failed.len(),
+            plan.deferred.len()
         )));
     }
     tx.commit().await?;
     let commit = (mark.1, SystemTime::now());
-    let won: HashSet<QueueId> = winner_ids.iter().copied().collect();
+    let won: HashSet<QueueId> = plan.winners.iter().copied().collect();
+    let held_back: HashSet<QueueId> = plan.deferred.iter().copied().collect();
     Ok(Report {
         decided: Decided {
-            succeeded: winner_ids.len(),
-            failed: failed_ids.len(),
+            succeeded: plan.winners.len(),
+            failed: plan.failed.len(),
             lost: ids.len() - rows.len(),
+            deferred: plan.deferred.len(),
+            dead_lettered: 0,
         },
         rows: rows
             .into_iter()
+            .filter(|row| !held_back.contains(&row.id))
             .map(|row| RowDecision {
                 succeeded: won.contains(&row.id),
                 id: row.id,
@@ -137,6 +157,55 @@ pub async fn batch(
             commit,
         }),
     })
+}
+
+/// Who gets what in a batch, decided under the locks of the seats won.
+#[derive(Debug, Default)]
+struct Plan {
+    winners: Vec<QueueId>,
+    won_seats: Vec<SeatId>,
+    failed: Vec<QueueId>,
+    deferred: Vec<QueueId>,
+}
+
+/// Locks the AVAILABLE seats our rows want (in id order, like every other
+/// writer of seats) and decides each row's fate. `rows` are in queue order.
+async fn plan(tx: &mut MySqlConnection, rows: &[queue::LeasedRow]) -> Result<Plan, sqlx::Error> {
+    let mut candidate: HashMap<SeatId, QueueId> = HashMap::with_capacity(rows.len());
+    for row in rows {
+        candidate.entry(row.seat_id).or_insert(row.id);
+    }
+    let mut wanted: Vec<SeatId> = candidate.keys().copied().collect();
+    wanted.sort_unstable();
+    let available = seats::lock_available(tx, &wanted).await?;
+    let latest = candidate.values().copied().max().unwrap_or(QueueId(0));
+    let mut free = HashSet::with_capacity(available.len());
+    let mut blocked = HashSet::new();
+    for s in seats::standing(tx, &available, latest).await? {
+        if s.sold {
+            tracing::warn!(
+                seat = s.seat.0,
+                "seat is AVAILABLE but has a CONFIRMED reservation; treated as taken"
+            );
+        } else if s.first_open.is_some_and(|first| first < candidate[&s.seat]) {
+            blocked.insert(s.seat);
+        } else {
+            free.insert(s.seat);
+        }
+    }
+    let mut plan = Plan::default();
+    for row in rows {
+        if blocked.contains(&row.seat_id) {
+            plan.deferred.push(row.id);
+        } else if free.contains(&row.seat_id) && candidate[&row.seat_id] == row.id {
+            plan.winners.push(row.id);
+            plan.won_seats.push(row.seat_id);
+        } else {
+            plan.failed.push(row.id);
+        }
+    }
+    plan.won_seats.sort_unstable();
+    Ok(plan)
 }
 
 /// The original algorithm: one transaction per request, in queue order.
@@ -196,5 +265,19 @@ impl DecideError {
     /// tried again (everything was rolled back).
     pub fn is_transient(&self) -> bool {
         matches!(self, Self::Database(e) if db::is_transient_conflict(e))
+    }
+
+    /// A failure that trying again cannot cure and that is not the
+    /// database's absence: something in the rows themselves (a constraint,
+    /// a trigger, data the model does not expect).
+    pub fn is_caused_by_rows(&self) -> bool {
+        match self {
+            Self::Invariant(_) => true,
+            Self::Database(e) => {
+                e.as_database_error().is_some()
+                    && !db::is_transient_conflict(e)
+                    && !db::is_unavailable(e)
+            }
+        }
     }
 }

@@ -8,6 +8,7 @@ pub mod health;
 pub mod live_config;
 pub mod observability;
 mod random;
+mod set_aside;
 
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -28,6 +29,8 @@ pub struct ClaimedBatch {
     pub ids: Vec<QueueId>,
     pub token: u64,
     pub reclaimed: usize,
+    /// Expired rows set aside (FAILED, PROCESSING_FAILED) instead of claimed.
+    pub dead_lettered: usize,
     /// When the claim transaction began and committed (for its span).
     pub claim_started: SystemTime,
     pub claim_finished: SystemTime,
@@ -56,6 +59,10 @@ const BUSY_PAUSE: Duration = Duration::from_millis(2);
 /// Attempts at claiming or deciding one batch when deadlocks or lock waits
 /// get in the way (each attempt starts from a clean rollback).
 const DECIDE_ATTEMPTS: u32 = 5;
+
+/// How long a request waits when an earlier request for its seat is still
+/// open in another worker's hands: about one batch decision.
+const DEFER_FOR: Duration = Duration::from_millis(20);
 
 impl Worker {
     /// `config` is read before every cycle, so a new value applies from the
@@ -141,29 +148,91 @@ impl Worker {
         };
         let mut conn = self.pool.acquire().await?;
         let mut tx = conn.begin().await?;
-        let claim = queue::claim(&mut tx, &lease, config.batch_size, now).await?;
+        let claim =
+            queue::claim(&mut tx, &lease, config.batch_size, config.max_attempts, now).await?;
         tx.commit().await?;
+        set_aside::report_expired(&claim.dead_lettered, config.max_attempts);
         Ok(ClaimedBatch {
             ids: claim.ids,
             token: lease.token,
             reclaimed: claim.reclaimed,
+            dead_lettered: claim.dead_lettered.len(),
             claim_started,
             claim_finished: SystemTime::now(),
         })
     }
 
-    /// Decides a claimed batch, retrying deadlocks and lock-wait timeouts
-    /// with jittered backoff (each attempt starts from a clean rollback).
+    /// Decides a claimed batch. A batch that fails for a reason in its rows
+    /// is split in halves, and those again, so that every row that can be
+    /// decided is decided now and only the failing rows are left: each is
+    /// handed back for a later attempt, or set aside as FAILED
+    /// (PROCESSING_FAILED) after its last one. When no part of the batch
+    /// could be written at all, the cause is not in the rows: they are
+    /// handed back without counting the attempt, and the error returned.
     pub async fn decide(&self, batch: &ClaimedBatch) -> Result<Decided, DecideError> {
-        if batch.ids.is_empty() {
-            return Ok(Decided::default());
+        let mut decided = Decided::default();
+        let mut committed = false;
+        let mut failing: Vec<(QueueId, DecideError)> = Vec::new();
+        let mut parts = vec![batch.ids.clone()];
+        while let Some(part) = parts.pop() {
+            if part.is_empty() {
+                continue;
+            }
+            match self.decide_part(batch, &part).await {
+                Ok(d) => {
+                    decided += d;
+                    committed = true;
+                }
+                Err(e) if e.is_caused_by_rows() && part.len() > 1 => {
+                    tracing::warn!(
+                        error = format!("{e:#}"),
+                        rows = part.len(),
+                        "deciding rows failed; splitting them"
+                    );
+                    let (first, second) = part.split_at(part.len() / 2);
+                    // First half first: queue order is kept.
+                    parts.push(second.to_vec());
+                    parts.push(first.to_vec());
+                }
+                Err(e) if e.is_caused_by_rows() => failing.extend(part.first().map(|&id| (id, e))),
+                Err(e) => return Err(e),
+            }
         }
+        if failing.is_empty() {
+            return Ok(decided);
+        }
+        let config = self.config();
+        let mut conn = self.pool.acquire().await?;
+        if !committed {
+            let ids: Vec<QueueId> = failing.iter().map(|(id, _)| *id).collect();
+            set_aside::hand_back_uncounted(&mut conn, &ids, batch.token).await?;
+            let (_, cause) = failing.swap_remove(0);
+            return Err(cause);
+        }
+        for (id, cause) in failing {
+            let outcome =
+                set_aside::failed_attempt(&mut conn, id, batch.token, &cause, config.max_attempts)
+                    .await?;
+            self.metrics.set_aside(outcome);
+            decided += outcome;
+        }
+        Ok(decided)
+    }
+
+    /// Decides some of a batch's rows in one transaction, retrying deadlocks
+    /// and lock-wait timeouts with jittered backoff (each attempt starts from
+    /// a clean rollback).
+    async fn decide_part(
+        &self,
+        batch: &ClaimedBatch,
+        ids: &[QueueId],
+    ) -> Result<Decided, DecideError> {
         let mut attempt = 1;
         loop {
             let mut conn = self.pool.acquire().await?;
             let result = match self.mode {
-                Mode::Batch => decide::batch(&mut conn, &batch.ids, batch.token).await,
-                Mode::PerRequest => decide::per_request(&mut conn, &batch.ids, batch.token).await,
+                Mode::Batch => decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await,
+                Mode::PerRequest => decide::per_request(&mut conn, ids, batch.token).await,
             };
             match result {
                 Ok(report) => {

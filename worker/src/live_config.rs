@@ -1,5 +1,5 @@
 //! Operator-style configuration: the worker watches its ConfigMap through
-//! the Kubernetes API and applies batch size, poll interval and lease between
+//! the Kubernetes API and applies batch size, poll interval, lease and attempt limit between
 //! batches, without a restart. Invalid values and a deleted ConfigMap keep
 //! the last good configuration; API errors are retried with backoff while
 //! the queue keeps being worked.
@@ -51,10 +51,16 @@ pub fn parse(
     )?;
     let poll = number(data, "pollIntervalMs", 1..=60_000)?;
     let lease = number(data, "leaseMs", 100..=3_600_000)?;
+    let max_attempts = number(
+        data,
+        "maxAttempts",
+        1..=u64::from(WorkerConfig::MAX_ATTEMPTS_LIMIT),
+    )?;
     Ok(WorkerConfig {
         batch_size: batch_size.map_or(current.batch_size, |v| v as u32),
         poll_interval: poll.map_or(current.poll_interval, Duration::from_millis),
         lease: lease.map_or(current.lease, Duration::from_millis),
+        max_attempts: max_attempts.map_or(current.max_attempts, |v| v as u32),
     })
 }
 
@@ -130,10 +136,11 @@ pub async fn watch_configmap(
                         sender.send_replace(new);
                         if let Some(events) = &events {
                             let note = format!(
-                                "batchSize={} pollIntervalMs={} leaseMs={}",
+                                "batchSize={} pollIntervalMs={} leaseMs={} maxAttempts={}",
                                 new.batch_size,
                                 new.poll_interval.as_millis(),
-                                new.lease.as_millis()
+                                new.lease.as_millis(),
+                                new.max_attempts
                             );
                             events
                                 .publish(EventType::Normal, "ConfigApplied", note)
@@ -183,6 +190,7 @@ mod tests {
         batch_size: 1000,
         poll_interval: Duration::from_millis(50),
         lease: Duration::from_secs(30),
+        max_attempts: 5,
     };
 
     fn data(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -195,11 +203,16 @@ mod tests {
     #[test]
     fn parses_changes_and_keeps_what_is_left_out() {
         let new = parse(
-            &data(&[("batchSize", "250"), ("leaseMs", " 5000 ")]),
+            &data(&[
+                ("batchSize", "250"),
+                ("leaseMs", " 5000 "),
+                ("maxAttempts", "3"),
+            ]),
             CURRENT,
         )
         .unwrap();
         assert_eq!(new.batch_size, 250);
+        assert_eq!(new.max_attempts, 3);
         assert_eq!(new.poll_interval, CURRENT.poll_interval);
         assert_eq!(new.lease, Duration::from_secs(5));
         assert_eq!(parse(&data(&[]), CURRENT), Ok(CURRENT));
@@ -215,6 +228,8 @@ mod tests {
             ("pollIntervalMs", "0"),
             ("leaseMs", "10"),
             ("leaseMs", "99999999999999999999"),
+            ("maxAttempts", "0"),
+            ("maxAttempts", "101"),
         ] {
             assert!(parse(&data(&[bad]), CURRENT).is_err(), "{bad:?}");
         }

@@ -42,6 +42,7 @@ pub struct WorkerMetrics {
     claim_batch: Histogram,
     decision_latency: Histogram,
     reclaimed: IntCounter,
+    dead_lettered: IntCounter,
     queue_depth: IntGaugeVec,
     pool: PoolGauges,
 }
@@ -53,7 +54,7 @@ impl WorkerMetrics {
             decisions: metrics::counter_vec(
                 &registry,
                 "ticket_decisions_total",
-                "Queue rows decided by this worker, by outcome (success, seat_taken) or lost to another worker",
+                "Queue rows handled by this worker, by outcome: success, seat_taken, deferred (handed back undecided), or lost to another worker",
                 &["outcome"],
             ),
             claim_batch: metrics::histogram(
@@ -73,6 +74,11 @@ impl WorkerMetrics {
                 "ticket_lease_reclaimed_total",
                 "Rows claimed again after another worker's lease on them expired",
             ),
+            dead_lettered: metrics::counter(
+                &registry,
+                "ticket_worker_dead_lettered_total",
+                "Requests set aside as FAILED (PROCESSING_FAILED) after their last attempt",
+            ),
             queue_depth: metrics::gauge_vec(
                 &registry,
                 "ticket_queue_depth",
@@ -89,6 +95,15 @@ impl WorkerMetrics {
             self.claim_batch.observe(batch.ids.len() as f64);
         }
         self.reclaimed.inc_by(batch.reclaimed as u64);
+        self.dead_lettered.inc_by(batch.dead_lettered as u64);
+    }
+
+    /// A row handled after its own failure (retried later or set aside).
+    pub(crate) fn set_aside(&self, outcome: crate::Decided) {
+        self.dead_lettered.inc_by(outcome.dead_lettered as u64);
+        self.decisions
+            .with_label_values(&["deferred"])
+            .inc_by(outcome.deferred as u64);
     }
 
     pub(crate) fn decided(&self, report: &Report) {
@@ -102,6 +117,9 @@ impl WorkerMetrics {
         self.decisions
             .with_label_values(&["lost"])
             .inc_by(d.lost as u64);
+        self.decisions
+            .with_label_values(&["deferred"])
+            .inc_by(d.deferred as u64);
         let now = chrono::Utc::now();
         for row in &report.rows {
             let waited = (now - row.requested_at).to_std().unwrap_or_default();

@@ -25,6 +25,7 @@ const START: WorkerConfig = WorkerConfig {
     batch_size: 1000,
     poll_interval: Duration::from_millis(5),
     lease: Duration::from_secs(30),
+    max_attempts: 5,
 };
 
 fn configmap(version: u32, data: Value) -> Value {

@@ -285,7 +285,8 @@ pub async fn update(
     Ok(Json(concert.into()))
 }
 
-/// Deletes a concert with its seats, unless a seat is sold or requested (admin).
+/// Deletes a concert with its seats, unless anyone ever requested or held
+/// one of them (admin): a concert on sale is part of its buyers' history.
 #[utoipa::path(delete, path = "/api/concerts/{id}", tag = "concerts", security(("bearer" = [])), params(("id" = u64, Path)),
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem), (status = 409, body = Problem)))]
@@ -298,10 +299,13 @@ pub async fn remove(
     if !db::concerts::lock(&mut tx, id).await? {
         return Err(concert_not_found());
     }
-    if db::concerts::has_tickets_or_requests(&mut tx, id).await? {
+    // With its seats locked, no request for them can be written behind the
+    // check below: the enqueue waits, then finds no seat.
+    db::concerts::lock_seats(&mut tx, id).await?;
+    if db::concerts::has_history(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::ConcertDeleteForbidden,
-            "the concert has confirmed reservations or pending requests",
+            "the concert has reservation requests or reservations; it can no longer be deleted",
         ));
     }
     db::concerts::delete_with_seats(&mut tx, id).await?;

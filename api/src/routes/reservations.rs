@@ -202,6 +202,18 @@ fn too_many_open() -> ApiError {
     )
 }
 
+fn refused(e: EnqueueError) -> ApiError {
+    match e {
+        EnqueueError::TooManyOpen => too_many_open(),
+        EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
+        EnqueueError::SeatNotFound => ApiError::new(ErrorCode::SeatNotFound, "no such seat"),
+        EnqueueError::UserGone => {
+            ApiError::new(ErrorCode::Unauthorized, "your account no longer exists")
+        }
+        EnqueueError::Database(e) => e.into(),
+    }
+}
+
 /// Queues the request; `(queue id, replayed)`.
 async fn place(
     state: &AppState,
@@ -220,8 +232,7 @@ async fn place(
         };
         return match state.enqueuer.enqueue(request, context).await {
             Ok(id) => Ok((id, false)),
-            Err(EnqueueError::TooManyOpen) => Err(too_many_open()),
-            Err(EnqueueError::Database(e)) => Err(e.into()),
+            Err(e) => Err(refused(e)),
         };
     };
     let mut conn = state.pool.acquire().await?;
@@ -240,7 +251,8 @@ async fn place(
     match queue::enqueue(&mut conn, caller.id, seat, Some(&key), &trace, db::now()).await {
         Ok(id) => Ok((id, false)),
         Err(e) => {
-            // The same key again: answer as the first time, if it was the same request.
+            // The same key again (the server may name either key it broke):
+            // answer as the first time, if it was the same request.
             if db::violated_unique_key(&e).is_some()
                 && let Some(original) =
                     queue::find_by_idempotency_key(&mut conn, caller.id, &key).await?
@@ -253,7 +265,9 @@ async fn place(
                 }
                 return Ok((original.id, true));
             }
-            Err(e.into())
+            Err(refused(
+                EnqueueError::from_insert(&mut conn, (caller.id, seat), e).await,
+            ))
         }
     }
 }

@@ -182,7 +182,8 @@ pub async fn create(
 
 /// Renumbers a seat or sets its status (admin). Refuses any change that would
 /// contradict a CONFIRMED reservation: the status must stay RESERVED while the
-/// seat is sold and AVAILABLE while it is not, and a sold seat keeps its number.
+/// seat is sold and AVAILABLE while it is not, and a sold seat keeps its number,
+/// as does a seat with pending requests.
 #[utoipa::path(patch, path = "/api/seats/{id}", tag = "seats", security(("bearer" = [])), params(("id" = u64, Path)),
     request_body = UpdateSeatRequest,
     responses((status = 200, body = SeatResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -204,6 +205,14 @@ pub async fn update(
     } else {
         SeatStatus::Available
     };
+    // A waiting request must get the seat it asked for, by the number it saw.
+    let requested = changes.number.is_some() && db::seats::has_open_requests(&mut tx, id).await?;
+    if requested {
+        return Err(ApiError::new(
+            ErrorCode::SeatStatusConflict,
+            "the seat has pending requests: its number cannot change until they are decided",
+        ));
+    }
     if changes.status.is_some_and(|s| s != consistent) || (sold && changes.number.is_some()) {
         return Err(ApiError::new(
             ErrorCode::SeatStatusConflict,
@@ -228,7 +237,7 @@ pub async fn update(
     Ok(Json(seat.into()))
 }
 
-/// Deletes a seat that is neither reserved nor requested (admin).
+/// Deletes a seat that nobody ever requested or held (admin).
 #[utoipa::path(delete, path = "/api/seats/{id}", tag = "seats", security(("bearer" = [])), params(("id" = u64, Path)),
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem), (status = 409, body = Problem)))]
@@ -247,16 +256,13 @@ pub async fn remove(
     let seat = db::seats::find_for_update(&mut tx, id)
         .await?
         .ok_or_else(seat_not_found)?;
-    if seat.status == SeatStatus::Reserved
-        || db::seats::has_confirmed_reservation(&mut tx, id).await?
-        || db::seats::has_open_requests(&mut tx, id).await?
-    {
+    if seat.status == SeatStatus::Reserved || db::seats::has_history(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::SeatDeleteForbidden,
-            "the seat is reserved or has pending requests",
+            "the seat has reservation requests or reservations; it can no longer be deleted",
         ));
     }
-    db::seats::delete_with_history(&mut tx, id).await?;
+    db::seats::delete(&mut tx, id).await?;
     db::concerts::adjust_seat_count(&mut tx, concert, -1).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)

@@ -500,6 +500,7 @@ impl TestApp {
             batch_size,
             poll_interval: Duration::from_millis(5),
             lease,
+            max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
         };
         Worker::with_config(self.pool.clone(), name, mode, config)
     }
@@ -547,9 +548,13 @@ impl TestApp {
     pub async fn assert_invariants(&self) {
         let mut conn = self.pool.acquire().await.unwrap();
         let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
-        let violations = ticket_core::db::invariants::check(&mut conn, stale_before)
-            .await
-            .unwrap();
+        let violations = ticket_core::db::invariants::check(
+            &mut conn,
+            stale_before,
+            ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
+        )
+        .await
+        .unwrap();
         assert!(violations.is_empty(), "invariants violated: {violations:?}");
     }
 

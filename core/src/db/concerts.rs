@@ -187,16 +187,44 @@ pub async fn adjust_seat_count(
     .await
 }
 
-/// Whether any seat of the concert is sold or still requested in the queue.
-pub async fn has_tickets_or_requests(
-    conn: &mut MySqlConnection,
-    id: ConcertId,
-) -> Result<bool, sqlx::Error> {
+/// Locks every seat of the concert, in id order (the order a deciding
+/// worker locks seats in, so the two cannot deadlock). Call with the concert
+/// locked, so no seat is added meanwhile. Afterwards no request for these
+/// seats can be written until the transaction ends: the queue's foreign-key
+/// check waits for the seat's lock.
+pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<(), sqlx::Error> {
+    async move {
+        let seats: Vec<(u64,)> =
+            sqlx::query_as("SELECT id FROM seats WHERE concert_id = ? ORDER BY id")
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await?;
+        let ids: Vec<u64> = seats.into_iter().map(|(id,)| id).collect();
+        for chunk in ids.chunks(LOCK_CHUNK) {
+            let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT id FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE",
+                super::in_placeholders(chunk.len())
+            )));
+            let _: Vec<(u64,)> = super::bind_ids(select, chunk).fetch_all(&mut *conn).await?;
+        }
+        Ok(())
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}
+
+/// Seats locked per statement by [`lock_seats`].
+const LOCK_CHUNK: usize = 1024;
+
+/// Whether anyone ever asked for or held a seat of the concert: a request in
+/// the queue (open or decided) or a reservation (confirmed or cancelled).
+/// Such a concert is part of people's history and is not deleted.
+pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bool, sqlx::Error> {
     async move {
         let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ? AND status = 'CONFIRMED') \
+            "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ?) \
                  OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
-                            WHERE s.concert_id = ? AND q.status IN ('PENDING', 'PROCESSING'))",
+                            WHERE s.concert_id = ?)",
         )
         .bind(id)
         .bind(id)
@@ -208,23 +236,13 @@ pub async fn has_tickets_or_requests(
     .await
 }
 
-/// Deletes the concert with its seats, finished requests and cancelled
-/// reservations. Call with the concert locked and [`has_tickets_or_requests`] false.
+/// Deletes the concert with its seats. Call with the concert and its seats
+/// locked and [`has_history`] false.
 pub async fn delete_with_seats(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<bool, sqlx::Error> {
     async move {
-        sqlx::query(
-            "DELETE q FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE s.concert_id = ?",
-        )
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query("DELETE FROM reservations WHERE concert_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
         sqlx::query("DELETE FROM seats WHERE concert_id = ?")
             .bind(id)
             .execute(&mut *conn)

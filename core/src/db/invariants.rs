@@ -28,6 +28,10 @@ const CHECKS: &[(&str, &str)] = &[
          WHERE r.status = 'CONFIRMED' AND s.status <> 'RESERVED'",
     ),
     (
+        "a FAILED request has no reason",
+        "SELECT COUNT(*) FROM reservation_queue WHERE status = 'FAILED' AND reason IS NULL",
+    ),
+    (
         "a SUCCESS request has no reservation for its user and seat",
         "SELECT COUNT(*) FROM reservation_queue q LEFT JOIN reservations r ON r.id = q.reservation_id \
          WHERE q.status = 'SUCCESS' AND (r.id IS NULL OR r.seat_id <> q.seat_id OR r.user_id <> q.user_id)",
@@ -54,10 +58,12 @@ const CHECKS: &[(&str, &str)] = &[
 ];
 
 /// Every violated invariant; empty when all hold. A PROCESSING request whose
-/// lease ended before `stale_before` counts as stuck.
+/// lease ended before `stale_before` counts as stuck; one claimed more than
+/// `max_attempts` times (the workers' limit) escaped being set aside.
 pub async fn check(
     conn: &mut MySqlConnection,
     stale_before: DateTime<Utc>,
+    max_attempts: u32,
 ) -> Result<Vec<Violation>, sqlx::Error> {
     let mut violations = Vec::new();
     for (invariant, sql) in CHECKS {
@@ -79,6 +85,17 @@ pub async fn check(
         violations.push(Violation {
             invariant: "a PROCESSING request's lease expired long ago",
             rows: stuck.unsigned_abs(),
+        });
+    }
+    let (overtried,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > ?")
+            .bind(max_attempts)
+            .fetch_one(&mut *conn)
+            .await?;
+    if overtried > 0 {
+        violations.push(Violation {
+            invariant: "a request was claimed more often than the attempt limit",
+            rows: overtried.unsigned_abs(),
         });
     }
     Ok(violations)

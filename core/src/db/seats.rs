@@ -2,7 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use tracing::Instrument as _;
 
-use crate::domain::{ConcertId, SeatId, SeatNumber, SeatStatus};
+use crate::domain::{ConcertId, QueueId, SeatId, SeatNumber, SeatStatus};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SeatRow {
@@ -139,6 +139,24 @@ pub async fn has_open_requests(
     .await
 }
 
+/// Whether anyone ever asked for or held the seat: a request in the queue
+/// (open or decided) or a reservation (confirmed or cancelled).
+pub async fn has_history(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx::Error> {
+    async move {
+        let (held,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ?) \
+                 OR EXISTS (SELECT 1 FROM reservations WHERE seat_id = ?)",
+        )
+        .bind(id)
+        .bind(id)
+        .fetch_one(conn)
+        .await?;
+        Ok(held)
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
 /// Changes what is given and leaves the rest. Fails with a violation of
 /// `uq_seats_concert_seat_number` when the new number is taken.
 pub async fn update(
@@ -166,24 +184,12 @@ pub async fn update(
     .await
 }
 
-/// Deletes the seat with its finished requests and cancelled reservations.
-/// Call with the seat locked, unsold and without open requests.
-pub async fn delete_with_history(
-    conn: &mut MySqlConnection,
-    id: SeatId,
-) -> Result<bool, sqlx::Error> {
+/// Deletes the seat. Call with the seat locked and [`has_history`] false.
+pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx::Error> {
     async move {
-        sqlx::query("DELETE FROM reservation_queue WHERE seat_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        sqlx::query("DELETE FROM reservations WHERE seat_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
         let done = sqlx::query("DELETE FROM seats WHERE id = ?")
             .bind(id)
-            .execute(&mut *conn)
+            .execute(conn)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -270,5 +276,53 @@ pub async fn release(
         Ok(())
     }
     .instrument(super::span("UPDATE", "seats"))
+    .await
+}
+
+/// What a deciding worker must know of a seat it locked as AVAILABLE
+/// before giving it to its earliest request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Standing {
+    pub seat: SeatId,
+    /// A CONFIRMED reservation exists, whatever the seat's status column
+    /// says (a hand-made fix can leave them apart): the seat is taken.
+    pub sold: bool,
+    /// The earliest open (PENDING or PROCESSING, under any lease) request
+    /// for the seat, if it is at most `up_to`. When it is earlier than the
+    /// worker's candidate, someone is ahead in line and the candidate waits.
+    pub first_open: Option<QueueId>,
+}
+
+/// [`Standing`] of each of `seats`. Run after locking them: a request
+/// leaves the open states only through a decision that locks its seat
+/// first, or through a failure that does not take the seat, so an earlier
+/// open request seen here is still ahead at our commit. Plain reads, no locks.
+///
+/// Per seat this reads its requests in id order up to the first open one
+/// (at most `up_to`, the batch's latest candidate): a seat whose history of
+/// decided requests is long (re-sold many times) costs that history.
+pub async fn standing(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+    up_to: QueueId,
+) -> Result<Vec<Standing>, sqlx::Error> {
+    async move {
+        if seats.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT s.id AS seat, \
+                    EXISTS (SELECT 1 FROM reservations r WHERE r.confirmed_seat_id = s.id) AS sold, \
+                    (SELECT q.id FROM reservation_queue q \
+                      WHERE q.seat_id = s.id AND q.id <= ? AND q.status IN ('PENDING', 'PROCESSING') \
+                      ORDER BY q.id LIMIT 1) AS first_open \
+             FROM seats s WHERE s.id IN ({})",
+            super::in_placeholders(seats.len())
+        )))
+        .bind(up_to);
+        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+        super::bind_ids(select, &ids).fetch_all(conn).await
+    }
+    .instrument(super::span("SELECT", "seats"))
     .await
 }

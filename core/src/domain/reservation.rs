@@ -35,12 +35,16 @@ impl IdempotencyKey {
 pub enum FailureReason {
     /// Someone else holds the seat (or got it first in the same batch).
     SeatTaken,
+    /// Deciding the request failed on every attempt (a row whose data the
+    /// decision cannot handle); it was set aside so the queue moves on.
+    ProcessingFailed,
 }
 
 impl FailureReason {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::SeatTaken => "SEAT_TAKEN",
+            Self::ProcessingFailed => "PROCESSING_FAILED",
         }
     }
 }

@@ -42,6 +42,7 @@ pub fn worker(
         batch_size,
         poll_interval: Duration::from_millis(5),
         lease,
+        max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
     };
     Worker::with_config(pool.clone(), name, mode, config)
 }
@@ -79,9 +80,13 @@ pub async fn open_requests(pool: &MySqlPool) -> i64 {
 pub async fn assert_invariants(pool: &MySqlPool) {
     let mut conn = pool.acquire().await.unwrap();
     let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
-    let violations = ticket_core::db::invariants::check(&mut conn, stale_before)
-        .await
-        .unwrap();
+    let violations = ticket_core::db::invariants::check(
+        &mut conn,
+        stale_before,
+        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
+    )
+    .await
+    .unwrap();
     assert!(violations.is_empty(), "invariants violated: {violations:?}");
 }
 
