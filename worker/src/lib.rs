@@ -166,12 +166,12 @@ impl Worker {
     /// is split in halves, and those again, so that every row that can be
     /// decided is decided now and only the failing rows are left: each is
     /// handed back for a later attempt, or set aside as FAILED
-    /// (PROCESSING_FAILED) after its last one. When no part of the batch
-    /// could be written at all, the cause is not in the rows: they are
+    /// (PROCESSING_FAILED) after its last one. When several rows fail alone
+    /// and nothing could be decided, the cause is not in the rows: they are
     /// handed back without counting the attempt, and the error returned.
     pub async fn decide(&self, batch: &ClaimedBatch) -> Result<Decided, DecideError> {
         let mut decided = Decided::default();
-        let mut committed = false;
+        let mut decided_any = false;
         let mut failing: Vec<(QueueId, DecideError)> = Vec::new();
         let mut parts = vec![batch.ids.clone()];
         while let Some(part) = parts.pop() {
@@ -180,8 +180,8 @@ impl Worker {
             }
             match self.decide_part(batch, &part).await {
                 Ok(d) => {
+                    decided_any |= d.succeeded + d.failed > 0;
                     decided += d;
-                    committed = true;
                 }
                 Err(e) if e.is_caused_by_rows() && part.len() > 1 => {
                     tracing::warn!(
@@ -203,7 +203,10 @@ impl Worker {
         }
         let config = self.config();
         let mut conn = self.pool.acquire().await?;
-        if !committed {
+        // Several rows failing alone while nothing could be decided: the
+        // fault is the database's, not theirs. One failing row (alone, or
+        // beside rows that only waited behind it) is taken to be at fault.
+        if !decided_any && failing.len() > 1 {
             let ids: Vec<QueueId> = failing.iter().map(|(id, _)| *id).collect();
             set_aside::hand_back_uncounted(&mut conn, &ids, batch.token).await?;
             let (_, cause) = failing.swap_remove(0);

@@ -5,30 +5,9 @@ mod common;
 
 use std::time::Duration;
 
-use axum::body::Body;
-use common::{queue, worker};
-use http::Request;
-use ticket_core::testing::prometheus_text::{self, Samples, value};
-use ticket_worker::{Mode, observability};
-use tower::ServiceExt as _;
-
-async fn scrape(w: &ticket_worker::Worker, pool: &sqlx::MySqlPool) -> Samples {
-    let router = observability::router(w.heartbeat(), w.metrics(), pool.clone());
-    let response = router
-        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
-        .await
-        .unwrap();
-    let text = String::from_utf8(bytes.to_vec()).unwrap();
-    prometheus_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
+use common::{queue, scrape, worker};
+use ticket_core::testing::prometheus_text::{Samples, value};
+use ticket_worker::Mode;
 
 fn depth(samples: &Samples, status: &str) -> f64 {
     value(samples, "ticket_queue_depth", &[("status", status)])

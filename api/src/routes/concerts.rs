@@ -268,7 +268,7 @@ pub async fn update(
 ) -> ApiResult<Json<ConcertResponse>> {
     let changes = ConcertChanges::try_from(req)?;
     let mut tx = state.pool.begin().await?;
-    if !db::concerts::lock(&mut tx, id).await? {
+    if db::concerts::lock(&mut tx, id).await?.is_none() {
         return Err(concert_not_found());
     }
     db::concerts::update(
@@ -296,12 +296,20 @@ pub async fn remove(
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
     let mut tx = state.pool.begin().await?;
-    if !db::concerts::lock(&mut tx, id).await? {
+    // Seats first, in id order, then the concert: the order a deciding
+    // worker takes them in (its reservation's foreign key reads the
+    // concert). With the seats locked, no request for them can be written
+    // behind the check below: the enqueue waits, then finds no seat.
+    let locked = db::concerts::lock_seats(&mut tx, id).await?;
+    let Some(concert) = db::concerts::lock(&mut tx, id).await? else {
         return Err(concert_not_found());
+    };
+    if concert.seat_count != locked {
+        return Err(ApiError::new(
+            ErrorCode::ConcertDeleteForbidden,
+            "seats were added to the concert meanwhile; try again",
+        ));
     }
-    // With its seats locked, no request for them can be written behind the
-    // check below: the enqueue waits, then finds no seat.
-    db::concerts::lock_seats(&mut tx, id).await?;
     if db::concerts::has_history(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::ConcertDeleteForbidden,

@@ -164,7 +164,7 @@ pub async fn create(
     let number = SeatNumber::parse(&req.seat_number)?;
     let concert = ConcertId(req.concert_id);
     let mut tx = state.pool.begin().await?;
-    if !db::concerts::lock(&mut tx, concert).await? {
+    if db::concerts::lock(&mut tx, concert).await?.is_none() {
         return Err(concert_not_found());
     }
     let id = db::seats::insert(&mut tx, concert, &number, db::now()).await?;
@@ -247,15 +247,13 @@ pub async fn remove(
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {
     let mut tx = state.pool.begin().await?;
-    let concert = db::seats::find(&mut tx, id)
-        .await?
-        .ok_or_else(seat_not_found)?
-        .concert_id;
-    // Concert before seat: the same lock order as deleting a whole concert.
-    db::concerts::lock(&mut tx, concert).await?;
+    // Seat before concert: the order in which a whole concert is deleted
+    // and a deciding worker takes them.
     let seat = db::seats::find_for_update(&mut tx, id)
         .await?
         .ok_or_else(seat_not_found)?;
+    let concert = seat.concert_id;
+    db::concerts::lock(&mut tx, concert).await?;
     if seat.status == SeatStatus::Reserved || db::seats::has_history(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::SeatDeleteForbidden,

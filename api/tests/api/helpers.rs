@@ -1,3 +1,4 @@
+use std::sync::Arc;
 use std::time::Duration;
 
 use reqwest::{Method, StatusCode};
@@ -9,6 +10,8 @@ use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
 use ticket_core::testing::TestDatabase;
 use ticket_worker::{Mode, Worker, WorkerConfig};
+use tokio::sync::Barrier;
+use tokio_util::sync::CancellationToken;
 
 pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
 pub const ADMIN_NICK: &str = "admin";
@@ -492,6 +495,67 @@ impl TestApp {
                 )
             })
             .collect()
+    }
+
+    /// Sends every (token, seat) request at the same moment; returns the replies in order.
+    pub async fn reserve_all_at_once(&self, requests: Vec<(String, u64)>) -> Vec<Reply> {
+        let barrier = Arc::new(Barrier::new(requests.len()));
+        let tasks: Vec<_> = requests
+            .into_iter()
+            .map(|(token, seat)| {
+                let client = self.client.clone();
+                let url = format!("{}/api/reservations", self.base);
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let response = client
+                        .post(url)
+                        .bearer_auth(token)
+                        .json(&json!({"seatId": seat}))
+                        .send()
+                        .await
+                        .unwrap();
+                    TestApp::reply(response).await
+                })
+            })
+            .collect();
+        let mut replies = Vec::new();
+        for task in tasks {
+            replies.push(task.await.unwrap());
+        }
+        replies
+    }
+
+    /// Runs `n` worker loops until the queue has nothing open, then stops them.
+    pub async fn run_workers_until_drained(&self, n: usize) {
+        let shutdown = CancellationToken::new();
+        let workers: Vec<_> = (0..n)
+            .map(|i| {
+                let worker =
+                    self.worker(&format!("w{i}"), Mode::Batch, 100, Duration::from_secs(30));
+                let shutdown = shutdown.clone();
+                tokio::spawn(async move { worker.run(shutdown).await })
+            })
+            .collect();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let counts = self.queue_counts().await;
+            if counts.get("PENDING").copied().unwrap_or(0)
+                + counts.get("PROCESSING").copied().unwrap_or(0)
+                == 0
+            {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "queue not drained: {counts:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        shutdown.cancel();
+        for w in workers {
+            w.await.unwrap();
+        }
     }
 
     /// A worker on this app's database with a fixed configuration.

@@ -5,6 +5,8 @@ mod auth;
 mod authorization;
 mod binaries;
 mod concerts;
+mod deletes;
+mod enqueue_groups;
 mod health;
 mod helpers;
 mod limits;

@@ -4,69 +4,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ticket_worker::Mode;
 use tokio::sync::Barrier;
-use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{Reply, TestApp, spawn_app};
-
-/// Sends every (token, seat) request at the same moment; returns the replies in order.
-async fn reserve_all_at_once(app: &TestApp, requests: Vec<(String, u64)>) -> Vec<Reply> {
-    let barrier = Arc::new(Barrier::new(requests.len()));
-    let tasks: Vec<_> = requests
-        .into_iter()
-        .map(|(token, seat)| {
-            let client = app.client.clone();
-            let url = format!("{}/api/reservations", app.base);
-            let barrier = barrier.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let response = client
-                    .post(url)
-                    .bearer_auth(token)
-                    .json(&json!({"seatId": seat}))
-                    .send()
-                    .await
-                    .unwrap();
-                TestApp::reply(response).await
-            })
-        })
-        .collect();
-    let mut replies = Vec::new();
-    for task in tasks {
-        replies.push(task.await.unwrap());
-    }
-    replies
-}
-
-/// Runs `n` worker loops until the queue has nothing open, then stops them.
-async fn run_workers_until_drained(app: &TestApp, n: usize) {
-    let shutdown = CancellationToken::new();
-    let workers: Vec<_> = (0..n)
-        .map(|i| {
-            let worker = app.worker(&format!("w{i}"), Mode::Batch, 100, Duration::from_secs(30));
-            let shutdown = shutdown.clone();
-            tokio::spawn(async move { worker.run(shutdown).await })
-        })
-        .collect();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let counts = app.queue_counts().await;
-        if counts.get("PENDING").copied().unwrap_or(0)
-            + counts.get("PROCESSING").copied().unwrap_or(0)
-            == 0
-        {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "queue not drained: {counts:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    shutdown.cancel();
-    for w in workers {
-        w.await.unwrap();
-    }
-}
+use crate::helpers::{TestApp, spawn_app};
 
 #[tokio::test]
 async fn a_request_is_queued_then_decided() {
@@ -239,7 +178,9 @@ async fn identical_requests_racing_leave_one_open_request() {
     let app = spawn_app().await;
     let (_, token) = app.user("alice").await;
     let seat = app.seat_ids(1).await[0];
-    let replies = reserve_all_at_once(&app, vec![(token.clone(), seat); 20]).await;
+    let replies = app
+        .reserve_all_at_once(vec![(token.clone(), seat); 20])
+        .await;
     let created = replies.iter().filter(|r| r.status.as_u16() == 201).count();
     assert_eq!(created, 1);
     for reply in replies.iter().filter(|r| r.status.as_u16() != 201) {
@@ -315,12 +256,12 @@ async fn a_hundred_users_race_for_one_seat() {
     let requests = users.iter().map(|(_, t)| (t.clone(), seat)).collect();
     let drain = {
         let app = TestApp::sharing_database(&app, app.base.clone());
-        tokio::spawn(async move { run_workers_until_drained(&app, 2).await })
+        tokio::spawn(async move { app.run_workers_until_drained(2).await })
     };
-    let replies = reserve_all_at_once(&app, requests).await;
+    let replies = app.reserve_all_at_once(requests).await;
     assert!(replies.iter().all(|r| r.status.as_u16() == 201));
     drain.await.unwrap();
-    run_workers_until_drained(&app, 1).await;
+    app.run_workers_until_drained(1).await;
     let mut statuses = Vec::new();
     for (reply, (_, token)) in replies.iter().zip(&users) {
         statuses.push(
@@ -355,9 +296,9 @@ async fn five_hundred_users_on_a_hundred_seats() {
         .enumerate()
         .map(|(i, (_, t))| (t.clone(), seats[i % 100]))
         .collect();
-    let replies = reserve_all_at_once(&app, requests).await;
+    let replies = app.reserve_all_at_once(requests).await;
     assert!(replies.iter().all(|r| r.status.as_u16() == 201));
-    run_workers_until_drained(&app, 2).await;
+    app.run_workers_until_drained(2).await;
     let counts = app.queue_counts().await;
     assert_eq!(
         (
@@ -628,7 +569,7 @@ async fn grouped_requests_each_get_their_own_answer() {
             .take(20)
             .map(|(_, t)| (t.clone(), 999_999)),
     );
-    let replies = reserve_all_at_once(&app, requests.clone()).await;
+    let replies = app.reserve_all_at_once(requests.clone()).await;
     let count = |status: u16| {
         replies
             .iter()

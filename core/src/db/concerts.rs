@@ -83,15 +83,18 @@ pub async fn find(
     .await
 }
 
-/// Locks the concert row for the rest of the transaction.
-pub async fn lock(conn: &mut MySqlConnection, id: ConcertId) -> Result<bool, sqlx::Error> {
+/// Locks the concert row for the rest of the transaction and reads it.
+pub async fn lock(
+    conn: &mut MySqlConnection,
+    id: ConcertId,
+) -> Result<Option<ConcertRow>, sqlx::Error> {
     async move {
-        let row: Option<(ConcertId,)> =
-            sqlx::query_as("SELECT id FROM concerts WHERE id = ? FOR UPDATE")
-                .bind(id)
-                .fetch_optional(conn)
-                .await?;
-        Ok(row.is_some())
+        sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM concerts WHERE id = ? FOR UPDATE"
+        )))
+        .bind(id)
+        .fetch_optional(conn)
+        .await
     }
     .instrument(super::span("SELECT", "concerts"))
     .await
@@ -188,11 +191,10 @@ pub async fn adjust_seat_count(
 }
 
 /// Locks every seat of the concert, in id order (the order a deciding
-/// worker locks seats in, so the two cannot deadlock). Call with the concert
-/// locked, so no seat is added meanwhile. Afterwards no request for these
-/// seats can be written until the transaction ends: the queue's foreign-key
-/// check waits for the seat's lock.
-pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<(), sqlx::Error> {
+/// worker locks seats in, so the two cannot deadlock); returns how many.
+/// Afterwards no request for these seats can be written until the
+/// transaction ends: the queue's foreign-key check waits for the seat's lock.
+pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32, sqlx::Error> {
     async move {
         let seats: Vec<(u64,)> =
             sqlx::query_as("SELECT id FROM seats WHERE concert_id = ? ORDER BY id")
@@ -207,7 +209,7 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<(),
             )));
             let _: Vec<(u64,)> = super::bind_ids(select, chunk).fetch_all(&mut *conn).await?;
         }
-        Ok(())
+        Ok(u32::try_from(ids.len()).unwrap_or(u32::MAX))
     }
     .instrument(super::span("SELECT", "seats"))
     .await
@@ -236,7 +238,7 @@ pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bo
     .await
 }
 
-/// Deletes the concert with its seats. Call with the concert and its seats
+/// Deletes the concert with its seats. Call with its seats and the concert
 /// locked and [`has_history`] false.
 pub async fn delete_with_seats(
     conn: &mut MySqlConnection,

@@ -5,10 +5,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use axum::body::Body;
+use http::Request;
 use sqlx::MySqlPool;
 use ticket_core::domain::{SeatId, UserId};
+use ticket_core::testing::prometheus_text::{self, Samples};
 use ticket_core::testing::{TestDatabase, seed};
-use ticket_worker::{Mode, Worker, WorkerConfig};
+use ticket_worker::{Mode, Worker, WorkerConfig, observability};
+use tower::ServiceExt as _;
 
 pub struct Queue {
     pub db: TestDatabase,
@@ -45,6 +49,25 @@ pub fn worker(
         max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
     };
     Worker::with_config(pool.clone(), name, mode, config)
+}
+
+/// The worker's `/metrics`, parsed.
+pub async fn scrape(w: &ticket_worker::Worker, pool: &sqlx::MySqlPool) -> Samples {
+    let router = observability::router(w.heartbeat(), w.metrics(), pool.clone());
+    let response = router
+        .oneshot(Request::get("/metrics").body(Body::empty()).unwrap())
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["content-type"],
+        "text/plain; version=0.0.4; charset=utf-8"
+    );
+    let bytes = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    let text = String::from_utf8(bytes.to_vec()).unwrap();
+    prometheus_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
 pub async fn counts(pool: &MySqlPool) -> HashMap<String, i64> {

@@ -1,0 +1,143 @@
+//! Requests written together stay clean: a second click, an unknown seat or
+//! a deleted account is refused alone, and the rest of the group is written.
+
+use serde_json::json;
+use ticket_core::db::queue::{self, NewRequest, Outcome, TraceContext};
+use ticket_core::domain::{QueueId, SeatId, UserId};
+
+use crate::helpers::spawn_app;
+
+fn request(user: UserId, seat: SeatId) -> NewRequest {
+    NewRequest {
+        user,
+        seat,
+        trace: TraceContext::default(),
+    }
+}
+
+#[tokio::test]
+async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
+    let app = spawn_app().await;
+    let seats: Vec<SeatId> = app.seat_ids(4).await.into_iter().map(SeatId).collect();
+    let mut conn = app.pool.acquire().await.unwrap();
+    let users = ticket_core::testing::seed::users(&mut conn, "g", 3)
+        .await
+        .unwrap();
+    let (alice, bob, gone) = (users[0], users[1], users[2]);
+    sqlx::query("DELETE FROM users WHERE id = ?")
+        .bind(gone)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    let earlier = queue::enqueue_many(&mut tx, &[request(alice, seats[0])], ticket_core::db::now())
+        .await
+        .unwrap();
+    let Outcome::Queued(earlier) = earlier.outcomes[0] else {
+        panic!("{earlier:?}")
+    };
+    tx.commit().await.unwrap();
+
+    let group = [
+        request(alice, seats[0]), // clicked again
+        request(bob, seats[1]),
+        request(bob, seats[1]),          // twice in the same group
+        request(alice, SeatId(999_999)), // no such seat
+        request(gone, seats[2]),         // deleted since its token was issued
+        request(alice, seats[3]),
+    ];
+    let clock = queue::GroupClock::new();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    let written = queue::enqueue_many(&mut tx, &group, clock.now())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let o = &written.outcomes;
+    let (Outcome::Queued(bobs), Outcome::Queued(alices)) = (o[1], o[5]) else {
+        panic!("{o:?}")
+    };
+    assert_eq!(
+        o,
+        &[
+            Outcome::Duplicate(earlier),
+            Outcome::Queued(bobs),
+            Outcome::Duplicate(bobs),
+            Outcome::SeatNotFound,
+            Outcome::UserNotFound,
+            Outcome::Queued(alices),
+        ]
+    );
+    assert_eq!(written.open_per_user.get(&alice), Some(&2));
+    assert_eq!(written.open_per_user.get(&bob), Some(&1));
+    let rows: Vec<(QueueId, UserId, SeatId)> =
+        sqlx::query_as("SELECT id, user_id, seat_id FROM reservation_queue ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let mut expected = vec![
+        (earlier, alice, seats[0]),
+        (bobs, bob, seats[1]),
+        (alices, alice, seats[3]),
+    ];
+    expected.sort();
+    assert_eq!(rows, expected, "exactly the good requests were written");
+}
+
+#[tokio::test]
+async fn a_second_click_is_told_where_the_first_request_is() {
+    let app = spawn_app().await;
+    let (_, token) = app.user("alice").await;
+    let seat = app.seat_ids(1).await[0];
+    let first = app.reserve(&token, seat).await;
+    let queue_id = first.assert_status(201)["queueId"].as_u64().unwrap();
+    for again in [
+        app.reserve(&token, seat).await,
+        // The keyed path finds the same request.
+        crate::helpers::TestApp::reply(
+            app.client
+                .post(format!("{}/api/reservations", app.base))
+                .bearer_auth(&token)
+                .header("Idempotency-Key", "another-key")
+                .json(&json!({"seatId": seat}))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await,
+    ] {
+        let problem = again.assert_problem(409, "QUEUE_DUPLICATED");
+        assert_eq!(problem["queueId"], queue_id);
+        assert_eq!(
+            again.headers.get("location").unwrap(),
+            &format!("/api/reservations/status/{queue_id}")
+        );
+    }
+    assert_eq!(app.count("reservation_queue").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_deleted_account_in_a_burst_is_refused_alone() {
+    let app = spawn_app().await;
+    let users = app.many_users("fan", 60).await;
+    let seats = app.seat_ids(60).await;
+    let (gone, _) = users[7];
+    sqlx::query("DELETE FROM users WHERE id = ?")
+        .bind(gone)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let requests: Vec<(String, u64)> = users
+        .iter()
+        .zip(&seats)
+        .map(|((_, token), &seat)| (token.clone(), seat))
+        .collect();
+    let replies = app.reserve_all_at_once(requests).await;
+    for (i, reply) in replies.iter().enumerate() {
+        if i == 7 {
+            reply.assert_problem(401, "UNAUTHORIZED");
+        } else {
+            reply.assert_status(201);
+        }
+    }
+    assert_eq!(app.count("reservation_queue").await, 59);
+}

@@ -1,0 +1,94 @@
+//! First come, first served with any number of workers: for every seat the
+//! SUCCESS is its earliest request, even when the requests for one seat are
+//! spread over the batches of workers deciding at the same time.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{assert_each_requested_seat_sold_once, counts, open_requests, worker};
+use ticket_core::domain::{SeatId, UserId};
+use ticket_core::testing::{TestDatabase, seed};
+use ticket_worker::Mode;
+use tokio_util::sync::CancellationToken;
+
+/// Seats whose SUCCESS is not their earliest request.
+pub async fn inversions(pool: &sqlx::MySqlPool) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
+         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.id < w.id)",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    n
+}
+
+/// A fixed shuffle (SplitMix64 driving Fisher-Yates), so a failure repeats.
+fn shuffle<T>(items: &mut [T], mut state: u64) {
+    for i in (1..items.len()).rev() {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let j = ((z ^ (z >> 31)) % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_workers_give_every_seat_to_its_earliest_request() {
+    let (db, pool) = TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await.unwrap();
+    let seats = seed::concert(&mut conn, 10, 100).await.unwrap();
+    let users = seed::users(&mut conn, "fan", 5_000).await.unwrap();
+    // Five requests per seat, in a shuffled order: every batch holds
+    // requests for seats whose earlier requests are in other batches.
+    let mut wanted: Vec<SeatId> = seats.iter().flat_map(|&s| [s; 5]).collect();
+    shuffle(&mut wanted, 12);
+    let pairs: Vec<(UserId, SeatId)> = users.iter().copied().zip(wanted).collect();
+    seed::requests(&mut conn, &pairs).await.unwrap();
+    drop(conn);
+
+    let shutdown = CancellationToken::new();
+    let mut handles = Vec::new();
+    for i in 0..4 {
+        let pool = db.pool(4).await;
+        let w = worker(
+            &pool,
+            &format!("w{i}"),
+            Mode::Batch,
+            100,
+            Duration::from_secs(60),
+        );
+        let shutdown = shutdown.clone();
+        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
+    }
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while open_requests(&pool).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(&pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    for h in handles {
+        h.await.unwrap();
+    }
+    let inverted = inversions(&pool).await;
+    println!("inversions: {inverted} of 1000 seats");
+    assert_eq!(inverted, 0, "a later request took a seat first");
+    assert_each_requested_seat_sold_once(&pool, 1_000, 5_000).await;
+    let (max_attempts, owners): (u32, i64) =
+        sqlx::query_as("SELECT MAX(attempts), COUNT(DISTINCT lease_owner) FROM reservation_queue")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        max_attempts, 1,
+        "waiting behind an earlier request costs no attempt"
+    );
+    assert!(owners > 1, "the work was shared ({owners} workers)");
+}
