@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|enqueue|latency|tracing|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|mixed|latency|tracing|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -53,26 +53,62 @@ drain() {
   RUST_LOG=warn "$bin/ticket-bench" drain --requests 2000 --seats 200 --workers 1 --mode per-request
 }
 
+# One enqueue run: wrk for 15 s against a fresh database, no worker; extra
+# VAR=value arguments go to wrk's script (noise, keyed baseline).
+enqueue_run() {
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
+  start_api "$url"
+  env "$@" TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 \
+    wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
+  stop "$api_pid"
+  # Every 201 was sent after its commit: the rows must all be there (wrk
+  # stops counting with up to 64 requests still in flight).
+  echo "queue rows committed: $(DATABASE_URL="$url" "$bin/ticket-bench" count-queue)"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
 enqueue() {
   ensure_wrk
-  local keyed
-  for keyed in 0 1; do
-    if [ "$keyed" = 1 ]; then
-      echo "## enqueue baseline: every request with its own Idempotency-Key (one transaction each)"
-    else
-      echo "## enqueue: POST /api/reservations, wrk, 64 connections, 15 s, no worker running"
-    fi
-    local url
-    url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
-    start_api "$url"
-    TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED="$keyed" \
-      wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
-    stop "$api_pid"
-    # Every 201 was sent after its commit: the rows must all be there (wrk
-    # stops counting with up to 64 requests still in flight).
-    echo "queue rows committed: $(DATABASE_URL="$url" "$bin/ticket-bench" count-queue)"
-    DATABASE_URL="$url" "$bin/ticket-bench" drop-database
-  done
+  echo "## enqueue: POST /api/reservations, wrk, 64 connections, 15 s, no worker running"
+  enqueue_run TICKET_BENCH_KEYED=0
+  echo "## enqueue with noise: 5 % second clicks (409), 1 % unknown seats (404)"
+  enqueue_run TICKET_BENCH_KEYED=0 TICKET_BENCH_DUPLICATES=0.05 TICKET_BENCH_UNKNOWN=0.01
+  echo "## enqueue baseline: every request with its own Idempotency-Key (one transaction each)"
+  enqueue_run TICKET_BENCH_KEYED=1
+}
+
+# Enqueue and two deciding workers at once over shuffled seats (every seat
+# wanted by ten users, scattered over the run): the server's deadlock count
+# before and after must not move.
+mixed() {
+  local rate="${RATE:-3000}" seconds="${SECONDS_RUN:-15}"
+  echo "## enqueue + 2 workers: ${rate} requests/s for ${seconds} s over $((rate * seconds / 10)) shuffled seats"
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) \
+    --seats $((rate * seconds / 10)) --shuffle --out "$work/lines")"
+  start_api "$url"
+  DATABASE_URL="$url" TICKET_WORKER_ID=w1 TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$bin/ticket-worker" &
+  local w1=$!
+  DATABASE_URL="$url" TICKET_WORKER_ID=w2 TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$bin/ticket-worker" &
+  local w2=$!
+  local before after
+  before="$(DATABASE_URL="$url" "$bin/ticket-bench" deadlocks)"
+  "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds"
+  DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
+  after="$(DATABASE_URL="$url" "$bin/ticket-bench" deadlocks)"
+  stop "$w1" "$w2" "$api_pid"
+  echo "Innodb_deadlocks before=$before after=$after (new: $((after - before)))"
+  DATABASE_URL="$url" "$bin/ticket-api" check
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
+# First come, first served across workers: 4 workers drain requests whose
+# seats are shuffled over the whole queue; every seat must go to its
+# earliest request (0 inversions).
+fairness() {
+  echo "## fairness: 50,000 requests, 5 per seat shuffled, 4 workers, batch 250"
+  RUST_LOG=warn "$bin/ticket-bench" drain --requests 50000 --seats 10000 --workers 4 --batch-size 250 --layout shuffled
 }
 
 latency() {
@@ -131,7 +167,9 @@ case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
   latency) latency ;;
+  mixed) mixed ;;
+  fairness) fairness ;;
   tracing) tracing_overhead ;;
-  all) drain; enqueue; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|enqueue|latency|tracing|all]" >&2; exit 2 ;;
+  all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|mixed|latency|tracing|all]" >&2; exit 2 ;;
 esac

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use clap::Args as ClapArgs;
 use ticket_core::domain::{SeatId, UserId};
-use ticket_core::testing::{TestDatabase, seed};
+use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
 use ticket_worker::{Mode, Worker, WorkerConfig};
 use tokio_util::sync::CancellationToken;
 
@@ -23,6 +23,19 @@ pub struct Args {
     /// sampler keeps 10 % of new traces; 1.0 is the worker's worst case).
     #[arg(long, default_value_t = 0.1)]
     sampled: f64,
+    /// How requests meet seats. `stride`: request i wants seat 7919·i mod
+    /// seats, so a batch's seats are wanted by no other batch in flight
+    /// (the throughput figure). `shuffled`: every seat is wanted by
+    /// requests/seats requests scattered over the whole queue, so workers
+    /// deciding side by side keep meeting the same seats (the fairness figure).
+    #[arg(long, value_enum, default_value_t = Layout::Stride)]
+    layout: Layout,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Layout {
+    Stride,
+    Shuffled,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<()> {
@@ -31,12 +44,18 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let rows = args.seats.div_ceil(1000);
     let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
     let users = seed::users(&mut conn, "bench", args.requests).await?;
-    // Requests land on seats in a shuffled but reproducible order.
-    let pairs: Vec<(UserId, SeatId)> = users
-        .iter()
-        .enumerate()
-        .map(|(i, u)| (*u, seats[(i.wrapping_mul(7919)) % seats.len()]))
-        .collect();
+    let wanted: Vec<SeatId> = match args.layout {
+        Layout::Stride => (0..args.requests)
+            .map(|i| seats[(i.wrapping_mul(7919)) % seats.len()])
+            .collect(),
+        Layout::Shuffled => {
+            let mut wanted: Vec<SeatId> =
+                (0..args.requests).map(|i| seats[i % seats.len()]).collect();
+            shuffle(&mut wanted, 12);
+            wanted
+        }
+    };
+    let pairs: Vec<(UserId, SeatId)> = users.iter().copied().zip(wanted).collect();
     seed::traced_requests(&mut conn, &pairs, args.sampled).await?;
     drop(conn);
 
@@ -88,17 +107,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE status = 'SUCCESS'")
             .fetch_one(&mut *conn)
             .await?;
+    let inverted = inversions(&mut conn).await?;
     let rate = args.requests as f64 / elapsed.as_secs_f64();
     println!(
-        "drain mode={:?} workers={} batch={} requests={} seats={}: {:.2} s, {:.0} decisions/s, {} SUCCESS, invariants hold",
+        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={}: {:.2} s, {:.0} decisions/s, {} SUCCESS, {} inversions, invariants hold",
         args.mode,
+        args.layout,
         args.workers,
         config.batch_size,
         args.requests,
         args.seats,
         elapsed.as_secs_f64(),
         rate,
-        succeeded
+        succeeded,
+        inverted
     );
     Ok(())
 }

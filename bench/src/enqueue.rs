@@ -4,7 +4,7 @@ use std::time::Duration;
 use clap::Args as ClapArgs;
 use ticket_api::security::TokenKeys;
 use ticket_core::domain::Role;
-use ticket_core::testing::{TestDatabase, seed};
+use ticket_core::testing::{TestDatabase, seed, shuffle};
 
 #[derive(ClapArgs)]
 pub struct Args {
@@ -18,6 +18,10 @@ pub struct Args {
     /// Where to write one `token seatId` pair per line for the load tool.
     #[arg(long)]
     out: std::path::PathBuf,
+    /// Give each line a seat in a shuffled order (each seat wanted by
+    /// users/seats lines spread over the file) instead of round-robin.
+    #[arg(long)]
+    shuffle: bool,
 }
 
 /// Makes a migrated database with users and seats, writes request lines for
@@ -29,10 +33,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
     let users = seed::users(&mut conn, "load", args.users).await?;
     let keys = TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?;
+    let mut wanted: Vec<_> = (0..users.len()).map(|i| seats[i % seats.len()]).collect();
+    if args.shuffle {
+        shuffle(&mut wanted, 7);
+    }
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args.out)?);
-    for (i, user) in users.iter().enumerate() {
+    for (user, seat) in users.iter().zip(wanted) {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
-        writeln!(out, "{token} {}", seats[i % seats.len()])?;
+        writeln!(out, "{token} {seat}")?;
     }
     out.flush()?;
     println!("{}", db.url());

@@ -131,6 +131,29 @@ pub async fn kill_when_claimed(args: KillWhenClaimedArgs) -> anyhow::Result<()> 
     }
 }
 
+/// Prints how many deadlocks InnoDB has detected since the server started:
+/// MariaDB's `Innodb_deadlocks` status, else MySQL's `lock_deadlocks` metric.
+pub async fn deadlocks(args: DbArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let status: Option<(String, String)> =
+        sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")
+            .fetch_optional(&mut conn)
+            .await?;
+    let count: u64 = match status {
+        Some((_, value)) => value.parse()?,
+        None => {
+            let (n,): (i64,) = sqlx::query_as(
+                "SELECT `COUNT` FROM information_schema.INNODB_METRICS WHERE NAME = 'lock_deadlocks'",
+            )
+            .fetch_one(&mut conn)
+            .await?;
+            n.unsigned_abs()
+        }
+    };
+    println!("{count}");
+    Ok(())
+}
+
 /// Drops the database of a finished run.
 pub async fn drop_database(args: DbArgs) -> anyhow::Result<()> {
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;

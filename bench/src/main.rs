@@ -35,6 +35,8 @@ enum Command {
     WaitDrained(latency::DbArgs),
     /// SIGKILL a worker the moment it holds claimed rows (a mid-batch kill).
     KillWhenClaimed(latency::KillWhenClaimedArgs),
+    /// Print the server's count of deadlocks so far (InnoDB).
+    Deadlocks(latency::DbArgs),
     /// Drop the database of a finished run.
     DropDatabase(latency::DbArgs),
     /// Accept and discard OTLP/HTTP trace exports (a collector stand-in).
@@ -56,6 +58,7 @@ async fn main() -> anyhow::Result<()> {
         Command::CountQueue(args) => latency::count(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,
         Command::KillWhenClaimed(args) => latency::kill_when_claimed(args).await,
+        Command::Deadlocks(args) => latency::deadlocks(args).await,
         Command::DropDatabase(args) => latency::drop_database(args).await,
         Command::OtlpSink(args) => otlp_sink::run(args).await,
         Command::VerifyDecided(args) => latency::verify_decided(args).await,

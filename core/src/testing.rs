@@ -123,6 +123,47 @@ pub fn database_url_for(name: &str) -> String {
     }
 }
 
+/// Fails the test on any violated invariant of seats, reservations and
+/// queue (a request counts as stuck five minutes after its lease ended).
+pub async fn assert_invariants(pool: &MySqlPool) {
+    let mut conn = pool.acquire().await.expect("a connection");
+    let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
+    let violations = crate::db::invariants::check(
+        &mut conn,
+        stale_before,
+        crate::db::queue::DEFAULT_MAX_ATTEMPTS,
+    )
+    .await
+    .expect("the invariant checks ran");
+    assert!(violations.is_empty(), "invariants violated: {violations:?}");
+}
+
+/// Seats whose SUCCESS is not their earliest request: first come, first
+/// served broken (0 unless a seat was cancelled and sold again).
+pub async fn inversions(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::Error> {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
+         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.id < w.id)",
+    )
+    .fetch_one(conn)
+    .await?;
+    Ok(n)
+}
+
+/// A fixed shuffle (SplitMix64 driving Fisher-Yates): the same `seed`, the
+/// same order, so a run can be repeated.
+pub fn shuffle<T>(items: &mut [T], seed: u64) {
+    let mut state = seed;
+    for i in (1..items.len()).rev() {
+        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        let j = ((z ^ (z >> 31)) % (i as u64 + 1)) as usize;
+        items.swap(i, j);
+    }
+}
+
 /// Bulk data for tests and benchmarks, written straight to the tables.
 pub mod seed {
     use sqlx::{MySqlConnection, QueryBuilder};

@@ -8,33 +8,9 @@ use std::time::Duration;
 
 use common::{assert_each_requested_seat_sold_once, counts, open_requests, worker};
 use ticket_core::domain::{SeatId, UserId};
-use ticket_core::testing::{TestDatabase, seed};
+use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
 use ticket_worker::Mode;
 use tokio_util::sync::CancellationToken;
-
-/// Seats whose SUCCESS is not their earliest request.
-pub async fn inversions(pool: &sqlx::MySqlPool) -> i64 {
-    let (n,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
-         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.id < w.id)",
-    )
-    .fetch_one(pool)
-    .await
-    .unwrap();
-    n
-}
-
-/// A fixed shuffle (SplitMix64 driving Fisher-Yates), so a failure repeats.
-fn shuffle<T>(items: &mut [T], mut state: u64) {
-    for i in (1..items.len()).rev() {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let j = ((z ^ (z >> 31)) % (i as u64 + 1)) as usize;
-        items.swap(i, j);
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_workers_give_every_seat_to_its_earliest_request() {
@@ -77,7 +53,9 @@ async fn four_workers_give_every_seat_to_its_earliest_request() {
     for h in handles {
         h.await.unwrap();
     }
-    let inverted = inversions(&pool).await;
+    let inverted = inversions(&mut pool.acquire().await.unwrap())
+        .await
+        .unwrap();
     println!("inversions: {inverted} of 1000 seats");
     assert_eq!(inverted, 0, "a later request took a seat first");
     assert_each_requested_seat_sold_once(&pool, 1_000, 5_000).await;

@@ -610,16 +610,7 @@ impl TestApp {
 
     /// Fails the test on any violated invariant of seats, reservations and queue.
     pub async fn assert_invariants(&self) {
-        let mut conn = self.pool.acquire().await.unwrap();
-        let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
-        let violations = ticket_core::db::invariants::check(
-            &mut conn,
-            stale_before,
-            ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
-        )
-        .await
-        .unwrap();
-        assert!(violations.is_empty(), "invariants violated: {violations:?}");
+        ticket_core::testing::assert_invariants(&self.pool).await;
     }
 
     /// How many queue rows have each status.

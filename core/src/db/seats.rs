@@ -300,7 +300,9 @@ pub struct Standing {
 ///
 /// Per seat this reads its requests in id order up to the first open one
 /// (at most `up_to`, the batch's latest candidate): a seat whose history of
-/// decided requests is long (re-sold many times) costs that history.
+/// decided requests is long (re-sold many times) costs that history. The
+/// seat index is forced: for `ORDER BY id LIMIT 1` the optimizer would
+/// rather walk the (status, id) index through every open request.
 pub async fn standing(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
@@ -313,7 +315,7 @@ pub async fn standing(
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT s.id AS seat, \
                     EXISTS (SELECT 1 FROM reservations r WHERE r.confirmed_seat_id = s.id) AS sold, \
-                    (SELECT q.id FROM reservation_queue q \
+                    (SELECT q.id FROM reservation_queue q FORCE INDEX (idx_queue_seat_id) \
                       WHERE q.seat_id = s.id AND q.id <= ? AND q.status IN ('PENDING', 'PROCESSING') \
                       ORDER BY q.id LIMIT 1) AS first_open \
              FROM seats s WHERE s.id IN ({})",

@@ -100,18 +100,7 @@ pub async fn open_requests(pool: &MySqlPool) -> i64 {
     c.get("PENDING").copied().unwrap_or(0) + c.get("PROCESSING").copied().unwrap_or(0)
 }
 
-pub async fn assert_invariants(pool: &MySqlPool) {
-    let mut conn = pool.acquire().await.unwrap();
-    let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
-    let violations = ticket_core::db::invariants::check(
-        &mut conn,
-        stale_before,
-        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
-    )
-    .await
-    .unwrap();
-    assert!(violations.is_empty(), "invariants violated: {violations:?}");
-}
+pub use ticket_core::testing::assert_invariants;
 
 /// Every requested seat is sold exactly once; every other request failed.
 pub async fn assert_each_requested_seat_sold_once(pool: &MySqlPool, seats: usize, requests: usize) {
