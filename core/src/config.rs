@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Args;
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool};
 
 use crate::secret::{self, Secret};
 
@@ -38,10 +38,9 @@ impl DatabaseArgs {
     /// A pool that connects on first use, so a process can start (and report
     /// itself not ready) while the database is still coming up.
     pub fn lazy_pool(&self) -> anyhow::Result<MySqlPool> {
-        Ok(MySqlPoolOptions::new()
+        Ok(crate::db::pool_options()
             .max_connections(self.db_max_connections)
             .acquire_timeout(Duration::from_millis(self.db_acquire_timeout_ms))
-            .after_connect(|conn, _meta| Box::pin(crate::db::prepare_session(conn)))
             .connect_lazy_with(self.connect_options()?))
     }
 }

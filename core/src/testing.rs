@@ -4,7 +4,7 @@
 use std::str::FromStr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use sqlx::mysql::{MySqlConnectOptions, MySqlPool, MySqlPoolOptions};
+use sqlx::mysql::{MySqlConnectOptions, MySqlPool};
 use sqlx::{ConnectOptions, Connection, Executor};
 
 pub struct TestDatabase {
@@ -52,9 +52,8 @@ impl TestDatabase {
 
     /// A pool on this database with the same session settings as production.
     pub async fn pool(&self, max_connections: u32) -> MySqlPool {
-        MySqlPoolOptions::new()
+        crate::db::pool_options()
             .max_connections(max_connections)
-            .after_connect(|conn, _| Box::pin(crate::db::prepare_session(conn)))
             .connect_with(self.options.clone())
             .await
             .expect("cannot connect to the test database")

@@ -177,11 +177,11 @@ async fn plan(tx: &mut MySqlConnection, rows: &[queue::LeasedRow]) -> Result<Pla
     }
     let mut wanted: Vec<SeatId> = candidate.keys().copied().collect();
     wanted.sort_unstable();
-    let available = seats::lock_available(tx, &wanted).await?;
     let latest = candidate.values().copied().max().unwrap_or(QueueId(0));
+    let available = seats::lock_available(tx, &wanted, latest).await?;
     let mut free = HashSet::with_capacity(available.len());
     let mut blocked = HashSet::new();
-    for s in seats::standing(tx, &available, latest).await? {
+    for s in available {
         if s.sold {
             tracing::warn!(
                 seat = s.seat.0,

@@ -51,7 +51,13 @@ pub struct Worker {
     mode: Mode,
     config: watch::Receiver<WorkerConfig>,
     metrics: Arc<WorkerMetrics>,
+    /// When the last claim looked for expired leases (None: never).
+    expired_looked_at: std::sync::Mutex<Option<std::time::Instant>>,
 }
+
+/// How often a claim looks for rows whose lease ran out: a crashed worker's
+/// rows wait at most this much longer than their lease.
+const EXPIRED_LOOK_EVERY: Duration = Duration::from_secs(1);
 
 /// Pause between cycles while requests keep arriving (but no full batch).
 const BUSY_PAUSE: Duration = Duration::from_millis(2);
@@ -83,6 +89,7 @@ impl Worker {
             mode,
             config,
             metrics: WorkerMetrics::new(),
+            expired_looked_at: std::sync::Mutex::new(None),
         }
     }
 
@@ -146,11 +153,22 @@ impl Worker {
             until: now
                 + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30)),
         };
+        let look_for_expired = self.expired_look_due();
         let mut conn = self.pool.acquire().await?;
         let mut tx = conn.begin().await?;
-        let claim =
-            queue::claim(&mut tx, &lease, config.batch_size, config.max_attempts, now).await?;
+        let claim = queue::claim(
+            &mut tx,
+            &lease,
+            config.batch_size,
+            config.max_attempts,
+            look_for_expired,
+            now,
+        )
+        .await?;
         tx.commit().await?;
+        if claim.more_expired {
+            self.look_for_expired_next_time();
+        }
         set_aside::report_expired(&claim.dead_lettered, config.max_attempts);
         Ok(ClaimedBatch {
             ids: claim.ids,
@@ -160,6 +178,25 @@ impl Worker {
             claim_started,
             claim_finished: SystemTime::now(),
         })
+    }
+
+    /// Whether this claim should look for expired leases; if so, the next
+    /// look is due in [`EXPIRED_LOOK_EVERY`].
+    fn expired_look_due(&self) -> bool {
+        let Ok(mut last) = self.expired_looked_at.lock() else {
+            return true;
+        };
+        let due = last.is_none_or(|at| at.elapsed() >= EXPIRED_LOOK_EVERY);
+        if due {
+            *last = Some(std::time::Instant::now());
+        }
+        due
+    }
+
+    fn look_for_expired_next_time(&self) {
+        if let Ok(mut last) = self.expired_looked_at.lock() {
+            *last = None;
+        }
     }
 
     /// Decides a claimed batch. A batch that fails for a reason in its rows

@@ -55,6 +55,18 @@ pub(crate) async fn prepare_session(conn: &mut MySqlConnection) -> Result<(), sq
     Ok(())
 }
 
+/// Pool options every process uses. Each new connection gets the session
+/// settings. An idle connection is not pinged before it is handed out:
+/// sqlx's default spends a round trip on every acquire, on top of the ping
+/// it already sends when a connection is released. A connection that died
+/// while idle fails its next statement (retried, or answered 503) and is
+/// then discarded by that release ping.
+pub fn pool_options() -> sqlx::mysql::MySqlPoolOptions {
+    sqlx::mysql::MySqlPoolOptions::new()
+        .test_before_acquire(false)
+        .after_connect(|conn, _meta| Box::pin(prepare_session(conn)))
+}
+
 /// Connection options every pool uses: room in the per-connection statement
 /// cache for every statement text (including each padded `IN` list size),
 /// so that statements are prepared once and never closed and re-prepared.

@@ -414,6 +414,8 @@ pub struct Claim {
     /// (their worker died or stalled each time): set aside as FAILED with
     /// PROCESSING_FAILED instead of being claimed again.
     pub dead_lettered: Vec<QueueId>,
+    /// The search for expired leases filled the claim: look again next time.
+    pub more_expired: bool,
 }
 
 /// Claims up to `limit` rows: first rows whose lease ran out (their worker
@@ -422,22 +424,33 @@ pub struct Claim {
 /// transaction and commit at once: the lease, not the lock, keeps the rows
 /// ours afterwards. An expired row already claimed `max_attempts` times is
 /// not claimed again but ends FAILED (PROCESSING_FAILED).
+///
+/// Looking for expired leases walks the PROCESSING entries of the status
+/// index, delete-marked ones included until InnoDB purges them: on a busy
+/// queue that costs milliseconds, so callers look only now and then
+/// (`look_for_expired`), as leases run out in seconds, not milliseconds.
 pub async fn claim(
     conn: &mut MySqlConnection,
     lease: &Lease,
     limit: u32,
     max_attempts: u32,
+    look_for_expired: bool,
     now: DateTime<Utc>,
 ) -> Result<Claim, sqlx::Error> {
     async move {
-        let expired: Vec<(QueueId, u32)> = sqlx::query_as(
+        let expired: Vec<(QueueId, u32)> = if !look_for_expired {
+            Vec::new()
+        } else {
+            sqlx::query_as(
             "SELECT id, attempts FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
              ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
         )
         .bind(now.naive_utc())
         .bind(limit)
         .fetch_all(&mut *conn)
-        .await?;
+        .await?
+        };
+        let more_expired = expired.len() >= limit as usize;
         let (spent, expired): (Vec<_>, Vec<_>) = expired
             .into_iter()
             .partition(|(_, attempts)| *attempts >= max_attempts);
@@ -478,6 +491,7 @@ pub async fn claim(
         if ids.is_empty() {
             return Ok(Claim {
                 dead_lettered,
+                more_expired,
                 ..Claim::default()
             });
         }
@@ -498,6 +512,7 @@ pub async fn claim(
             ids,
             reclaimed,
             dead_lettered,
+            more_expired,
         })
     }
     .instrument(super::span("UPDATE", "reservation_queue"))

@@ -197,29 +197,6 @@ pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx
     .await
 }
 
-/// Locks those of `seats` that are AVAILABLE and returns them; seats that
-/// are taken (or locked by a transaction that then takes them) are left out.
-/// Locks are taken in id order, the same order every worker uses.
-pub async fn lock_available(
-    conn: &mut MySqlConnection,
-    seats: &[SeatId],
-) -> Result<Vec<SeatId>, sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(Vec::new());
-        }
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id FROM seats WHERE status = 'AVAILABLE' AND id IN ({}) ORDER BY id FOR UPDATE",
-            super::in_placeholders(seats.len())
-        )));
-        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-        let rows: Vec<(SeatId,)> = super::bind_ids(select, &ids).fetch_all(conn).await?;
-        Ok(rows.into_iter().map(|(id,)| id).collect())
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
-}
-
 /// Marks seats locked by [`lock_available`] as RESERVED.
 pub async fn mark_reserved(
     conn: &mut MySqlConnection,
@@ -293,17 +270,23 @@ pub struct Standing {
     pub first_open: Option<QueueId>,
 }
 
-/// [`Standing`] of each of `seats`. Run after locking them: a request
-/// leaves the open states only through a decision that locks its seat
-/// first, or through a failure that does not take the seat, so an earlier
-/// open request seen here is still ahead at our commit. Plain reads, no locks.
+/// Locks those of `seats` that are AVAILABLE, in id order (the order every
+/// writer of seats uses), and returns their [`Standing`]; seats that are
+/// taken, or locked by a transaction that then takes them, are left out.
 ///
-/// Per seat this reads its requests in id order up to the first open one
-/// (at most `up_to`, the batch's latest candidate): a seat whose history of
-/// decided requests is long (re-sold many times) costs that history. The
-/// seat index is forced: for `ORDER BY id LIMIT 1` the optimizer would
-/// rather walk the (status, id) index through every open request.
-pub async fn standing(
+/// The subqueries are plain reads: a locking read does not lock the rows of
+/// its subqueries (MySQL and MariaDB alike). What they see stays true until
+/// our commit, because a request leaves the open states only through a
+/// decision that locks its seat first (or a failure that does not take it),
+/// and a new request for a seat waits for the seat's lock (its foreign key).
+///
+/// Per seat the earliest open request is found by reading the seat's
+/// requests in id order up to the first open one (at most `up_to`, the
+/// batch's latest candidate): a seat whose history of decided requests is
+/// long (re-sold many times) costs that history. The seat index is forced:
+/// for `ORDER BY id LIMIT 1` the optimizer would rather walk the (status, id)
+/// index through every open request.
+pub async fn lock_available(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
     up_to: QueueId,
@@ -318,7 +301,7 @@ pub async fn standing(
                     (SELECT q.id FROM reservation_queue q FORCE INDEX (idx_queue_seat_id) \
                       WHERE q.seat_id = s.id AND q.id <= ? AND q.status IN ('PENDING', 'PROCESSING') \
                       ORDER BY q.id LIMIT 1) AS first_open \
-             FROM seats s WHERE s.id IN ({})",
+             FROM seats s WHERE s.status = 'AVAILABLE' AND s.id IN ({}) ORDER BY s.id FOR UPDATE",
             super::in_placeholders(seats.len())
         )))
         .bind(up_to);
