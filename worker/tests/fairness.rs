@@ -4,13 +4,9 @@
 
 mod common;
 
-use std::time::Duration;
-
-use common::{assert_each_requested_seat_sold_once, counts, open_requests, worker};
+use common::assert_each_requested_seat_sold_once;
 use ticket_core::domain::{SeatId, UserId};
 use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
-use ticket_worker::Mode;
-use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_workers_give_every_seat_to_its_earliest_request() {
@@ -26,33 +22,7 @@ async fn four_workers_give_every_seat_to_its_earliest_request() {
     seed::requests(&mut conn, &pairs).await.unwrap();
     drop(conn);
 
-    let shutdown = CancellationToken::new();
-    let mut handles = Vec::new();
-    for i in 0..4 {
-        let pool = db.pool(4).await;
-        let w = worker(
-            &pool,
-            &format!("w{i}"),
-            Mode::Batch,
-            100,
-            Duration::from_secs(60),
-        );
-        let shutdown = shutdown.clone();
-        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while open_requests(&pool).await > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not drained: {:?}",
-            counts(&pool).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    shutdown.cancel();
-    for h in handles {
-        h.await.unwrap();
-    }
+    common::drain_with_workers(&db, 4, 100).await;
     let inverted = inversions(&mut pool.acquire().await.unwrap())
         .await
         .unwrap();

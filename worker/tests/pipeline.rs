@@ -5,41 +5,14 @@ mod common;
 
 use std::time::Duration;
 
-use common::{assert_each_requested_seat_sold_once, counts, open_requests, queue, worker};
+use common::{assert_each_requested_seat_sold_once, counts, queue, worker};
 use ticket_worker::Mode;
 use tokio_util::sync::CancellationToken;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_workers_decide_every_request_exactly_once() {
     let q = queue(200, 4_000).await;
-    let shutdown = CancellationToken::new();
-    let mut handles = Vec::new();
-    for i in 0..4 {
-        // Each worker has its own pool, as separate processes would.
-        let pool = q.db.pool(4).await;
-        let w = worker(
-            &pool,
-            &format!("w{i}"),
-            Mode::Batch,
-            250,
-            Duration::from_secs(60),
-        );
-        let shutdown = shutdown.clone();
-        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
-    }
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
-    while open_requests(&q.pool).await > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not drained: {:?}",
-            counts(&q.pool).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    shutdown.cancel();
-    for h in handles {
-        h.await.unwrap();
-    }
+    common::drain_with_workers(&q.db, 4, 250).await;
     assert_each_requested_seat_sold_once(&q.pool, 200, 4_000).await;
     // No row was claimed twice: with leases far longer than the test, a
     // second claim would mean two workers shared it.

@@ -70,6 +70,39 @@ pub async fn scrape(w: &ticket_worker::Worker, pool: &sqlx::MySqlPool) -> Sample
     prometheus_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
+/// Runs `n` workers side by side, each with a pool of its own as separate
+/// processes would have, until nothing is open (at most two minutes).
+pub async fn drain_with_workers(db: &TestDatabase, n: usize, batch_size: u32) {
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let mut handles = Vec::new();
+    for i in 0..n {
+        let pool = db.pool(4).await;
+        let w = worker(
+            &pool,
+            &format!("w{i}"),
+            Mode::Batch,
+            batch_size,
+            Duration::from_secs(60),
+        );
+        let shutdown = shutdown.clone();
+        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
+    }
+    let pool = db.pool(1).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while open_requests(&pool).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(&pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    for h in handles {
+        h.await.unwrap();
+    }
+}
+
 pub async fn counts(pool: &MySqlPool) -> HashMap<String, i64> {
     let rows: Vec<(String, i64)> =
         sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
