@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::{Connection, MySqlPool};
+use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, queue};
 use ticket_core::domain::{QueueId, SeatId, UserId};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
@@ -142,6 +143,7 @@ impl Outage {
 
 async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_per_user: u32) {
     let writers = Arc::new(Semaphore::new(WRITERS));
+    let connections = Arc::new(KeptConnections::new(pool, WRITERS));
     let outage = Arc::new(Outage {
         epoch: Instant::now(),
         last_ms: AtomicU64::new(0),
@@ -161,11 +163,11 @@ async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_p
                 Err(_) => break,
             }
         }
-        let pool = pool.clone();
+        let connections = connections.clone();
         let outage = outage.clone();
         tokio::spawn(async move {
             for chunk in power_of_two_chunks(group) {
-                write_group(&pool, chunk, &outage, max_open_per_user).await;
+                write_group(&connections, chunk, &outage, max_open_per_user).await;
             }
             drop(permit);
         });
@@ -186,13 +188,19 @@ fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
     chunks
 }
 
-async fn write_group(pool: &MySqlPool, group: Vec<Job>, outage: &Arc<Outage>, limit: u32) {
+async fn write_group(
+    connections: &KeptConnections,
+    group: Vec<Job>,
+    outage: &Arc<Outage>,
+    limit: u32,
+) {
     if outage.recent() {
         return refuse_all(group);
     }
     let requests: Vec<queue::NewRequest> = group.iter().map(|job| job.request.clone()).collect();
     let started = SystemTime::now();
-    match insert_group_retrying(pool, &requests, limit).await {
+    let pool = connections.pool();
+    match insert_group_retrying(connections, &requests, limit).await {
         Ok(answers) => {
             let size = group.len();
             let mut alone = Vec::new();
@@ -288,13 +296,18 @@ static GROUP_CLOCK: queue::GroupClock = queue::GroupClock::new();
 const GROUP_ATTEMPTS: u32 = 3;
 
 async fn insert_group_retrying(
-    pool: &MySqlPool,
+    connections: &KeptConnections,
     requests: &[queue::NewRequest],
     limit: u32,
 ) -> Result<Vec<Answer>, sqlx::Error> {
     let mut attempt = 1;
     loop {
-        match insert_group(pool, requests, limit).await {
+        let mut conn = connections.take().await?;
+        let written = insert_group(&mut conn, requests, limit).await;
+        if written.is_ok() {
+            connections.keep(conn);
+        }
+        match written {
             Err(e)
                 if db::error_number(&e) != Some(1205)
                     && db::is_transient_conflict(&e)
@@ -314,11 +327,10 @@ async fn insert_group_retrying(
 /// limit) is withdrawn. The count comes with the INSERT's read-back, so the
 /// common case costs no extra round trip.
 async fn insert_group(
-    pool: &MySqlPool,
+    conn: &mut sqlx::MySqlConnection,
     requests: &[queue::NewRequest],
     limit: u32,
 ) -> Result<Vec<Answer>, sqlx::Error> {
-    let mut conn = pool.acquire().await?;
     let mut tx = conn.begin().await?;
     let written = queue::enqueue_many(&mut tx, requests, GROUP_CLOCK.now()).await?;
     let mut answers: Vec<Answer> = written

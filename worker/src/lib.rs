@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use sqlx::{Connection, MySqlPool};
+use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, queue};
 use ticket_core::domain::QueueId;
 use tokio::sync::watch;
@@ -46,6 +47,8 @@ pub struct Cycle {
 
 pub struct Worker {
     pool: MySqlPool,
+    /// One for claiming, one for deciding (they overlap).
+    connections: KeptConnections,
     heartbeat: health::Heartbeat,
     owner: String,
     mode: Mode,
@@ -83,6 +86,7 @@ impl Worker {
         let heartbeat = health::Heartbeat::default();
         heartbeat.beat();
         Self {
+            connections: KeptConnections::new(pool.clone(), 2),
             pool,
             heartbeat,
             owner: owner.into(),
@@ -154,7 +158,7 @@ impl Worker {
                 + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30)),
         };
         let look_for_expired = self.expired_look_due();
-        let mut conn = self.pool.acquire().await?;
+        let mut conn = self.connections.take().await?;
         let mut tx = conn.begin().await?;
         let claim = queue::claim(
             &mut tx,
@@ -166,6 +170,7 @@ impl Worker {
         )
         .await?;
         tx.commit().await?;
+        self.connections.keep(conn);
         if claim.more_expired {
             self.look_for_expired_next_time();
         }
@@ -269,11 +274,16 @@ impl Worker {
     ) -> Result<Decided, DecideError> {
         let mut attempt = 1;
         loop {
-            let mut conn = self.pool.acquire().await?;
+            let mut conn = self.connections.take().await?;
             let result = match self.mode {
                 Mode::Batch => decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await,
                 Mode::PerRequest => decide::per_request(&mut conn, ids, batch.token).await,
             };
+            // A transaction that failed was rolled back; the connection is
+            // kept only when nothing went wrong on it.
+            if result.is_ok() {
+                self.connections.keep(conn);
+            }
             match result {
                 Ok(report) => {
                     self.metrics.decided(&report);

@@ -4,6 +4,7 @@
 
 pub mod concerts;
 pub mod invariants;
+pub mod kept;
 pub mod outbox;
 pub mod queue;
 pub mod reservations;
