@@ -52,7 +52,8 @@ pub enum EnqueueError {
 
 impl EnqueueError {
     /// What a failed single INSERT means: a duplicate is answered with the
-    /// request already in line.
+    /// request already in line; any other constraint is named by the API's
+    /// error mapping.
     pub async fn from_insert(
         conn: &mut sqlx::MySqlConnection,
         request: (UserId, SeatId),
@@ -63,11 +64,7 @@ impl EnqueueError {
         {
             return Self::Duplicate(existing);
         }
-        match db::violated_foreign_key(&err) {
-            Some("fk_queue_seat") => Self::SeatNotFound,
-            Some("fk_queue_user") => Self::UserGone,
-            _ => Self::Database(err),
-        }
+        Self::Database(err)
     }
 }
 

@@ -121,6 +121,11 @@ impl ApiError {
         }
     }
 
+    /// 401: a still-valid token of an account deleted since.
+    pub fn account_gone() -> Self {
+        Self::new(ErrorCode::Unauthorized, "your account no longer exists")
+    }
+
     /// 409 `QUEUE_DUPLICATED`, pointing to the request already in line.
     pub fn duplicate_request(existing: QueueId) -> Self {
         Self {
@@ -208,10 +213,7 @@ impl From<sqlx::Error> for ApiError {
         };
         let missing = match db::violated_foreign_key(&err) {
             Some("fk_queue_seat") => Some((ErrorCode::SeatNotFound, "no such seat")),
-            // A valid token whose account was deleted since.
-            Some("fk_queue_user") => {
-                Some((ErrorCode::Unauthorized, "your account no longer exists"))
-            }
+            Some("fk_queue_user") => return Self::account_gone(),
             _ => None,
         };
         if let Some((code, detail)) = conflict.or(missing) {

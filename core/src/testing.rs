@@ -149,16 +149,21 @@ pub async fn inversions(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::E
     Ok(n)
 }
 
-/// A fixed shuffle (SplitMix64 driving Fisher-Yates): the same `seed`, the
+/// SplitMix64: a reproducible stream of well-mixed numbers from `state`.
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A fixed shuffle (Fisher-Yates over SplitMix64): the same `seed`, the
 /// same order, so a run can be repeated.
 pub fn shuffle<T>(items: &mut [T], seed: u64) {
     let mut state = seed;
     for i in (1..items.len()).rev() {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        let j = ((z ^ (z >> 31)) % (i as u64 + 1)) as usize;
+        let j = (splitmix64(&mut state) % (i as u64 + 1)) as usize;
         items.swap(i, j);
     }
 }
@@ -242,13 +247,7 @@ pub mod seed {
         // Each row carries a trace context of its own, as the API stores it,
         // so that the worker's tracing does its real work.
         let mut state = now.and_utc().timestamp_nanos_opt().unwrap_or(1) as u64;
-        let mut random = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            (z ^ (z >> 31)) | 1
-        };
+        let mut random = move || super::splitmix64(&mut state) | 1;
         for chunk in requests.chunks(5_000) {
             let mut insert = QueryBuilder::new(
                 "INSERT INTO reservation_queue (user_id, seat_id, status, traceparent, created_at, updated_at) ",

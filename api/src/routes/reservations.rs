@@ -206,10 +206,8 @@ fn refused(e: EnqueueError) -> ApiError {
     match e {
         EnqueueError::TooManyOpen => too_many_open(),
         EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
-        EnqueueError::SeatNotFound => ApiError::new(ErrorCode::SeatNotFound, "no such seat"),
-        EnqueueError::UserGone => {
-            ApiError::new(ErrorCode::Unauthorized, "your account no longer exists")
-        }
+        EnqueueError::SeatNotFound => super::seats::seat_not_found(),
+        EnqueueError::UserGone => ApiError::account_gone(),
         EnqueueError::Database(e) => e.into(),
     }
 }

@@ -206,8 +206,7 @@ pub async fn update(
         SeatStatus::Available
     };
     // A waiting request must get the seat it asked for, by the number it saw.
-    let requested = changes.number.is_some() && db::seats::has_open_requests(&mut tx, id).await?;
-    if requested {
+    if changes.number.is_some() && db::seats::has_open_requests(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::SeatStatusConflict,
             "the seat has pending requests: its number cannot change until they are decided",
@@ -266,6 +265,6 @@ pub async fn remove(
     Ok(StatusCode::NO_CONTENT)
 }
 
-fn seat_not_found() -> ApiError {
+pub(crate) fn seat_not_found() -> ApiError {
     ApiError::new(ErrorCode::SeatNotFound, "no such seat")
 }

@@ -455,19 +455,8 @@ pub async fn claim(
             .into_iter()
             .partition(|(_, attempts)| *attempts >= max_attempts);
         let dead_lettered: Vec<QueueId> = spent.into_iter().map(|(id, _)| id).collect();
-        if !dead_lettered.is_empty() {
-            let update = sqlx::query(AssertSqlSafe(format!(
-                "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
-                     decided_at = ?, updated_at = ? WHERE status = 'PROCESSING' AND id IN ({})",
-                in_placeholders(dead_lettered.len())
-            )))
-            .bind(FailureReason::ProcessingFailed.as_str())
-            .bind(now.naive_utc())
-            .bind(now.naive_utc());
-            bind_ids_exec(update, &super::queue_ids(&dead_lettered))
-                .execute(&mut *conn)
-                .await?;
-        }
+        // Their old lease is gone; the locks just taken keep them ours.
+        fail(conn, &dead_lettered, None, FailureReason::ProcessingFailed, now).await?;
         let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
         let pending: Vec<(QueueId,)> = if room == 0 {
             Vec::new()
@@ -663,25 +652,42 @@ pub async fn mark_failed(
     reason: FailureReason,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
-                 decided_at = ?, updated_at = ? \
-             WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({})",
-            in_placeholders(ids.len())
-        )))
-        .bind(reason.as_str())
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .bind(token);
-        let done = bind_ids_exec(update, &super::queue_ids(ids))
-            .execute(conn)
-            .await?;
-        Ok(done.rows_affected())
+    fail(conn, ids, Some(token), reason, now)
+        .instrument(super::span("UPDATE", "reservation_queue"))
+        .await
+}
+
+/// Marks PROCESSING requests FAILED: with `token`, only those still under
+/// that lease; without, the caller holds their row locks.
+async fn fail(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    token: Option<u64>,
+    reason: FailureReason,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "reservation_queue"))
-    .await
+    let fence = if token.is_some() {
+        "AND lease_token = ?"
+    } else {
+        ""
+    };
+    let mut update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
+             decided_at = ?, updated_at = ? \
+         WHERE status = 'PROCESSING' {fence} AND id IN ({})",
+        in_placeholders(ids.len())
+    )))
+    .bind(reason.as_str())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc());
+    if let Some(token) = token {
+        update = update.bind(token);
+    }
+    let done = bind_ids_exec(update, &super::queue_ids(ids))
+        .execute(conn)
+        .await?;
+    Ok(done.rows_affected())
 }
