@@ -162,6 +162,14 @@ impl FromRequestParts<AppState> for AuthUser {
             .tokens
             .verify(token.trim(), chrono::Utc::now())
             .map_err(|e| unauthorized(e.describe()))?;
+        if state
+            .revocations
+            .is_revoked(principal.user, principal.issued_at_ms)
+        {
+            return Err(unauthorized(
+                "the token was revoked (password changed, account deleted or logged out everywhere); log in again",
+            ));
+        }
         state.limits.user_request(principal.user)?;
         Ok(Self {
             id: principal.user,

@@ -1,5 +1,6 @@
 //! The ticket HTTP API: feature routers over the shared `ticket-core` crate.
 
+pub mod bootstrap;
 pub mod config;
 pub mod enqueue_batcher;
 pub mod error;

@@ -44,10 +44,27 @@ impl LimitSettings {
     };
 }
 
+/// Whose login budget an attempt spends. An existing account is keyed by
+/// its id, so every spelling the database's collation takes for its
+/// nickname (case, accents, surrounding spaces) shares one budget; a name
+/// with no account by its trimmed, lower-cased text (nothing to protect
+/// there but CPU, which the per-client budget bounds).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum LoginKey {
+    Account(UserId),
+    Unknown(String),
+}
+
+impl LoginKey {
+    pub fn unknown(nickname: &str) -> Self {
+        Self::Unknown(nickname.trim().to_lowercase())
+    }
+}
+
 pub struct Limits {
     max_open_requests_per_user: u32,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
-    logins_by_nickname: Option<DefaultKeyedRateLimiter<String>>,
+    logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
     logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
     signups_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
 }
@@ -86,17 +103,21 @@ impl Limits {
         check(self.users.as_ref(), &user, "too many requests; slow down")
     }
 
-    /// Both the nickname's and the client's budget must allow the attempt.
-    /// Nicknames count case-insensitively, as they are unique.
-    pub fn login(&self, nickname: &str, client: IpAddr) -> Result<(), ApiError> {
+    /// A login attempt from `client`, before anything else is looked at.
+    pub fn login_from(&self, client: IpAddr) -> Result<(), ApiError> {
         check(
             self.logins_by_client.as_ref(),
             &client,
             "too many login attempts from this address",
-        )?;
+        )
+    }
+
+    /// A password check against one account (or a name without one): a
+    /// login, or the current password of a password change.
+    pub fn password_check(&self, key: &LoginKey) -> Result<(), ApiError> {
         check(
             self.logins_by_nickname.as_ref(),
-            &nickname.to_lowercase(),
+            key,
             "too many login attempts for this nickname",
         )
     }

@@ -15,6 +15,7 @@ use crate::state::AppState;
     paths(
         health::healthz, health::readyz,
         auth::login,
+        auth::logout_all,
         users::create, users::me, users::show, users::update, users::remove,
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
         seats::list, seats::show, seats::create, seats::update, seats::remove,

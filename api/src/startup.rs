@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use anyhow::Context;
 use sqlx::MySqlPool;
-use ticket_core::db;
 use ticket_core::domain::{NickName, Password};
 use tokio::net::TcpListener;
 
 use crate::enqueue_batcher::EnqueueBatcher;
 use crate::limits::{LimitSettings, Limits};
 use crate::routes;
-use crate::security::{PasswordHasher, TokenKeys};
+use crate::security::{PasswordHasher, Revocations, TokenKeys};
 use crate::state::AppState;
 
 /// Everything the server needs, already validated.
@@ -56,11 +55,7 @@ impl Application {
         };
         let passwords = PasswordHasher::new(hashes)?;
         if let Some((nickname, password)) = &settings.admin {
-            let hash = passwords.hash(password.expose()).await?;
-            let mut conn = pool.acquire().await.context("connecting to the database")?;
-            db::users::upsert_admin(&mut conn, nickname, &hash, db::now())
-                .await
-                .context("creating the admin account")?;
+            crate::bootstrap::admin(&pool, &passwords, nickname, password).await?;
             tracing::info!(nickname = nickname.as_str(), "admin account ready");
         }
         let listener =
@@ -81,6 +76,7 @@ impl Application {
                 ),
                 pool,
                 tokens: Arc::new(tokens),
+                revocations: Arc::new(Revocations::new(settings.token_ttl)),
                 passwords,
                 metrics: crate::observability::ApiMetrics::new(),
                 limits: Arc::new(Limits::new(settings.limits)),
@@ -120,6 +116,12 @@ impl Application {
                 limits.forget_idle();
             }
         });
+        let revocations = tokio::spawn(
+            self.state
+                .revocations
+                .clone()
+                .follow(self.state.pool.clone()),
+        );
         // Readiness waits for the first contact with the database (see
         // `/readyz`), whether or not a probe asks meanwhile.
         let first_contact = tokio::spawn({
@@ -158,6 +160,7 @@ impl Application {
             let _ = metrics.await;
         }
         forget.abort();
+        revocations.abort();
         first_contact.abort();
         served
     }

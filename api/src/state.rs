@@ -5,13 +5,15 @@ use sqlx::MySqlPool;
 use crate::enqueue_batcher::EnqueueBatcher;
 use crate::limits::Limits;
 use crate::observability::ApiMetrics;
-use crate::security::{PasswordHasher, TokenKeys};
+use crate::security::{PasswordHasher, Revocations, TokenKeys};
 
 /// What every handler may reach. Cheap to clone: everything is shared.
 #[derive(Clone)]
 pub struct AppState {
     pub pool: MySqlPool,
     pub tokens: Arc<TokenKeys>,
+    /// Tokens voided before their expiry, followed from the database.
+    pub revocations: Arc<Revocations>,
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
     pub metrics: Arc<ApiMetrics>,

@@ -1,4 +1,5 @@
 use axum::extract::State;
+use axum::http::StatusCode;
 use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
@@ -7,11 +8,14 @@ use ticket_core::domain::{NickName, Password};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ClientAddress};
+use crate::extract::{ApiJson, AuthUser, ClientAddress};
+use crate::limits::LoginKey;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/auth/login", post(login))
+    Router::new()
+        .route("/api/auth/login", post(login))
+        .route("/api/auth/logout-all", post(logout_all))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -43,7 +47,7 @@ pub async fn login(
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Json<LoginResponse>> {
     // Before any hashing: guessing passwords must not be able to buy CPU.
-    state.limits.login(&req.nick_name, client.0)?;
+    state.limits.login_from(client.0)?;
     let invalid = || ApiError::new(ErrorCode::InvalidCredentials, "wrong nickname or password");
     // Inputs no account could have are refused without touching the database.
     let (Ok(nickname), Ok(_)) = (
@@ -55,6 +59,10 @@ pub async fn login(
     let mut conn = state.pool.acquire().await?;
     let user = db::users::find_by_nickname(&mut conn, &nickname).await?;
     drop(conn);
+    state.limits.password_check(&match &user {
+        Some(user) => LoginKey::Account(user.id),
+        None => LoginKey::unknown(nickname.as_str()),
+    })?;
     let hash = user.as_ref().map(|u| u.password_hash.as_str());
     if !state
         .passwords
@@ -71,4 +79,18 @@ pub async fn login(
         token_type: "Bearer",
         expires_in: issued.expires_in,
     }))
+}
+
+/// Voids every token of the caller issued until now, on every instance
+/// (this one at once, the others within about a second); log in again to
+/// get a new one.
+#[utoipa::path(post, path = "/api/auth/logout-all", tag = "auth", security(("bearer" = [])),
+    responses((status = 204), (status = 401, body = Problem), (status = 429, body = Problem),
+              (status = 503, body = Problem)))]
+pub async fn logout_all(State(state): State<AppState>, caller: AuthUser) -> ApiResult<StatusCode> {
+    let now = db::now();
+    let mut conn = state.pool.acquire().await?;
+    db::revocations::record(&mut conn, caller.id, now).await?;
+    state.revocations.apply(caller.id, now);
+    Ok(StatusCode::NO_CONTENT)
 }

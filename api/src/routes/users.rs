@@ -44,8 +44,14 @@ pub struct UpdateUserRequest {
         pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
     )]
     nick_name: Option<String>,
+    /// A new password. Changing it voids every token issued before (this
+    /// one included when it is your own): log in again with the new one.
     #[schema(min_length = 8, max_length = 128)]
     password: Option<String>,
+    /// Your present password: required to change your own password, so
+    /// that a stolen token alone cannot take the account. Not needed when
+    /// an admin changes someone else's.
+    current_password: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -93,6 +99,7 @@ impl TryFrom<CreateUserRequest> for NewUser {
 pub struct UserChanges {
     nickname: Option<NickName>,
     password: Option<Password>,
+    current_password: Option<String>,
 }
 
 impl TryFrom<UpdateUserRequest> for UserChanges {
@@ -109,7 +116,11 @@ impl TryFrom<UpdateUserRequest> for UserChanges {
             &mut errors,
         );
         match (nickname, password) {
-            (Some(nickname), Some(password)) => Ok(Self { nickname, password }),
+            (Some(nickname), Some(password)) => Ok(Self {
+                nickname,
+                password,
+                current_password: req.current_password,
+            }),
             _ => Err(errors),
         }
     }
@@ -164,11 +175,15 @@ pub async fn show(
     Ok(Json(load(&mut conn, id).await?.into()))
 }
 
-/// Changes a nickname and/or password: yours, or anyone's if you are an admin.
+/// Changes a nickname and/or password: yours, or anyone's if you are an
+/// admin. Changing your own password takes `currentPassword` (missing: 400
+/// `VALIDATION_ERROR`; wrong: 401 `INVALID_CREDENTIALS`, with the login's
+/// attempt budget). A new password voids every token issued before it.
 #[utoipa::path(patch, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
     request_body = UpdateUserRequest,
     responses((status = 200, body = UserResponse), (status = 400, body = Problem), (status = 401, body = Problem),
-              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
+              (status = 429, body = Problem)))]
 pub async fn update(
     State(state): State<AppState>,
     caller: AuthUser,
@@ -177,6 +192,9 @@ pub async fn update(
 ) -> ApiResult<Json<UserResponse>> {
     caller.ensure_can_act_on(id)?;
     let changes = UserChanges::try_from(req)?;
+    if changes.password.is_some() && caller.id == id {
+        confirm_current_password(&state, id, changes.current_password.as_deref()).await?;
+    }
     let hash = match &changes.password {
         Some(p) => Some(
             state
@@ -191,17 +209,50 @@ pub async fn update(
     if !db::users::lock(&mut tx, id).await? {
         return Err(user_not_found());
     }
-    db::users::update(
-        &mut tx,
-        id,
-        changes.nickname.as_ref(),
-        hash.as_deref(),
-        db::now(),
-    )
-    .await?;
+    let now = db::now();
+    db::users::update(&mut tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
+    if hash.is_some() {
+        db::revocations::record(&mut tx, id, now).await?;
+    }
     let user = load(&mut tx, id).await?;
     tx.commit().await?;
+    if hash.is_some() {
+        state.revocations.apply(id, now);
+    }
     Ok(Json(user.into()))
+}
+
+/// The account's present password, as a login checks it (same budget).
+async fn confirm_current_password(
+    state: &AppState,
+    id: UserId,
+    current: Option<&str>,
+) -> ApiResult<()> {
+    let Some(current) = current else {
+        return Err(ApiError::invalid(vec![crate::error::ProblemField {
+            field: "currentPassword".to_owned(),
+            message: "required to change your own password".to_owned(),
+        }]));
+    };
+    state
+        .limits
+        .password_check(&crate::limits::LoginKey::Account(id))?;
+    let mut conn = state.pool.acquire().await?;
+    let user = load(&mut conn, id).await?;
+    drop(conn);
+    let matches = state
+        .passwords
+        .verify(current, Some(&user.password_hash))
+        .await
+        .map_err(ApiError::internal)?;
+    if matches {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::InvalidCredentials,
+            "the current password is wrong",
+        ))
+    }
 }
 
 /// Deletes an account that holds no ticket and has no request in the queue.
@@ -225,7 +276,10 @@ pub async fn remove(
         ));
     }
     db::users::delete_with_history(&mut tx, id).await?;
+    let now = db::now();
+    db::revocations::record(&mut tx, id, now).await?;
     tx.commit().await?;
+    state.revocations.apply(id, now);
     Ok(StatusCode::NO_CONTENT)
 }
 

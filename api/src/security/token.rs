@@ -29,6 +29,10 @@ struct Claims {
     sub: String,
     role: Role,
     iat: i64,
+    /// `iat` in milliseconds: a token issued in the second of a revocation,
+    /// but after it, must stay valid. Absent in tokens of older versions.
+    #[serde(default)]
+    iat_ms: Option<i64>,
     exp: i64,
 }
 
@@ -37,6 +41,8 @@ struct Claims {
 pub struct Principal {
     pub user: UserId,
     pub role: Role,
+    /// When the token was issued (ms since the epoch), for revocations.
+    pub issued_at_ms: i64,
 }
 
 #[derive(Debug)]
@@ -89,6 +95,7 @@ impl TokenKeys {
             sub: user.to_string(),
             role,
             iat: now.timestamp(),
+            iat_ms: Some(now.timestamp_millis()),
             exp: (now + self.ttl).timestamp(),
         };
         // Serialising a struct of strings and integers cannot fail.
@@ -133,6 +140,9 @@ impl TokenKeys {
         Ok(Principal {
             user,
             role: claims.role,
+            issued_at_ms: claims
+                .iat_ms
+                .unwrap_or_else(|| claims.iat.saturating_mul(1000)),
         })
     }
 }
@@ -165,7 +175,8 @@ mod tests {
             k.verify(&t.token, now),
             Ok(Principal {
                 user: UserId(42),
-                role: Role::Admin
+                role: Role::Admin,
+                issued_at_ms: now.timestamp_millis(),
             })
         );
         let later = now + chrono::Duration::seconds(3600);

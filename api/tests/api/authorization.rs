@@ -199,6 +199,7 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "GET /healthz",
         "GET /readyz",
         "POST /api/auth/login",
+        "POST /api/auth/logout-all",
         "POST /api/users",
         "GET /api/users/me",
         "GET /api/users/me/reservations",

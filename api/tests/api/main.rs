@@ -1,6 +1,7 @@
 //! Integration tests: the real API on port 0 against a fresh database on a
 //! real MySQL/MariaDB server (DATABASE_URL; `make test` provides one).
 
+mod accounts;
 mod auth;
 mod authorization;
 mod binaries;

@@ -184,14 +184,15 @@ async fn users_change_their_own_nickname_and_password() {
         .patch(
             &format!("/api/users/{alice}"),
             Some(&token),
-            json!({"password": "new-password"}),
+            json!({"password": "new-password", "currentPassword": "password123"}),
         )
         .await;
     assert_eq!(reply.assert_status(200)["nickName"], "alicia");
     app.try_login("alicia", "password123")
         .await
         .assert_problem(401, "INVALID_CREDENTIALS");
-    app.login("alicia", "new-password").await;
+    // The change voided the old token (accounts.rs has the details).
+    let token = app.login("alicia", "new-password").await;
 
     let taken = app
         .patch(
@@ -261,9 +262,10 @@ async fn only_the_user_or_an_admin_may_change_or_delete_an_account() {
     app.delete(&format!("/api/users/{alice}"), Some(&alice_token))
         .await
         .assert_status(204);
+    // Deleting the account voided its tokens.
     app.get("/api/users/me", Some(&alice_token))
         .await
-        .assert_problem(404, "USER_NOT_FOUND");
+        .assert_problem(401, "UNAUTHORIZED");
     app.try_login("alice", "password123")
         .await
         .assert_problem(401, "INVALID_CREDENTIALS");

@@ -42,33 +42,6 @@ pub async fn insert(
     .await
 }
 
-/// Creates the account as an admin, or makes the existing one an admin with
-/// this password (start-up bootstrap; safe when several instances race).
-pub async fn upsert_admin(
-    conn: &mut MySqlConnection,
-    nickname: &NickName,
-    password_hash: &str,
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
-             VALUES (?, ?, 'ADMIN', ?, ?) \
-             ON DUPLICATE KEY UPDATE password_hash = VALUES(password_hash), role = 'ADMIN', \
-             updated_at = VALUES(updated_at)",
-        )
-        .bind(nickname.as_str())
-        .bind(password_hash)
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .execute(conn)
-        .await?;
-        Ok(())
-    }
-    .instrument(super::span("INSERT", "users"))
-    .await
-}
-
 pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
     async move {
         sqlx::query_as(sqlx::AssertSqlSafe(format!(

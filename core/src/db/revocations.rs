@@ -1,0 +1,77 @@
+//! Token revocations: "every token of this user issued before this instant
+//! is void". Read by every API instance into memory (see the API's
+//! `security::revocations`), so that no request pays a query.
+
+use chrono::{DateTime, Utc};
+use sqlx::MySqlConnection;
+use tracing::Instrument as _;
+
+use crate::domain::UserId;
+
+/// Voids the user's tokens issued before `before`. Call inside the
+/// transaction of the change that requires it.
+pub async fn record(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    before: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    async move {
+        sqlx::query(
+            "INSERT INTO token_revocations (user_id, revoked_before, recorded_at) \
+             VALUES (?, ?, UTC_TIMESTAMP(6))",
+        )
+        .bind(user)
+        .bind(before.naive_utc())
+        .execute(conn)
+        .await?;
+        Ok(())
+    }
+    .instrument(super::span("INSERT", "token_revocations"))
+    .await
+}
+
+/// The database's clock, which `recorded_at` follows: readers ask for rows
+/// recorded since their previous look by this clock, not their own.
+pub async fn database_now(conn: &mut MySqlConnection) -> Result<DateTime<Utc>, sqlx::Error> {
+    let (now,): (DateTime<Utc>,) = sqlx::query_as("SELECT UTC_TIMESTAMP(6)")
+        .fetch_one(conn)
+        .await?;
+    Ok(now)
+}
+
+/// Revocations recorded at or after `since`: (user, revoked before).
+pub async fn recorded_since(
+    conn: &mut MySqlConnection,
+    since: DateTime<Utc>,
+) -> Result<Vec<(UserId, DateTime<Utc>)>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT user_id, revoked_before FROM token_revocations WHERE recorded_at >= ?",
+        )
+        .bind(since.naive_utc())
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "token_revocations"))
+    .await
+}
+
+/// Deletes up to `limit` revocations recorded before `before`: once every
+/// token they void has expired, they say nothing any more.
+pub async fn prune(
+    conn: &mut MySqlConnection,
+    before: DateTime<Utc>,
+    limit: u32,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        let done =
+            sqlx::query("DELETE FROM token_revocations WHERE recorded_at < ? ORDER BY id LIMIT ?")
+                .bind(before.naive_utc())
+                .bind(limit)
+                .execute(conn)
+                .await?;
+        Ok(done.rows_affected())
+    }
+    .instrument(super::span("DELETE", "token_revocations"))
+    .await
+}
