@@ -81,6 +81,14 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_USER_REQUESTS_PER_SEC", default_value_t = 20)]
     pub user_requests_per_sec: u32,
 
+    /// Requests per second one client address may make without a valid
+    /// token, on every route but the probes (bursts of twice that); over it,
+    /// 429 RATE_LIMITED with Retry-After. The default lets a page refresh
+    /// the seat map every second with room to spare; behind a NAT many
+    /// buyers share one address, so raise it if they do. 0: no limit.
+    #[arg(long, env = "TICKET_ANONYMOUS_REQUESTS_PER_SEC", default_value_t = 20)]
+    pub anonymous_requests_per_sec: u32,
+
     /// Login attempts per minute for one nickname. 0: no limit.
     #[arg(
         long,

@@ -158,24 +158,43 @@ impl FromRequestParts<AppState> for AuthUser {
             .ok()
             .and_then(|h| h.strip_prefix("Bearer "))
             .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
-        let principal = state
-            .tokens
-            .verify(token.trim(), chrono::Utc::now())
-            .map_err(|e| unauthorized(e.describe()))?;
-        if state
-            .revocations
-            .is_revoked(principal.user, principal.issued_at_ms)
-        {
-            return Err(unauthorized(
-                "the token was revoked (password changed, account deleted or logged out everywhere); log in again",
-            ));
-        }
+        let principal = signed_in(state, token).map_err(unauthorized)?;
         state.limits.user_request(principal.user)?;
         Ok(Self {
             id: principal.user,
             role: principal.role,
         })
     }
+}
+
+/// Who a bearer token speaks for, if it is valid and not revoked; else why
+/// not.
+pub fn signed_in(
+    state: &AppState,
+    token: &str,
+) -> Result<crate::security::Principal, &'static str> {
+    let principal = state
+        .tokens
+        .verify(token.trim(), chrono::Utc::now())
+        .map_err(|e| e.describe())?;
+    if state
+        .revocations
+        .is_revoked(principal.user, principal.issued_at_ms)
+    {
+        return Err(
+            "the token was revoked (password changed, account deleted or logged out everywhere); log in again",
+        );
+    }
+    Ok(principal)
+}
+
+/// The bearer token of a request, if it has one.
+pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
 }
 
 /// A caller with the admin role; anyone else gets 403.
@@ -224,23 +243,35 @@ impl ProxyHeader {
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddress(pub std::net::IpAddr);
 
+impl ClientAddress {
+    /// From a request's headers and extensions (also for middleware).
+    pub fn of(
+        headers: &axum::http::HeaderMap,
+        extensions: &axum::http::Extensions,
+        state: &AppState,
+    ) -> Self {
+        let forwarded = state
+            .client_address_header
+            .as_deref()
+            .and_then(|proxy| proxy.client_in(headers.get(&proxy.name)?.to_str().ok()?));
+        let peer = || {
+            extensions
+                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+                .map(|info| info.0.ip())
+        };
+        Self(
+            forwarded
+                .or_else(peer)
+                .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED)),
+        )
+    }
+}
+
 impl FromRequestParts<AppState> for ClientAddress {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let forwarded = state
-            .client_address_header
-            .as_deref()
-            .and_then(|proxy| proxy.client_in(parts.headers.get(&proxy.name)?.to_str().ok()?));
-        let peer = || {
-            parts
-                .extensions
-                .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
-                .map(|info| info.0.ip())
-        };
-        Ok(Self(forwarded.or_else(peer).unwrap_or(
-            std::net::IpAddr::V4(std::net::Ipv4Addr::UNSPECIFIED),
-        )))
+        Ok(Self::of(&parts.headers, &parts.extensions, state))
     }
 }
 

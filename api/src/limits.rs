@@ -1,6 +1,7 @@
 //! Request-rate limits, so that no single user or client can take the
-//! service for everyone: requests per user, logins per nickname and per
-//! client, sign-ups per client (both cost an Argon2 hash). Over a limit the
+//! service for everyone: requests per user, requests without a token per
+//! client address, logins per account and per client, sign-ups per client
+//! (both cost an Argon2 hash). Over a limit the
 //! answer is 429 `RATE_LIMITED` with `Retry-After`.
 //!
 //! Limits are kept per API instance (GCRA, as a token bucket that refills
@@ -23,6 +24,9 @@ use crate::error::ApiError;
 pub struct LimitSettings {
     /// Requests per second per signed-in user, with bursts of twice that.
     pub user_requests_per_sec: u32,
+    /// Requests per second per client address without a valid token (every
+    /// public route but the probes), with bursts of twice that.
+    pub anonymous_requests_per_sec: u32,
     /// Login attempts per minute for one nickname (from anywhere).
     pub logins_per_minute_per_nickname: u32,
     /// Login attempts per minute from one client address.
@@ -37,6 +41,7 @@ impl LimitSettings {
     /// Every limit off.
     pub const OFF: Self = Self {
         user_requests_per_sec: 0,
+        anonymous_requests_per_sec: 0,
         logins_per_minute_per_nickname: 0,
         logins_per_minute_per_client: 0,
         signups_per_minute_per_client: 0,
@@ -64,6 +69,7 @@ impl LoginKey {
 pub struct Limits {
     max_open_requests_per_user: u32,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
+    anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
     logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
     signups_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
@@ -88,6 +94,7 @@ impl Limits {
         Self {
             max_open_requests_per_user: settings.max_open_requests_per_user,
             users: limiter(per_second(settings.user_requests_per_sec)),
+            anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
             logins_by_nickname: limiter(per_minute(settings.logins_per_minute_per_nickname)),
             logins_by_client: limiter(per_minute(settings.logins_per_minute_per_client)),
             signups_by_client: limiter(per_minute(settings.signups_per_minute_per_client)),
@@ -101,6 +108,15 @@ impl Limits {
 
     pub fn user_request(&self, user: UserId) -> Result<(), ApiError> {
         check(self.users.as_ref(), &user, "too many requests; slow down")
+    }
+
+    /// A request without a valid token, from `client`.
+    pub fn anonymous_request(&self, client: IpAddr) -> Result<(), ApiError> {
+        check(
+            self.anonymous.as_ref(),
+            &client,
+            "too many requests from this address; slow down, or sign in",
+        )
     }
 
     /// A login attempt from `client`, before anything else is looked at.
@@ -133,9 +149,13 @@ impl Limits {
     /// Forgets keys whose budget is full again, so that memory follows the
     /// active users, not every user ever seen.
     pub fn forget_idle(&self) {
-        for limiter in [&self.logins_by_client, &self.signups_by_client]
-            .into_iter()
-            .flatten()
+        for limiter in [
+            &self.logins_by_client,
+            &self.signups_by_client,
+            &self.anonymous,
+        ]
+        .into_iter()
+        .flatten()
         {
             limiter.retain_recent();
         }

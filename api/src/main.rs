@@ -97,6 +97,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 ),
                 limits: ticket_api::limits::LimitSettings {
                     user_requests_per_sec: server.user_requests_per_sec,
+                    anonymous_requests_per_sec: server.anonymous_requests_per_sec,
                     logins_per_minute_per_nickname: server.logins_per_minute_per_nickname,
                     logins_per_minute_per_client: server.logins_per_minute_per_client,
                     signups_per_minute_per_client: server.signups_per_minute_per_client,

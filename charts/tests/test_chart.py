@@ -257,6 +257,7 @@ def test_telemetry_settings_reach_both_binaries():
 def test_rate_limits_reach_the_api():
     env = env_of(find(render(), "Deployment", "-api"))
     assert env["TICKET_USER_REQUESTS_PER_SEC"] == "20"
+    assert env["TICKET_ANONYMOUS_REQUESTS_PER_SEC"] == "20"
     assert env["TICKET_LOGINS_PER_MINUTE_PER_NICKNAME"] == "10"
     assert "TICKET_CLIENT_ADDRESS_HEADER" not in env
     behind_ingress = {"api": {"limits": {"clientAddressHeader": "X-Forwarded-For", "userRequestsPerSec": 0}}}

@@ -5,7 +5,7 @@
 
 # Load and fuzzing come from one address with thousands of users, so the rate
 # limits are off for them (the limits have tests of their own).
-stack_limits_off=(TICKET_USER_REQUESTS_PER_SEC=0 TICKET_LOGINS_PER_MINUTE_PER_NICKNAME=0
+stack_limits_off=(TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_LOGINS_PER_MINUTE_PER_NICKNAME=0
   TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0)
 stack_pids=()
 stack_databases=()

@@ -47,6 +47,10 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
             )
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            limit_anonymous,
+        ))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             timeout(request_timeout, request, next)
         }))
@@ -78,4 +82,26 @@ async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
             ApiError::new(ErrorCode::RequestTimeout, "the request took too long").into_response()
         }
     }
+}
+
+/// Requests without a valid token spend their client address's budget;
+/// signed-in ones are limited per user where the token is read. Probes are
+/// never limited: the kubelet and the load balancer ask from one address.
+async fn limit_anonymous(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    let probe = matches!(path, "/healthz" | "/readyz" | "/metrics");
+    let signed_in = crate::extract::bearer(request.headers())
+        .is_some_and(|token| crate::extract::signed_in(&state, token).is_ok());
+    if !probe && !signed_in {
+        let client =
+            crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);
+        if let Err(refused) = state.limits.anonymous_request(client.0) {
+            return refused.into_response();
+        }
+    }
+    next.run(request).await
 }

@@ -1,11 +1,13 @@
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::{HeaderName, StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, seats::SeatRow};
-use ticket_core::domain::{ConcertId, FieldError, SeatId, SeatNumber, SeatStatus, keep};
+use ticket_core::domain::{
+    ConcertId, FieldError, PageRequest, SeatId, SeatNumber, SeatStatus, keep,
+};
 use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::concert_not_found;
@@ -27,6 +29,12 @@ pub struct SeatFilter {
     /// Only seats with this status.
     #[param(value_type = Option<String>, example = "AVAILABLE", pattern = "^(AVAILABLE|RESERVED)$")]
     status: Option<String>,
+    /// Zero-based page number.
+    #[param(maximum = 10000)]
+    page: Option<u32>,
+    /// Seats per page, 1–1,000 (default 1,000).
+    #[param(minimum = 1, maximum = 1000)]
+    size: Option<u32>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -117,25 +125,68 @@ impl TryFrom<UpdateSeatRequest> for SeatChanges {
     }
 }
 
-/// A concert's seats in natural order (A1, A2, …, A10, …, B1).
+/// A concert's seats in natural order (A1, A2, …, A10, …, B1), a page at a
+/// time: the body is the page's seats, `X-Total-Count` the number of seats
+/// that match, and `Link` the `first`, `prev`, `next` and `last` pages.
 #[utoipa::path(get, path = "/api/concerts/{id}/seats", tag = "seats", params(("id" = u64, Path), SeatFilter),
-    responses((status = 200, body = Vec<SeatSummary>), (status = 400, body = Problem), (status = 404, body = Problem)))]
+    responses((status = 200, body = Vec<SeatSummary>, headers(
+                  ("X-Total-Count" = u64, description = "seats matching the filter, over all pages"),
+                  ("Link" = String, description = "RFC 8288 links to the first, prev, next and last pages"))),
+              (status = 400, body = Problem), (status = 404, body = Problem), (status = 429, body = Problem)))]
 pub async fn list(
     State(state): State<AppState>,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(filter): ApiQuery<SeatFilter>,
-) -> ApiResult<Json<Vec<SeatSummary>>> {
+) -> ApiResult<impl IntoResponse> {
     let status = filter
         .status
         .as_deref()
         .map(SeatStatus::parse)
         .transpose()?;
+    let page = PageRequest::parse_within(filter.page, filter.size, PageRequest::SEATS)?;
     let mut conn = state.pool.acquire().await?;
-    if db::concerts::find(&mut conn, concert).await?.is_none() {
+    let Some(found) = db::concerts::find(&mut conn, concert).await? else {
         return Err(concert_not_found());
+    };
+    let total = match status {
+        None => u64::from(found.seat_count),
+        Some(status) => {
+            let (available, reserved) = db::concerts::seat_counts(&mut conn, concert).await?;
+            match status {
+                SeatStatus::Available => available,
+                SeatStatus::Reserved => reserved,
+            }
+        }
+    };
+    let seats = db::seats::list_for_concert(&mut conn, concert, status, page).await?;
+    let body: Vec<SeatSummary> = seats.into_iter().map(Into::into).collect();
+    let base = match status {
+        None => format!("/api/concerts/{concert}/seats?"),
+        Some(status) => format!("/api/concerts/{concert}/seats?status={}&", status.as_str()),
+    };
+    Ok((
+        [
+            (HeaderName::from_static("x-total-count"), total.to_string()),
+            (header::LINK, page_links(&base, page, total)),
+        ],
+        Json(body),
+    ))
+}
+
+/// RFC 8288 links to the neighbouring and outer pages of `page`.
+fn page_links(base: &str, page: PageRequest, total: u64) -> String {
+    let last = page.total_pages(total).saturating_sub(1);
+    let link = |n: u64, rel: &str| format!("<{base}page={n}&size={}>; rel=\"{rel}\"", page.size);
+    let current = u64::from(page.page);
+    let mut links = vec![link(0, "first")];
+    if current > 0 {
+        links.push(link((current - 1).min(last), "prev"));
     }
-    let seats = db::seats::list_for_concert(&mut conn, concert, status).await?;
-    Ok(Json(seats.into_iter().map(Into::into).collect()))
+    if current < last {
+        links.push(link(current + 1, "next"));
+    }
+    links.push(link(last, "last"));
+    links.join(", ")
 }
 
 /// One seat.

@@ -239,3 +239,49 @@ async fn open_requests_over_the_limit_in_one_burst_are_withdrawn_not_written() {
         "every 429 left no row"
     );
 }
+
+/// A GET from `client` through the one trusted proxy.
+async fn get_from(app: &TestApp, client: &str, path: &str, token: Option<&str>) -> Reply {
+    let mut request = app
+        .client
+        .get(format!("{}{path}", app.base))
+        .header("x-forwarded-for", client);
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    TestApp::reply(request.send().await.unwrap()).await
+}
+
+#[tokio::test]
+async fn requests_without_a_valid_token_are_limited_per_client_address() {
+    let app = spawn_app_with_limits(LimitSettings {
+        anonymous_requests_per_sec: 5,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, alice) = app.user("alice").await;
+    let crowd = "198.51.100.20";
+    // A burst of twice the rate passes, on any public route, then waits.
+    for path in ["/api/concerts", "/api/concerts/1", "/api/seats/1"]
+        .iter()
+        .cycle()
+        .take(10)
+    {
+        let reply = get_from(&app, crowd, path, None).await;
+        assert_ne!(reply.status, 429, "{path}");
+    }
+    assert_limited(&get_from(&app, crowd, "/api/concerts", None).await);
+    // A token that does not verify buys nothing.
+    assert_limited(&get_from(&app, crowd, "/api/concerts", Some("not-a-token")).await);
+    // A signed-in user behind the same address has a budget of their own,
+    // another address its own, and the probes are never limited.
+    get_from(&app, crowd, "/api/concerts", Some(&alice))
+        .await
+        .assert_status(200);
+    get_from(&app, "198.51.100.21", "/api/concerts", None)
+        .await
+        .assert_status(200);
+    for probe in ["/healthz", "/readyz"] {
+        get_from(&app, crowd, probe, None).await.assert_status(200);
+    }
+}

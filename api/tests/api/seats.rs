@@ -251,3 +251,76 @@ async fn reserved_seats_cannot_be_deleted() {
         2
     );
 }
+
+#[tokio::test]
+async fn seat_lists_come_in_pages_with_their_totals_and_links() {
+    let app = spawn_app().await;
+    let (alice, _) = app.user("alice").await;
+    // 2,500 seats: more than one page of the largest size.
+    let (concert, seats) = {
+        let concert = app.concert(json!({"rows": 25, "seatsPerRow": 100})).await;
+        let id = concert["id"].as_u64().unwrap();
+        (id, app.seats(id).await)
+    };
+    assert_eq!(seats.len(), 1_000, "the default page is 1,000 seats");
+    let path = format!("/api/concerts/{concert}/seats");
+
+    let first = app.get(&path, None).await;
+    first.assert_status(200);
+    assert_eq!(first.headers["x-total-count"], "2500");
+    assert_eq!(
+        first.headers["link"],
+        format!(
+            "<{path}?page=0&size=1000>; rel=\"first\", <{path}?page=1&size=1000>; rel=\"next\", \
+             <{path}?page=2&size=1000>; rel=\"last\""
+        )
+    );
+    // Walking every page of 700 gives each seat once, in order.
+    let mut walked = Vec::new();
+    for page in 0..4 {
+        let reply = app.get(&format!("{path}?page={page}&size=700"), None).await;
+        walked.extend(reply.assert_status(200).as_array().unwrap().clone());
+    }
+    assert_eq!(walked.len(), 2_500);
+    let mut ids: Vec<u64> = walked.iter().map(|s| s["id"].as_u64().unwrap()).collect();
+    assert_eq!(
+        &ids[..1_000],
+        seats
+            .iter()
+            .map(|s| s["id"].as_u64().unwrap())
+            .collect::<Vec<_>>()
+    );
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 2_500);
+    let beyond = app.get(&format!("{path}?page=9&size=700"), None).await;
+    assert!(beyond.assert_status(200).as_array().unwrap().is_empty());
+    let last = app.get(&format!("{path}?page=3&size=700"), None).await;
+    let link = last.headers["link"].to_str().unwrap();
+    assert!(
+        link.contains("page=2&size=700>; rel=\"prev\"") && !link.contains("rel=\"next\""),
+        "{link}"
+    );
+
+    // The filter's total counts only the matching seats.
+    app.book_directly(alice, seats[0]["id"].as_u64().unwrap())
+        .await;
+    let reserved = app.get(&format!("{path}?status=RESERVED"), None).await;
+    assert_eq!(reserved.headers["x-total-count"], "1");
+    assert!(
+        reserved.headers["link"]
+            .to_str()
+            .unwrap()
+            .contains("?status=RESERVED&page=0&size=1000")
+    );
+    let available = app
+        .get(&format!("{path}?status=AVAILABLE&size=1"), None)
+        .await;
+    assert_eq!(available.headers["x-total-count"], "2499");
+
+    for bad in ["size=0", "size=1001", "page=10001", "page=-1", "size=ten"] {
+        app.get(&format!("{path}?{bad}"), None)
+            .await
+            .assert_problem(400, "VALIDATION_ERROR");
+    }
+}

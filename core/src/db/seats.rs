@@ -2,7 +2,7 @@ use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use tracing::Instrument as _;
 
-use crate::domain::{ConcertId, QueueId, SeatId, SeatNumber, SeatStatus};
+use crate::domain::{ConcertId, PageRequest, QueueId, SeatId, SeatNumber, SeatStatus};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SeatRow {
@@ -12,35 +12,33 @@ pub struct SeatRow {
     pub status: SeatStatus,
 }
 
-/// The concert's seats in natural order (A1, A2, …, A10, …, B1), optionally
-/// only those with the given status.
+/// One page of the concert's seats in natural order (A1, A2, …, A10, …,
+/// B1), optionally only those with the given status.
 pub async fn list_for_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     status: Option<SeatStatus>,
+    page: PageRequest,
 ) -> Result<Vec<SeatRow>, sqlx::Error> {
     async move {
-        match status {
-            None => {
-                sqlx::query_as(
-                    "SELECT id, concert_id, seat_number, status FROM seats \
-                 WHERE concert_id = ? ORDER BY sort_key, id",
-                )
-                .bind(concert)
-                .fetch_all(conn)
-                .await
-            }
-            Some(status) => {
-                sqlx::query_as(
-                    "SELECT id, concert_id, seat_number, status FROM seats \
-                 WHERE concert_id = ? AND status = ? ORDER BY sort_key, id",
-                )
-                .bind(concert)
-                .bind(status)
-                .fetch_all(conn)
-                .await
-            }
-        }
+        let query = match status {
+            None => sqlx::query_as(
+                "SELECT id, concert_id, seat_number, status FROM seats \
+                 WHERE concert_id = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
+            )
+            .bind(concert),
+            Some(status) => sqlx::query_as(
+                "SELECT id, concert_id, seat_number, status FROM seats \
+                 WHERE concert_id = ? AND status = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
+            )
+            .bind(concert)
+            .bind(status),
+        };
+        query
+            .bind(page.size)
+            .bind(page.offset())
+            .fetch_all(conn)
+            .await
     }
     .instrument(super::span("SELECT", "seats"))
     .await

@@ -11,7 +11,7 @@ mod user;
 
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
 pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
-pub use page::PageRequest;
+pub use page::{PageBounds, PageRequest};
 pub use reservation::{FailureReason, IdempotencyKey};
 pub use seat::SeatNumber;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
