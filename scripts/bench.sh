@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|mixed|latency|steps|tracing|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|mixed|latency|steps|tracing|sampled|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -182,6 +182,31 @@ tracing_overhead() {
   stop "$sink_pid"
 }
 
+# Enqueue with tracing exported, every request's traceparent asking to be
+# sampled (as an outsider could send) against none asking, alternating: the
+# caller's flag is obeyed only within TICKET_CALLER_SAMPLED_TRACES_PER_SEC.
+caller_sampled() {
+  ensure_wrk
+  local port sink_pid url
+  stack_free_port 18080
+  "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
+  sink_pid=$!
+  stack_wait_for "$port"
+  local run flag
+  for run in 1 2; do
+    for flag in 0 1; do
+      echo "## enqueue, tracing exported, every request sampled by its caller: $flag"
+      url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
+      start_api "$url" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$port"
+      TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED=0 TICKET_BENCH_SAMPLED="$flag" \
+        wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
+      stop "$api_pid"
+      DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+    done
+  done
+  stop "$sink_pid"
+}
+
 case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
@@ -190,6 +215,7 @@ case "$what" in
   mixed) mixed ;;
   fairness) fairness ;;
   tracing) tracing_overhead ;;
+  sampled) caller_sampled ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|mixed|latency|steps|tracing|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|mixed|latency|steps|tracing|sampled|all]" >&2; exit 2 ;;
 esac

@@ -89,6 +89,15 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_ANONYMOUS_REQUESTS_PER_SEC", default_value_t = 20)]
     pub anonymous_requests_per_sec: u32,
 
+    /// Requests per second (per instance) whose caller may force tracing
+    /// with the sampled flag of its `traceparent`; beyond that the caller's
+    /// trace id is continued but this service's own sampling decides.
+    /// `unlimited`: every caller is trusted (the API is only reached through
+    /// your own services); 0: never.
+    #[arg(long, env = "TICKET_CALLER_SAMPLED_TRACES_PER_SEC", default_value = "10",
+          value_parser = parse_rate_or_unlimited)]
+    pub caller_sampled_traces_per_sec: u32,
+
     /// Login attempts per minute for one nickname. 0: no limit.
     #[arg(
         long,
@@ -150,4 +159,18 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_TRUSTED_PROXIES", default_value_t = 1,
           value_parser = clap::value_parser!(u64).range(1..=10))]
     pub trusted_proxies: u64,
+}
+
+/// A rate, or `unlimited` (`u32::MAX`).
+fn parse_rate_or_unlimited(raw: &str) -> Result<u32, String> {
+    match raw.trim() {
+        "unlimited" => Ok(u32::MAX),
+        n => n
+            .parse::<u32>()
+            .ok()
+            .filter(|&n| n < u32::MAX)
+            .ok_or_else(|| {
+                format!("{raw:?} is neither a number of requests per second nor `unlimited`")
+            }),
+    }
 }

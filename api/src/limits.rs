@@ -35,6 +35,11 @@ pub struct LimitSettings {
     pub signups_per_minute_per_client: u32,
     /// Open (PENDING or PROCESSING) reservation requests one user may have.
     pub max_open_requests_per_user: u32,
+    /// Requests per second (per instance, all callers together) whose
+    /// caller's `traceparent` may force tracing with its sampled flag;
+    /// beyond it the caller's trace id is kept but the flag is not obeyed.
+    /// `u32::MAX`: always obeyed; 0: never.
+    pub caller_sampled_traces_per_sec: u32,
 }
 
 impl LimitSettings {
@@ -46,6 +51,7 @@ impl LimitSettings {
         logins_per_minute_per_client: 0,
         signups_per_minute_per_client: 0,
         max_open_requests_per_user: 0,
+        caller_sampled_traces_per_sec: u32::MAX,
     };
 }
 
@@ -68,6 +74,8 @@ impl LoginKey {
 
 pub struct Limits {
     max_open_requests_per_user: u32,
+    /// None: every caller's sampled flag is obeyed.
+    caller_sampled: Option<Option<governor::DefaultDirectRateLimiter>>,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
@@ -93,6 +101,13 @@ impl Limits {
     pub fn new(settings: LimitSettings) -> Self {
         Self {
             max_open_requests_per_user: settings.max_open_requests_per_user,
+            caller_sampled: match settings.caller_sampled_traces_per_sec {
+                u32::MAX => None,
+                rate => Some(
+                    NonZeroU32::new(rate)
+                        .map(|rate| governor::RateLimiter::direct(Quota::per_second(rate))),
+                ),
+            },
             users: limiter(per_second(settings.user_requests_per_sec)),
             anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
             logins_by_nickname: limiter(per_minute(settings.logins_per_minute_per_nickname)),
@@ -117,6 +132,17 @@ impl Limits {
             &client,
             "too many requests from this address; slow down, or sign in",
         )
+    }
+
+    /// Whether a caller's sampled flag may force this request's trace: an
+    /// outsider sending `sampled` on every request would otherwise make the
+    /// instance trace everything, which costs a fifth of the enqueue path.
+    pub fn caller_may_force_tracing(&self) -> bool {
+        match &self.caller_sampled {
+            None => true,
+            Some(None) => false,
+            Some(Some(budget)) => budget.check().is_ok(),
+        }
     }
 
     /// A login attempt from `client`, before anything else is looked at.

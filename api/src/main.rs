@@ -102,6 +102,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     logins_per_minute_per_client: server.logins_per_minute_per_client,
                     signups_per_minute_per_client: server.signups_per_minute_per_client,
                     max_open_requests_per_user: server.max_open_requests_per_user,
+                    caller_sampled_traces_per_sec: server.caller_sampled_traces_per_sec,
                 },
                 client_address_header: server
                     .client_address_header

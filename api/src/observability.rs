@@ -8,6 +8,7 @@ use axum::extract::{MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use opentelemetry::trace::TraceContextExt as _;
 use prometheus::{HistogramVec, IntCounterVec, Registry};
 use ticket_core::metrics::{self, PoolGauges};
 use ticket_core::telemetry::propagation;
@@ -90,7 +91,11 @@ pub async fn observe(State(state): State<AppState>, request: Request, next: Next
         return response;
     }
     let headers = request.headers();
-    let parent = propagation::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
+    let mut parent =
+        propagation::from_headers(|name| headers.get(name).and_then(|v| v.to_str().ok()));
+    if parent.span().span_context().is_sampled() && !state.limits.caller_may_force_tracing() {
+        parent = propagation::without_sampled_flag(&parent);
+    }
     let span = tracing::info_span!(
         "HTTP request",
         otel.name = format!("{method} {}", route.as_deref().unwrap_or("")).trim_end(),

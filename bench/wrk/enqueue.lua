@@ -37,10 +37,26 @@ end
 local keyed = os.getenv("TICKET_BENCH_KEYED") == "1"
 local previous = nil
 
+-- With TICKET_BENCH_SAMPLED=1 every request carries a traceparent of its own
+-- with the sampled flag set, as a caller forcing tracing would send.
+local sampled = os.getenv("TICKET_BENCH_SAMPLED") == "1"
+
+local function hex(digits)
+  local out = {}
+  for i = 1, digits do
+    out[i] = string.format("%x", math.random(0, 15))
+  end
+  out[1] = "a"
+  return table.concat(out)
+end
+
 local function post(token, seat)
   local headers = { ["Content-Type"] = "application/json", ["Authorization"] = "Bearer " .. token }
   if keyed then
     headers["Idempotency-Key"] = "bench-" .. id .. "-" .. n
+  end
+  if sampled then
+    headers["traceparent"] = "00-" .. hex(32) .. "-" .. hex(16) .. "-01"
   end
   return wrk.format("POST", "/api/reservations", headers, '{"seatId":' .. seat .. '}')
 end

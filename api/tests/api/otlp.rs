@@ -204,3 +204,56 @@ async fn both_binaries_export_one_reservations_spans_in_one_trace() {
         "{by_service:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_callers_sampled_flag_forces_tracing_only_within_its_budget() {
+    let (collector, spans) = start_collector().await;
+    let (db, pool) = TestDatabase::migrated().await;
+    let mut api = binary("ticket-api", &db.url(), &collector);
+    api.env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("TICKET_CALLER_SAMPLED_TRACES_PER_SEC", "3")
+        .env("TICKET_ANONYMOUS_REQUESTS_PER_SEC", "0")
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut api = Running(api.spawn().unwrap());
+    let stderr = api.0.stderr.take().unwrap();
+    let addr = tokio::task::spawn_blocking(move || ChildLog::follow(stderr).listening_addr())
+        .await
+        .unwrap();
+    let app = TestApp::at(format!("http://{addr}"), pool.clone());
+
+    // Thirty callers' traces, each asking to be sampled, as fast as they go.
+    let started = Instant::now();
+    let traces: Vec<String> = (0..30)
+        .map(|i| format!("{i:032x}").replacen('0', "a", 1))
+        .collect();
+    for trace in &traces {
+        let reply = app
+            .client
+            .get(format!("{}/api/concerts", app.base))
+            .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    assert!(api.stop().success());
+
+    let spans = spans.lock().unwrap().clone();
+    let traced = traces
+        .iter()
+        .filter(|t| spans.iter().any(|s| &s.trace_id == *t))
+        .count();
+    // A burst of three, and three more each second the requests took.
+    let budget = 3 + (seconds * 3.0).ceil() as usize;
+    assert!(
+        (1..=budget).contains(&traced),
+        "{traced} of 30 sampled callers traced in {seconds:.2} s; the budget was {budget}"
+    );
+}

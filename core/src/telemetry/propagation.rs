@@ -75,6 +75,21 @@ pub fn from_headers<'a>(get: impl Fn(&str) -> Option<&'a str>) -> Context {
     TraceContextPropagator::new().extract(&carrier)
 }
 
+/// The same remote parent, with its sampled flag cleared: the trace id
+/// continues, and this service's sampler decides as for an unsampled caller.
+pub fn without_sampled_flag(parent: &Context) -> Context {
+    let span = parent.span();
+    let ids = span.span_context();
+    let cleared = opentelemetry::trace::SpanContext::new(
+        ids.trace_id(),
+        ids.span_id(),
+        ids.trace_flags() & !TraceFlags::SAMPLED,
+        ids.is_remote(),
+        ids.trace_state().clone(),
+    );
+    Context::new().with_remote_span_context(cleared)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
