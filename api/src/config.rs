@@ -47,6 +47,12 @@ pub enum Command {
         #[arg(long, env = "TICKET_WORKER_MAX_ATTEMPTS",
               default_value_t = ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS)]
         max_attempts: u32,
+        /// The workers' retention (their TICKET_RETENTION_DAYS): delivered
+        /// events older than this may be gone, and their reservations are
+        /// not reported for it.
+        #[arg(long, env = "TICKET_RETENTION_DAYS",
+              default_value_t = ticket_core::db::retention::DEFAULT_RETENTION_DAYS)]
+        retention_days: u32,
     },
 }
 

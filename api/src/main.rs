@@ -42,13 +42,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Check {
             stuck_after_secs,
             max_attempts,
+            retention_days,
         } => {
             let mut conn = pool.acquire().await.context("connecting to the database")?;
-            let stale_before =
-                chrono::Utc::now() - chrono::Duration::seconds(stuck_after_secs.into());
-            let violations = db::invariants::check(&mut conn, stale_before, max_attempts)
-                .await
-                .context("checking the invariants")?;
+            let now = chrono::Utc::now();
+            let stale_before = now - chrono::Duration::seconds(stuck_after_secs.into());
+            let events_kept_since = now
+                .checked_sub_signed(chrono::Duration::days(retention_days.into()))
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+            let violations =
+                db::invariants::check(&mut conn, stale_before, max_attempts, events_kept_since)
+                    .await
+                    .context("checking the invariants")?;
             for v in &violations {
                 println!("VIOLATED: {} ({} rows)", v.invariant, v.rows);
             }

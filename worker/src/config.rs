@@ -70,6 +70,34 @@ pub struct Cli {
     /// Name recorded as the owner of claimed rows (default: host name and pid).
     #[arg(long, env = "TICKET_WORKER_ID")]
     pub worker_id: Option<String>,
+
+    /// Days decided requests and delivered events are kept; older ones are
+    /// removed in small batches. Open requests and undelivered events are
+    /// kept however old. 0: keep everything.
+    #[arg(long, env = "TICKET_RETENTION_DAYS",
+          default_value_t = ticket_core::db::retention::DEFAULT_RETENTION_DAYS,
+          value_parser = clap::value_parser!(u32).range(0..=36_500))]
+    pub retention_days: u32,
+
+    /// Hours an idempotency key is remembered: a retry with the same key
+    /// within this time gets the original answer, later it is a new
+    /// request. 0: forever.
+    #[arg(long, env = "TICKET_IDEMPOTENCY_KEY_HOURS",
+          default_value_t = ticket_core::db::retention::DEFAULT_IDEMPOTENCY_KEY_HOURS,
+          value_parser = clap::value_parser!(u32).range(0..=876_000))]
+    pub idempotency_key_hours: u32,
+}
+
+impl Cli {
+    /// What the worker's sweeper removes, and when.
+    pub fn retention(&self) -> crate::retention::Retention {
+        let days = chrono::Duration::days(self.retention_days.into());
+        let hours = chrono::Duration::hours(self.idempotency_key_hours.into());
+        crate::retention::Retention {
+            decided: (self.retention_days > 0).then_some(days),
+            idempotency_keys: (self.idempotency_key_hours > 0).then_some(hours),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -8,6 +8,7 @@ pub mod health;
 pub mod live_config;
 pub mod observability;
 mod random;
+pub mod retention;
 mod set_aside;
 
 use std::sync::Arc;

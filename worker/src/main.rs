@@ -42,14 +42,19 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         .await
         .with_context(|| format!("binding {}", cli.health_addr))?;
     tracing::info!(addr = %listener.local_addr()?, "health endpoint listening (and /metrics)");
-    let health = ticket_worker::observability::router(worker.heartbeat(), worker.metrics(), pool);
+    let health =
+        ticket_worker::observability::router(worker.heartbeat(), worker.metrics(), pool.clone());
     let health_shutdown = shutdown.clone();
     let server = tokio::spawn(async move {
         axum::serve(listener, health)
             .with_graceful_shutdown(async move { health_shutdown.cancelled().await })
             .await
     });
+    let sweeper = tokio::spawn(
+        ticket_worker::retention::Sweeper::new(pool.clone(), cli.retention()).run(shutdown.clone()),
+    );
     worker.run(shutdown).await;
+    sweeper.await?;
     server.await??;
     Ok(())
 }

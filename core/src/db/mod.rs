@@ -8,6 +8,7 @@ pub mod kept;
 pub mod outbox;
 pub mod queue;
 pub mod reservations;
+pub mod retention;
 pub mod revocations;
 pub mod seats;
 pub mod users;

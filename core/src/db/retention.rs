@@ -1,0 +1,157 @@
+//! What is kept, and for how long: decided queue rows and delivered events
+//! for the retention period, idempotency keys for a day (as pretix keeps
+//! them). Removal walks the queue in primary-key order, a small batch at a
+//! time, and locks only the rows it removes or changes, skipping any that
+//! someone else holds: it never waits behind, or blocks, the hot path.
+//! Open requests and undelivered events are never touched.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
+
+use super::{bind_ids, in_placeholders};
+use crate::domain::QueueId;
+
+pub const DEFAULT_RETENTION_DAYS: u32 = 30;
+pub const DEFAULT_IDEMPOTENCY_KEY_HOURS: u32 = 24;
+
+/// One queue row as the walk sees it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Walked {
+    pub id: QueueId,
+    pub created_at: DateTime<Utc>,
+    pub decided_at: Option<DateTime<Utc>>,
+    pub has_key: bool,
+}
+
+/// The next `limit` queue rows after `after`, oldest first, without locks.
+pub async fn queue_rows_after(
+    conn: &mut MySqlConnection,
+    after: QueueId,
+    limit: u32,
+) -> Result<Vec<Walked>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT id, created_at, \
+                    IF(status IN ('SUCCESS', 'FAILED'), decided_at, NULL) AS decided_at, \
+                    idempotency_key IS NOT NULL AS has_key \
+             FROM reservation_queue WHERE id > ? ORDER BY id LIMIT ?",
+        )
+        .bind(after)
+        .bind(limit)
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// Deletes those of `ids` that are decided (SUCCESS or FAILED) since before
+/// `decided_before` and that nobody holds. Call inside a transaction.
+pub async fn delete_decided(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    decided_before: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let lock = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
+             AND status IN ('SUCCESS', 'FAILED') AND decided_at < ? FOR UPDATE SKIP LOCKED",
+            in_placeholders(ids.len())
+        )));
+        let locked: Vec<(u64,)> = bind_ids(lock, &super::queue_ids(ids))
+            .bind(span_of(ids).0)
+            .bind(span_of(ids).1)
+            .bind(decided_before.naive_utc())
+            .fetch_all(&mut *conn)
+            .await?;
+        on_locked(conn, "DELETE FROM reservation_queue WHERE id = ?", locked).await
+    }
+    .instrument(super::span("DELETE", "reservation_queue"))
+    .await
+}
+
+/// Forgets the idempotency keys of those of `ids` that nobody holds: a
+/// retry after that long is a new request. Call inside a transaction.
+pub async fn forget_idempotency_keys(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+) -> Result<u64, sqlx::Error> {
+    async move {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let lock = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
+             AND idempotency_key IS NOT NULL FOR UPDATE SKIP LOCKED",
+            in_placeholders(ids.len())
+        )));
+        let locked: Vec<(u64,)> = bind_ids(lock, &super::queue_ids(ids))
+            .bind(span_of(ids).0)
+            .bind(span_of(ids).1)
+            .fetch_all(&mut *conn)
+            .await?;
+        on_locked(
+            conn,
+            "UPDATE reservation_queue SET idempotency_key = NULL WHERE id = ?",
+            locked,
+        )
+        .await
+    }
+    .instrument(super::span("UPDATE", "reservation_queue"))
+    .await
+}
+
+/// Deletes up to `limit` events delivered before `delivered_before` that
+/// nobody holds; undelivered events stay, however old. Call inside a
+/// transaction.
+pub async fn delete_delivered_events(
+    conn: &mut MySqlConnection,
+    delivered_before: DateTime<Utc>,
+    limit: u32,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        let locked: Vec<(u64,)> = sqlx::query_as(
+            "SELECT id FROM outbox WHERE published_at < ? ORDER BY published_at, id LIMIT ? \
+             FOR UPDATE SKIP LOCKED",
+        )
+        .bind(delivered_before.naive_utc())
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+        on_locked(conn, "DELETE FROM outbox WHERE id = ?", locked).await
+    }
+    .instrument(super::span("DELETE", "outbox"))
+    .await
+}
+
+/// The smallest and largest of `ids`: the locking reads stay inside the
+/// walked stretch of the primary key even when the optimizer scans.
+fn span_of(ids: &[QueueId]) -> (u64, u64) {
+    let raw = ids.iter().map(|id| id.0);
+    (raw.clone().min().unwrap_or(0), raw.max().unwrap_or(0))
+}
+
+/// Runs `statement` (one `?`, the id) on each row just locked, one at a
+/// time by primary key. One statement with the whole id list would be
+/// fewer round trips, but on a table that is small next to the list the
+/// optimizer scans instead, and a scanning DELETE waits for every row
+/// someone else holds: exactly what SKIP LOCKED was for.
+async fn on_locked(
+    conn: &mut MySqlConnection,
+    statement: &'static str,
+    locked: Vec<(u64,)>,
+) -> Result<u64, sqlx::Error> {
+    let mut changed = 0;
+    for (id,) in locked {
+        changed += sqlx::query(statement)
+            .bind(id)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+    }
+    Ok(changed)
+}

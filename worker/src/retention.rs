@@ -1,0 +1,170 @@
+//! The sweeper: removes what the retention says is no longer needed
+//! (decided requests and delivered events after the retention period,
+//! idempotency keys after a day), beside the claim loop and never in its
+//! way: small batches, short transactions, rows held by anyone skipped.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use sqlx::{Connection, MySqlPool};
+use ticket_core::db::retention::{self as kept, Walked};
+use ticket_core::domain::QueueId;
+use tokio_util::sync::CancellationToken;
+
+/// How long things are kept; `None`: forever.
+#[derive(Debug, Clone, Copy)]
+pub struct Retention {
+    pub decided: Option<chrono::Duration>,
+    pub idempotency_keys: Option<chrono::Duration>,
+}
+
+/// Rows looked at (and at most removed) per statement.
+const BATCH: u32 = 500;
+/// Pause between batches while a pass has more to do: the sweeper takes a
+/// small share of the database, whatever the backlog.
+const BATCH_PAUSE: Duration = Duration::from_millis(50);
+/// Pause between passes.
+const PASS_PAUSE: Duration = Duration::from_secs(60);
+
+/// What one batch did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Swept {
+    pub requests_deleted: u64,
+    pub keys_forgotten: u64,
+    pub events_deleted: u64,
+    /// The pass has more to look at.
+    pub more: bool,
+}
+
+impl std::ops::AddAssign for Swept {
+    fn add_assign(&mut self, other: Self) {
+        self.requests_deleted += other.requests_deleted;
+        self.keys_forgotten += other.keys_forgotten;
+        self.events_deleted += other.events_deleted;
+        self.more = other.more;
+    }
+}
+
+pub struct Sweeper {
+    pool: MySqlPool,
+    retention: Retention,
+    /// Where each walk of the queue (deletions, keys) goes on from; back to
+    /// the start after every pass, so rows skipped as held come round again.
+    rows_after: QueueId,
+    keys_after: QueueId,
+}
+
+/// The walked rows older than `cutoff` (a prefix: ids follow time), and
+/// whether the walk got past them to younger rows.
+fn older_than(rows: &[Walked], cutoff: DateTime<Utc>) -> (&[Walked], bool) {
+    let older = rows
+        .iter()
+        .position(|row| row.created_at >= cutoff)
+        .unwrap_or(rows.len());
+    (&rows[..older], older < rows.len())
+}
+
+/// Whether the row was decided before `cutoff` (never, without one).
+fn decided_before(row: &Walked, cutoff: Option<DateTime<Utc>>) -> bool {
+    cutoff.is_some_and(|cutoff| row.decided_at.is_some_and(|at| at < cutoff))
+}
+
+impl Sweeper {
+    pub fn new(pool: MySqlPool, retention: Retention) -> Self {
+        Self {
+            pool,
+            retention,
+            rows_after: QueueId(0),
+            keys_after: QueueId(0),
+        }
+    }
+
+    /// One batch of each kind of removal, as of `now`.
+    pub async fn sweep_once(&mut self, now: DateTime<Utc>) -> Result<Swept, sqlx::Error> {
+        let mut swept = Swept::default();
+        let mut conn = self.pool.acquire().await?;
+        let deletions_cutoff = self.retention.decided.map(|keep| now - keep);
+        if let Some(cutoff) = deletions_cutoff {
+            let rows = kept::queue_rows_after(&mut conn, self.rows_after, BATCH).await?;
+            let (older, reached_younger) = older_than(&rows, cutoff);
+            let decided: Vec<QueueId> = older
+                .iter()
+                .filter(|r| decided_before(r, Some(cutoff)))
+                .map(|r| r.id)
+                .collect();
+            let mut tx = conn.begin().await?;
+            swept.requests_deleted = kept::delete_decided(&mut tx, &decided, cutoff).await?;
+            swept.events_deleted = kept::delete_delivered_events(&mut tx, cutoff, BATCH).await?;
+            tx.commit().await?;
+            if let Some(last) = older.last() {
+                self.rows_after = last.id;
+            }
+            swept.more |= (!reached_younger && rows.len() == BATCH as usize)
+                || swept.events_deleted == u64::from(BATCH);
+        }
+        if let Some(keep) = self.retention.idempotency_keys {
+            let cutoff = now - keep;
+            let rows = kept::queue_rows_after(&mut conn, self.keys_after, BATCH).await?;
+            let (older, reached_younger) = older_than(&rows, cutoff);
+            // Rows the deletions will take keep their key until then.
+            let keyed: Vec<QueueId> = older
+                .iter()
+                .filter(|r| r.has_key && !decided_before(r, deletions_cutoff))
+                .map(|r| r.id)
+                .collect();
+            let mut tx = conn.begin().await?;
+            swept.keys_forgotten = kept::forget_idempotency_keys(&mut tx, &keyed).await?;
+            tx.commit().await?;
+            if let Some(last) = older.last() {
+                self.keys_after = last.id;
+            }
+            swept.more |= !reached_younger && rows.len() == BATCH as usize;
+        }
+        Ok(swept)
+    }
+
+    /// Sweeps until the walks are done, as of `now`: one pass.
+    pub async fn pass(&mut self, now: DateTime<Utc>) -> Result<Swept, sqlx::Error> {
+        let mut total = Swept::default();
+        loop {
+            let swept = self.sweep_once(now).await?;
+            total += swept;
+            if !swept.more {
+                break;
+            }
+            tokio::time::sleep(BATCH_PAUSE).await;
+        }
+        self.rows_after = QueueId(0);
+        self.keys_after = QueueId(0);
+        Ok(total)
+    }
+
+    /// A pass every minute until `shutdown`; a failed pass is logged and
+    /// the next one starts over.
+    pub async fn run(mut self, shutdown: CancellationToken) {
+        if self.retention.decided.is_none() && self.retention.idempotency_keys.is_none() {
+            return;
+        }
+        loop {
+            let pass = tokio::select! {
+                () = shutdown.cancelled() => return,
+                pass = self.pass(Utc::now()) => pass,
+            };
+            match pass {
+                Ok(swept) if swept != Swept::default() => {
+                    tracing::info!(?swept, "retention pass removed what had expired");
+                }
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(error = %e, "retention pass failed; trying again later");
+                    self.rows_after = QueueId(0);
+                    self.keys_after = QueueId(0);
+                }
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(crate::random::jitter(PASS_PAUSE, 0.2)) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,269 @@
+//! Retention: decided requests and delivered events go after the retention
+//! period, idempotency keys after a day; open requests and undelivered
+//! events stay however old; rows someone holds are skipped, never waited for.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use sqlx::{Connection, MySqlPool};
+use ticket_worker::retention::{Retention, Sweeper};
+
+fn thirty_days_and_a_day() -> Retention {
+    Retention {
+        decided: Some(chrono::Duration::days(30)),
+        idempotency_keys: Some(chrono::Duration::hours(24)),
+    }
+}
+
+async fn scalar(pool: &MySqlPool, sql: &str) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    n
+}
+
+async fn run(pool: &MySqlPool, sql: &str) {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+/// 1,500 requests on 600 seats decided (600 SUCCESS, 900 FAILED, each
+/// SUCCESS with its reservation and event), then aged: the first 1,200 by
+/// 40 days, the rest by 2 days; then 5 requests left open, 40 days old.
+async fn aged_history() -> common::Queue {
+    let q = common::queue(600, 1_500).await;
+    common::drain_with_workers(&q.db, 1, 1000).await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET idempotency_key = CONCAT('key-', id)",
+    )
+    .await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET created_at = created_at - INTERVAL 40 DAY, \
+         decided_at = decided_at - INTERVAL 40 DAY ORDER BY id LIMIT 1200",
+    )
+    .await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET created_at = created_at - INTERVAL 2 DAY, \
+         decided_at = decided_at - INTERVAL 2 DAY WHERE created_at > UTC_TIMESTAMP() - INTERVAL 1 DAY",
+    )
+    .await;
+    // The events of the aged reservations: the first 300 were delivered
+    // 40 days ago, the rest never.
+    run(
+        &q.pool,
+        "UPDATE outbox SET created_at = created_at - INTERVAL 40 DAY, \
+         published_at = UTC_TIMESTAMP(6) - INTERVAL 40 DAY ORDER BY id LIMIT 300",
+    )
+    .await;
+    // Their reservations are as old (`check` expects an event only for
+    // reservations made within the retention).
+    run(
+        &q.pool,
+        "UPDATE reservations r JOIN outbox o ON o.aggregate_id = r.id \
+         SET r.created_at = r.created_at - INTERVAL 40 DAY WHERE o.published_at IS NOT NULL",
+    )
+    .await;
+    // Five open requests, as old as the oldest decided ones.
+    let mut conn = q.pool.acquire().await.unwrap();
+    let users = ticket_core::testing::seed::users(&mut conn, "late", 5)
+        .await
+        .unwrap();
+    let seats: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats ORDER BY id LIMIT 5")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    for (user, (seat,)) in users.iter().zip(seats) {
+        sqlx::query(
+            "INSERT INTO reservation_queue (user_id, seat_id, status, idempotency_key, created_at, updated_at) \
+             VALUES (?, ?, 'PENDING', 'open-key', UTC_TIMESTAMP(6) - INTERVAL 40 DAY, UTC_TIMESTAMP(6))",
+        )
+        .bind(user)
+        .bind(seat)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+    q
+}
+
+#[tokio::test]
+async fn what_expired_goes_and_open_requests_and_undelivered_events_stay() {
+    let q = aged_history().await;
+    let before = common::counts(&q.pool).await;
+    let old_decided = scalar(
+        &q.pool,
+        "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('SUCCESS', 'FAILED') \
+         AND decided_at < UTC_TIMESTAMP() - INTERVAL 30 DAY",
+    )
+    .await;
+    assert_eq!(old_decided, 1_200);
+
+    let swept = Sweeper::new(q.pool.clone(), thirty_days_and_a_day())
+        .pass(Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(swept.requests_deleted, 1_200, "{swept:?}");
+    assert_eq!(swept.events_deleted, 300, "{swept:?}");
+    // Keys of rows older than a day: the 300 two-day-old decided rows and
+    // the five open ones (the 1,200 went with their rows).
+    assert_eq!(swept.keys_forgotten, 305, "{swept:?}");
+
+    let after = common::counts(&q.pool).await;
+    assert_eq!(
+        after.get("PENDING"),
+        before.get("PENDING"),
+        "open requests stay"
+    );
+    assert_eq!(
+        scalar(
+            &q.pool,
+            "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PENDING'"
+        )
+        .await,
+        5
+    );
+    assert_eq!(
+        scalar(&q.pool, "SELECT COUNT(*) FROM reservation_queue").await,
+        1_500 - 1_200 + 5
+    );
+    assert_eq!(
+        scalar(
+            &q.pool,
+            "SELECT COUNT(*) FROM outbox WHERE published_at IS NULL"
+        )
+        .await,
+        300,
+        "undelivered events stay, however old"
+    );
+    assert_eq!(
+        scalar(
+            &q.pool,
+            "SELECT COUNT(*) FROM reservation_queue WHERE idempotency_key IS NOT NULL"
+        )
+        .await,
+        0
+    );
+    // Tickets are never removed: every reservation is still there.
+    assert_eq!(
+        scalar(&q.pool, "SELECT COUNT(*) FROM reservations").await,
+        600
+    );
+    let mut conn = q.pool.acquire().await.unwrap();
+    let violations = ticket_core::db::invariants::check(
+        &mut conn,
+        Utc::now() - chrono::Duration::minutes(5),
+        5,
+        Utc::now() - chrono::Duration::days(30),
+    )
+    .await
+    .unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+
+    // A second pass finds nothing more.
+    let again = Sweeper::new(q.pool.clone(), thirty_days_and_a_day())
+        .pass(Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again.requests_deleted,
+            again.keys_forgotten,
+            again.events_deleted
+        ),
+        (0, 0, 0)
+    );
+}
+
+#[tokio::test]
+async fn rows_held_by_others_are_skipped_not_waited_for() {
+    let q = aged_history().await;
+    // Another transaction holds the oldest decided row (a cancel, say).
+    let mut holder = q.pool.acquire().await.unwrap();
+    let mut held = holder.begin().await.unwrap();
+    let (oldest,): (u64,) = sqlx::query_as("SELECT MIN(id) FROM reservation_queue")
+        .fetch_one(&mut *held)
+        .await
+        .unwrap();
+    sqlx::query("SELECT id FROM reservation_queue WHERE id = ? FOR UPDATE")
+        .bind(oldest)
+        .execute(&mut *held)
+        .await
+        .unwrap();
+
+    let mut sweeper = Sweeper::new(q.pool.clone(), thirty_days_and_a_day());
+    let started = Instant::now();
+    let swept = sweeper.pass(Utc::now()).await.unwrap();
+    // The lock-wait timeout is 5 s: a sweep that waited would take that.
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(swept.requests_deleted, 1_199);
+    assert_eq!(
+        scalar(
+            &q.pool,
+            &format!("SELECT COUNT(*) FROM reservation_queue WHERE id = {oldest}")
+        )
+        .await,
+        1
+    );
+    held.rollback().await.unwrap();
+    // The next pass starts from the beginning again and takes it.
+    let swept = sweeper.pass(Utc::now()).await.unwrap();
+    assert_eq!(swept.requests_deleted, 1);
+}
+
+#[tokio::test]
+async fn the_sweeper_runs_beside_deciding_workers_without_losing_a_request() {
+    // New requests arrive and are decided while the sweeper removes old
+    // ones: every new request gets its decision, and only old rows go.
+    let q = aged_history().await;
+    let mut conn = q.pool.acquire().await.unwrap();
+    let users = ticket_core::testing::seed::users(&mut conn, "new", 400)
+        .await
+        .unwrap();
+    let seats: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats ORDER BY id DESC LIMIT 400")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    let pairs: Vec<_> = users
+        .iter()
+        .zip(&seats)
+        .map(|(u, (s,))| (*u, ticket_core::domain::SeatId(*s)))
+        .collect();
+    ticket_core::testing::seed::requests(&mut conn, &pairs)
+        .await
+        .unwrap();
+    drop(conn);
+    let sweeping = tokio::spawn({
+        let pool = q.pool.clone();
+        async move {
+            Sweeper::new(pool, thirty_days_and_a_day())
+                .pass(Utc::now())
+                .await
+                .unwrap()
+        }
+    });
+    common::drain_with_workers(&q.db, 2, 50).await;
+    let swept = sweeping.await.unwrap();
+    assert_eq!(swept.requests_deleted, 1_200);
+    assert_eq!(
+        scalar(&q.pool, "SELECT COUNT(*) FROM reservation_queue WHERE created_at > UTC_TIMESTAMP() - INTERVAL 1 HOUR").await,
+        400,
+        "every new request is still there"
+    );
+    assert_eq!(
+        scalar(&q.pool, "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('PENDING', 'PROCESSING') AND created_at > UTC_TIMESTAMP() - INTERVAL 1 HOUR").await,
+        0,
+        "and decided"
+    );
+}
