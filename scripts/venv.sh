@@ -6,7 +6,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-venv=.local/venv
+# TICKET_VENV: another one, for tools whose pins clash with the others.
+venv="${TICKET_VENV:-.local/venv}"
 apt_install() {
   local sudo=""
   [ "$(id -u)" -eq 0 ] || sudo="sudo"

@@ -31,8 +31,14 @@ pub struct Cli {
 pub enum Command {
     /// Serve the HTTP API (the default).
     Serve,
-    /// Create the database if it does not exist, apply pending migrations, exit.
-    Migrate,
+    /// Wait for the database server, create the database if it does not
+    /// exist, apply pending migrations, exit.
+    Migrate {
+        /// How long to wait for the server to accept connections (it may be
+        /// starting beside the API), with backoff; 0: try once.
+        #[arg(long, env = "TICKET_DB_WAIT_SECS", default_value_t = 60)]
+        wait_secs: u64,
+    },
     /// Inspect the database and report every violated invariant (a seat sold
     /// twice, seats and reservations that disagree, a SUCCESS without its
     /// reservation, a reservation without its event, a request stuck in

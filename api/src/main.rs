@@ -17,24 +17,44 @@ async fn main() -> anyhow::Result<()> {
     result
 }
 
+/// Waits until the server accepts connections (a database deployed beside
+/// the API may still be starting), backing off from 0.5 s to 5 s, for at
+/// most `wait`; then creates the database if it does not exist yet (as
+/// `sqlx database create` would), leaving an existing one as is.
+async fn wait_for_database(url: &str, wait: std::time::Duration) -> anyhow::Result<()> {
+    use sqlx::migrate::MigrateDatabase;
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = std::time::Duration::from_millis(500);
+    let exists = loop {
+        match sqlx::MySql::database_exists(url).await {
+            Ok(exists) => break exists,
+            Err(e) if db::is_unavailable(&e) && std::time::Instant::now() + pause < deadline => {
+                tracing::info!(error = %e, retry_in = ?pause, "database not reachable yet; waiting");
+                tokio::time::sleep(pause).await;
+                pause = (pause * 2).min(std::time::Duration::from_secs(5));
+            }
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("reaching the database (waited up to {} s)", wait.as_secs())
+                });
+            }
+        }
+    };
+    if !exists {
+        sqlx::MySql::create_database(url)
+            .await
+            .context("creating the database")?;
+        tracing::info!("database created");
+    }
+    Ok(())
+}
+
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let pool = cli.database.lazy_pool()?;
     match cli.command.unwrap_or(Command::Serve) {
-        Command::Migrate => {
-            // A database that does not exist yet is created first (as
-            // `sqlx database create` would); one that exists is left as is.
-            use sqlx::migrate::MigrateDatabase;
+        Command::Migrate { wait_secs } => {
             let url = cli.database.database_url()?;
-            let url = url.expose();
-            if !sqlx::MySql::database_exists(url)
-                .await
-                .context("checking the database")?
-            {
-                sqlx::MySql::create_database(url)
-                    .await
-                    .context("creating the database")?;
-                tracing::info!("database created");
-            }
+            wait_for_database(url.expose(), std::time::Duration::from_secs(wait_secs)).await?;
             db::migrate(&pool).await.context("applying migrations")?;
             tracing::info!("migrations applied");
             Ok(())

@@ -59,6 +59,67 @@ async fn migrate_applies_the_schema_and_is_idempotent() {
 }
 
 #[tokio::test]
+async fn migrate_waits_for_a_database_that_is_still_starting() {
+    let db = TestDatabase::create().await;
+    // A port where the database will appear once migrate has found nothing.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let server_port = ticket_core::testing::server_options().get_port();
+    let url = db
+        .url()
+        .replace(&format!(":{server_port}/"), &format!(":{port}/"));
+    let mut child = api(&url)
+        .arg("migrate")
+        .env("TICKET_DB_WAIT_SECS", "60")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let log = tokio::task::spawn_blocking(move || {
+        let mut log = ChildLog::follow(stderr);
+        log.wait_for("database not reachable yet");
+        log
+    })
+    .await
+    .unwrap();
+    let _database = crate::helpers::DatabaseLink::on_port(port).await;
+    let status =
+        tokio::task::spawn_blocking(move || wait_for_exit(&mut child, Duration::from_secs(60)))
+            .await
+            .unwrap();
+    assert!(status.success(), "{:?}", log.all());
+    let pool = db.pool(1).await;
+    let (tables,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() \
+         AND table_name = 'reservation_queue'",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(tables, 1);
+}
+
+#[tokio::test]
+async fn migrate_gives_up_when_its_wait_is_over() {
+    let started = Instant::now();
+    let out = api("mysql://nobody:nothing@127.0.0.1:1/unused")
+        .args(["migrate", "--wait-secs", "1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("waited up to 1 s"), "{stderr}");
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
 async fn migrate_creates_a_missing_database() {
     let db = TestDatabase::create().await;
     let pool = db.pool(1).await;

@@ -82,9 +82,16 @@ pub struct DatabaseLink {
 
 impl DatabaseLink {
     pub async fn open() -> Self {
+        Self::on_port(0).await
+    }
+
+    /// A relay listening on `port` (0: any free one).
+    pub async fn on_port(port: u16) -> Self {
         let server = ticket_core::testing::server_options();
         let upstream = format!("{}:{}", server.get_host(), server.get_port());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .unwrap();
         let port = listener.local_addr().unwrap().port();
         let cut = tokio_util::sync::CancellationToken::new();
         let relay = cut.clone();

@@ -44,22 +44,60 @@ app.kubernetes.io/component: {{ .component }}
 {{- if and .Values.keda.enabled (or .Values.keda.assumeApiAvailable (.Capabilities.APIVersions.Has "keda.sh/v1alpha1")) -}}true{{- end -}}
 {{- end -}}
 
-{{/* The database URL the chart puts in its own Secret. */}}
+{{/* The database URL the chart puts in its own Secret; the password is
+percent-encoded, so that `@`, `/`, `:` or `%` in it cannot break the URL
+(urlquery writes a space as "+", which a URL's userinfo would keep). */}}
 {{- define "ticket.databaseUrl" -}}
 {{- if .Values.mysql.enabled -}}
-{{- printf "mysql://root:%s@%s-mysql:3306/ticket" .Values.mysql.password (include "ticket.fullname" .) -}}
+{{- printf "mysql://%s:%s@%s-mysql:3306/%s" .Values.mysql.user (include "ticket.urlEncode" .Values.mysql.password) (include "ticket.fullname" .) .Values.mysql.database -}}
 {{- else -}}
 {{- .Values.database.url -}}
 {{- end -}}
 {{- end -}}
 
+{{- define "ticket.urlEncode" -}}
+{{- . | urlquery | replace "+" "%20" -}}
+{{- end -}}
+
+{{/* Secrets reach the binaries as files (NAME_FILE), not environment
+variables, which leak into crash reports and `kubectl describe`. */}}
+{{- define "ticket.secretsDir" -}}/var/run/secrets/ticket{{- end -}}
+
 {{/* Environment shared by every container that talks to the database. */}}
 {{- define "ticket.databaseEnv" -}}
-- name: DATABASE_URL
-  valueFrom:
-    secretKeyRef:
-      name: {{ include "ticket.databaseSecret" . }}
-      key: {{ .Values.database.existingSecretKey }}
+- name: DATABASE_URL_FILE
+  value: {{ include "ticket.secretsDir" . }}/database/url
+{{- end -}}
+
+{{- define "ticket.databaseVolume" -}}
+- name: database-secret
+  secret:
+    secretName: {{ include "ticket.databaseSecret" . }}
+    items:
+      - key: {{ .Values.database.existingSecretKey }}
+        path: url
+{{- end -}}
+
+{{- define "ticket.databaseVolumeMount" -}}
+- name: database-secret
+  mountPath: {{ include "ticket.secretsDir" . }}/database
+  readOnly: true
+{{- end -}}
+
+{{/* Connections every pod may open at once, at the largest scale the
+chart allows (autoscaler maximum, plus the one extra pod of a rolling
+update), and the migration Job's one: this must fit the server's
+max_connections, or pods fail at the worst moment, under load. */}}
+{{- define "ticket.connectionBudget" -}}
+{{- $apiPods := ternary .Values.api.autoscaling.maxReplicas .Values.api.replicaCount .Values.api.autoscaling.enabled -}}
+{{- $workerPods := ternary .Values.keda.maxReplicas .Values.worker.replicaCount .Values.keda.enabled -}}
+{{- $api := mul .Values.api.dbMaxConnections (add $apiPods 1) -}}
+{{- $workers := mul .Values.worker.dbMaxConnections (add $workerPods 1) -}}
+{{- $total := add $api $workers 1 -}}
+{{- if gt (int $total) (int .Values.database.maxConnections) -}}
+{{- fail (printf "the pods may open %d database connections at once (API: %d pods x %d, workers: %d pods x %d, with one extra pod each during a rolling update, and 1 for migrations), more than database.maxConnections=%d. Raise database.maxConnections (and the server's max_connections to match), or lower api.dbMaxConnections, worker.dbMaxConnections or the maximum replica counts." (int $total) (int (add $apiPods 1)) (int .Values.api.dbMaxConnections) (int (add $workerPods 1)) (int .Values.worker.dbMaxConnections) (int .Values.database.maxConnections)) -}}
+{{- end -}}
+{{- $total -}}
 {{- end -}}
 
 {{- define "ticket.otelEnv" -}}
@@ -74,3 +112,46 @@ app.kubernetes.io/component: {{ .component }}
   value: {{ .Values.otel.tracesSamplerArg | quote }}
 {{- end }}
 {{- end -}}
+
+{{/* With the bundled MySQL, pods migrate before they start (see
+migrate-job.yaml): waiting for MySQL with backoff, then applying what is
+pending under the migrations' lock. */}}
+{{- define "ticket.waitForMigrations" -}}
+{{- if and .Values.mysql.enabled .Values.migrations.enabled }}
+initContainers:
+  - name: migrate
+    image: {{ include "ticket.image" . }}
+    imagePullPolicy: {{ .Values.image.pullPolicy }}
+    command: ["/usr/local/bin/ticket-api", "migrate"]
+    env:
+      {{- include "ticket.databaseEnv" . | nindent 6 }}
+      - name: TICKET_DB_WAIT_SECS
+        value: {{ .Values.migrations.waitForDatabaseSeconds | quote }}
+    resources:
+      {{- toYaml .Values.migrations.resources | nindent 6 }}
+    securityContext:
+      {{- toYaml .Values.securityContext | nindent 6 }}
+    volumeMounts:
+      {{- include "ticket.databaseVolumeMount" . | nindent 6 }}
+{{- end }}
+{{- end -}}
+
+{{- /* Egress every pod of the release needs: DNS and the database. */}}
+{{- define "ticket.commonEgress" -}}
+- ports:
+    - { protocol: UDP, port: 53 }
+    - { protocol: TCP, port: 53 }
+- ports:
+    - { protocol: TCP, port: {{ .Values.networkPolicy.databasePort }} }
+  {{- with .Values.networkPolicy.databaseCidr }}
+  to:
+    - ipBlock: { cidr: {{ . | quote }} }
+  {{- end }}
+{{- if .Values.otel.endpoint }}
+- ports:
+    - { protocol: TCP, port: {{ .Values.networkPolicy.otlpPort }} }
+{{- end }}
+{{- with .Values.networkPolicy.extraEgress }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
