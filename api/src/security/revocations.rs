@@ -102,7 +102,7 @@ impl Revocations {
                 Err(e) => {
                     // Once, then once a minute: the database being away is
                     // logged by every request that needs it anyway.
-                    if failures % 60 == 0 {
+                    if failures.is_multiple_of(60) {
                         tracing::warn!(error = %e, failures, "could not read token revocations; revocations recorded elsewhere meanwhile wait");
                     }
                     failures = failures.saturating_add(1);

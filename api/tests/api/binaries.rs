@@ -3,11 +3,9 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use ticket_core::domain::{NickName, Password};
-
 use ticket_core::testing::TestDatabase;
 
-use crate::helpers::{ADMIN_NICK, ChildLog, SECRET, TestApp, spawn_app, start_server_with};
+use crate::helpers::{ChildLog, SECRET, TestApp};
 
 const BIN: &str = env!("CARGO_BIN_EXE_ticket-api");
 
