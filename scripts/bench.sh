@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|mixed|latency|steps|tracing|sampled|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -33,6 +33,16 @@ start_api() {
 }
 
 stop() { kill "$@" 2>/dev/null || true; wait "$@" 2>/dev/null || true; }
+
+# An OTLP/HTTP sink that discards what it gets; sets sink_pid and sink_port.
+start_sink() {
+  local port
+  stack_free_port 18080
+  "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
+  sink_pid=$!
+  sink_port=$port
+  stack_wait_for "$port"
+}
 
 ensure_wrk() {
   command -v wrk >/dev/null 2>&1 && return 0
@@ -151,12 +161,9 @@ latency_steps() {
 # alternate so that the VM's drift hits both alike.
 tracing_overhead() {
   ensure_wrk
-  local port sink_pid url
-  stack_free_port 18080
-  "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
-  sink_pid=$!
-  stack_wait_for "$port"
-  local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$port"
+  local url
+  start_sink
+  local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port"
   local sampled
   for sampled in 0.1 1.0; do
     echo "## tracing overhead: drain, 100,000 requests over 10,000 seats, one worker, ${sampled} of the rows' traces sampled"
@@ -182,22 +189,50 @@ tracing_overhead() {
   stop "$sink_pid"
 }
 
+# Time to decision while the workers' sweeper removes history past the
+# retention (HISTORY rows, 40 days old), against the same run with the
+# sweeper off (TICKET_RETENTION_DAYS=0), alternating: the sweeper must not
+# slow the hot path.
+retention_cost() {
+  local rate="${RATE:-3000}" seconds="${SECONDS_RUN:-20}" history="${HISTORY:-300000}" run days url
+  for run in 1 2; do
+    for days in 0 30; do
+      echo "## time to decision at ${rate}/s for ${seconds} s beside ${history} expired requests; TICKET_RETENTION_DAYS=${days}"
+      url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) --seats 10000 --out "$work/lines")"
+      DATABASE_URL="$url" "$bin/ticket-bench" age-history --rows "$history"
+      start_api "$url"
+      DATABASE_URL="$url" TICKET_RETENTION_DAYS="$days" RUST_LOG=warn "$bin/ticket-worker" &
+      local worker_pid=$!
+      "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds"
+      DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
+      stop "$worker_pid" "$api_pid"
+      DATABASE_URL="$url" "$bin/ticket-bench" latency
+      echo "queue rows left: $(DATABASE_URL="$url" "$bin/ticket-bench" count-queue) (of $((rate * seconds + history)))"
+      DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+    done
+  done
+}
+
+# One clean enqueue run (for before/after pairs with TICKET_BENCH_BIN).
+enqueue_clean() {
+  ensure_wrk
+  echo "## enqueue: POST /api/reservations, wrk, 64 connections, 15 s, no worker running (${bin})"
+  enqueue_run TICKET_BENCH_KEYED=0
+}
+
 # Enqueue with tracing exported, every request's traceparent asking to be
 # sampled (as an outsider could send) against none asking, alternating: the
 # caller's flag is obeyed only within TICKET_CALLER_SAMPLED_TRACES_PER_SEC.
 caller_sampled() {
   ensure_wrk
-  local port sink_pid url
-  stack_free_port 18080
-  "$bin/ticket-bench" otlp-sink --addr "127.0.0.1:$port" &
-  sink_pid=$!
-  stack_wait_for "$port"
+  local url
+  start_sink
   local run flag
   for run in 1 2; do
     for flag in 0 1; do
       echo "## enqueue, tracing exported, every request sampled by its caller: $flag"
       url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
-      start_api "$url" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$port"
+      start_api "$url" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
       TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED=0 TICKET_BENCH_SAMPLED="$flag" \
         wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
       stop "$api_pid"
@@ -216,6 +251,8 @@ case "$what" in
   fairness) fairness ;;
   tracing) tracing_overhead ;;
   sampled) caller_sampled ;;
+  retention) retention_cost ;;
+  clean) enqueue_clean ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|mixed|latency|steps|tracing|sampled|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|all]" >&2; exit 2 ;;
 esac

@@ -69,7 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             let stale_before = now - chrono::Duration::seconds(stuck_after_secs.into());
             let events_kept_since = now
                 .checked_sub_signed(chrono::Duration::days(retention_days.into()))
-                .unwrap_or(chrono::DateTime::<chrono::Utc>::MIN_UTC);
+                .unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
             let violations =
                 db::invariants::check(&mut conn, stale_before, max_attempts, events_kept_since)
                     .await

@@ -100,7 +100,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         &mut conn,
         chrono::Utc::now(),
         ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
-        chrono::DateTime::<chrono::Utc>::MIN_UTC,
+        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
     )
     .await?;
     ensure!(violations.is_empty(), "invariants violated: {violations:?}");

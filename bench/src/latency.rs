@@ -14,7 +14,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
     let mut waits: Vec<i64> = sqlx::query_as::<_, (i64,)>(
         "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, decided_at) FROM reservation_queue \
-         WHERE decided_at IS NOT NULL",
+         WHERE decided_at IS NOT NULL AND created_at > UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
     )
     .fetch_all(&mut conn)
     .await?
@@ -50,6 +50,64 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
 pub struct DbArgs {
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
+}
+
+#[derive(clap::Args)]
+pub struct AgeArgs {
+    #[arg(long, env = "DATABASE_URL")]
+    database_url: String,
+    /// Decided requests to add, 40 days old (past the default retention).
+    #[arg(long)]
+    rows: u32,
+}
+
+/// Adds `rows` FAILED requests decided 40 days ago, spread over the
+/// database's users and seats: history for the workers' sweeper to remove
+/// while a benchmark runs.
+pub async fn age_history(args: AgeArgs) -> anyhow::Result<()> {
+    let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
+    let ids = |table: &'static str| {
+        sqlx::query_as::<_, (u64,)>(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM {table} ORDER BY id LIMIT 1000"
+        )))
+    };
+    let users: Vec<u64> = ids("users")
+        .fetch_all(&mut conn)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect();
+    let seats: Vec<u64> = ids("seats")
+        .fetch_all(&mut conn)
+        .await?
+        .into_iter()
+        .map(|(id,)| id)
+        .collect();
+    anyhow::ensure!(
+        !users.is_empty() && !seats.is_empty(),
+        "prepare the database first"
+    );
+    let mut written = 0u32;
+    while written < args.rows {
+        let chunk = (args.rows - written).min(1000);
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO reservation_queue (user_id, seat_id, status, reason, created_at, updated_at, decided_at) ",
+        );
+        insert.push_values(0..chunk, |mut row, i| {
+            let n = (written + i) as usize;
+            row.push_bind(users[n % users.len()])
+                .push_bind(seats[(n / users.len()) % seats.len()])
+                .push("'FAILED'")
+                .push("'SEAT_TAKEN'")
+                .push("UTC_TIMESTAMP(6) - INTERVAL 40 DAY")
+                .push("UTC_TIMESTAMP(6) - INTERVAL 40 DAY")
+                .push("UTC_TIMESTAMP(6) - INTERVAL 40 DAY");
+        });
+        insert.build().execute(&mut conn).await?;
+        written += chunk;
+    }
+    println!("{written} decided requests, 40 days old");
+    Ok(())
 }
 
 /// Prints how many requests the queue holds.

@@ -31,6 +31,8 @@ enum Command {
     Load(load::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
+    /// Add decided requests past the retention (for the sweeper to remove).
+    AgeHistory(latency::AgeArgs),
     /// Wait until no request is open.
     WaitDrained(latency::DbArgs),
     /// SIGKILL a worker the moment it holds claimed rows (a mid-batch kill).
@@ -56,6 +58,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
+        Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,
         Command::KillWhenClaimed(args) => latency::kill_when_claimed(args).await,
         Command::Deadlocks(args) => latency::deadlocks(args).await,

@@ -131,7 +131,7 @@ pub async fn assert_invariants(pool: &MySqlPool) {
         &mut conn,
         stale_before,
         crate::db::queue::DEFAULT_MAX_ATTEMPTS,
-        chrono::DateTime::<chrono::Utc>::MIN_UTC,
+        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
     )
     .await
     .expect("the invariant checks ran");

@@ -95,7 +95,7 @@ async fn a_seat_sold_behind_its_status_column_is_taken_and_stalls_nothing() {
         &mut conn,
         chrono::Utc::now(),
         5,
-        chrono::DateTime::<chrono::Utc>::MIN_UTC,
+        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
     )
     .await
     .unwrap();

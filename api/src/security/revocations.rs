@@ -112,10 +112,10 @@ impl Revocations {
     }
 }
 
-/// `at` minus `by`, or the earliest time there is.
+/// `at` minus `by`, or the epoch (what the database can store).
 fn older(at: DateTime<Utc>, by: chrono::Duration) -> DateTime<Utc> {
     at.checked_sub_signed(by)
-        .unwrap_or(DateTime::<Utc>::MIN_UTC)
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH)
 }
 
 #[cfg(test)]

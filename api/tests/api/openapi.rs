@@ -7,6 +7,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/healthz"),
     ("get", "/readyz"),
     ("post", "/api/auth/login"),
+    ("post", "/api/auth/logout-all"),
     ("post", "/api/users"),
     ("get", "/api/users/me"),
     ("get", "/api/users/{id}"),
