@@ -126,6 +126,28 @@ fn binary(name: &str, database_url: &str, collector: &str) -> Command {
     cmd
 }
 
+/// The API executable exporting to `collector`, with `env` on top; returns
+/// it with the address it listens on.
+async fn start_api(database_url: &str, collector: &str, env: &[(&str, &str)]) -> (Running, String) {
+    let mut api = binary("ticket-api", database_url, collector);
+    api.env("TICKET_API_ADDR", "127.0.0.1:0")
+        .env(
+            "TICKET_AUTH_SECRET",
+            String::from_utf8_lossy(SECRET).as_ref(),
+        )
+        .env("RUST_LOG", "info")
+        .envs(env.iter().copied())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    let mut api = Running(api.spawn().unwrap());
+    let stderr = api.0.stderr.take().unwrap();
+    // Blocking reads, off the runtime that serves the collector.
+    let addr = tokio::task::spawn_blocking(move || ChildLog::follow(stderr).listening_addr())
+        .await
+        .unwrap();
+    (api, addr)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_binaries_export_one_reservations_spans_in_one_trace() {
     let (collector, spans) = start_collector().await;
@@ -135,21 +157,7 @@ async fn both_binaries_export_one_reservations_spans_in_one_trace() {
         seed::concert(&mut conn, 1, 1).await.unwrap()[0]
     };
 
-    let mut api = binary("ticket-api", &db.url(), &collector);
-    api.env("TICKET_API_ADDR", "127.0.0.1:0")
-        .env(
-            "TICKET_AUTH_SECRET",
-            String::from_utf8_lossy(SECRET).as_ref(),
-        )
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut api = Running(api.spawn().unwrap());
-    let stderr = api.0.stderr.take().unwrap();
-    // Blocking reads, off the runtime that serves the collector.
-    let addr = tokio::task::spawn_blocking(move || ChildLog::follow(stderr).listening_addr())
-        .await
-        .unwrap();
+    let (mut api, addr) = start_api(&db.url(), &collector, &[]).await;
     let mut worker = binary("ticket-worker", &db.url(), &collector);
     worker
         .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
@@ -209,22 +217,15 @@ async fn both_binaries_export_one_reservations_spans_in_one_trace() {
 async fn a_callers_sampled_flag_forces_tracing_only_within_its_budget() {
     let (collector, spans) = start_collector().await;
     let (db, pool) = TestDatabase::migrated().await;
-    let mut api = binary("ticket-api", &db.url(), &collector);
-    api.env("TICKET_API_ADDR", "127.0.0.1:0")
-        .env(
-            "TICKET_AUTH_SECRET",
-            String::from_utf8_lossy(SECRET).as_ref(),
-        )
-        .env("TICKET_CALLER_SAMPLED_TRACES_PER_SEC", "3")
-        .env("TICKET_ANONYMOUS_REQUESTS_PER_SEC", "0")
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    let mut api = Running(api.spawn().unwrap());
-    let stderr = api.0.stderr.take().unwrap();
-    let addr = tokio::task::spawn_blocking(move || ChildLog::follow(stderr).listening_addr())
-        .await
-        .unwrap();
+    let (mut api, addr) = start_api(
+        &db.url(),
+        &collector,
+        &[
+            ("TICKET_CALLER_SAMPLED_TRACES_PER_SEC", "3"),
+            ("TICKET_ANONYMOUS_REQUESTS_PER_SEC", "0"),
+        ],
+    )
+    .await;
     let app = TestApp::at(format!("http://{addr}"), pool.clone());
 
     // Thirty callers' traces, each asking to be sampled, as fast as they go.

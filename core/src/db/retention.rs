@@ -54,20 +54,13 @@ pub async fn delete_decided(
     decided_before: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let lock = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
-             AND status IN ('SUCCESS', 'FAILED') AND decided_at < ? FOR UPDATE SKIP LOCKED",
-            in_placeholders(ids.len())
-        )));
-        let locked: Vec<(u64,)> = bind_ids(lock, &super::queue_ids(ids))
-            .bind(span_of(ids).0)
-            .bind(span_of(ids).1)
-            .bind(decided_before.naive_utc())
-            .fetch_all(&mut *conn)
-            .await?;
+        let locked = lock_free(
+            conn,
+            ids,
+            "status IN ('SUCCESS', 'FAILED') AND decided_at < ?",
+            Some(decided_before),
+        )
+        .await?;
         on_locked(conn, "DELETE FROM reservation_queue WHERE id = ?", locked).await
     }
     .instrument(super::span("DELETE", "reservation_queue"))
@@ -81,19 +74,7 @@ pub async fn forget_idempotency_keys(
     ids: &[QueueId],
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let lock = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
-             AND idempotency_key IS NOT NULL FOR UPDATE SKIP LOCKED",
-            in_placeholders(ids.len())
-        )));
-        let locked: Vec<(u64,)> = bind_ids(lock, &super::queue_ids(ids))
-            .bind(span_of(ids).0)
-            .bind(span_of(ids).1)
-            .fetch_all(&mut *conn)
-            .await?;
+        let locked = lock_free(conn, ids, "idempotency_key IS NOT NULL", None).await?;
         on_locked(
             conn,
             "UPDATE reservation_queue SET idempotency_key = NULL WHERE id = ?",
@@ -126,6 +107,32 @@ pub async fn delete_delivered_events(
     }
     .instrument(super::span("DELETE", "outbox"))
     .await
+}
+
+/// Locks those of `ids` (a walked stretch of the queue) that meet
+/// `condition` (its one `?`, if any, is `at`) and that nobody holds.
+async fn lock_free(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    condition: &str,
+    at: Option<DateTime<Utc>>,
+) -> Result<Vec<(u64,)>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (first, last) = span_of(ids);
+    let lock = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
+         AND {condition} FOR UPDATE SKIP LOCKED",
+        in_placeholders(ids.len())
+    )));
+    let mut lock = bind_ids(lock, &super::queue_ids(ids))
+        .bind(first)
+        .bind(last);
+    if let Some(at) = at {
+        lock = lock.bind(at.naive_utc());
+    }
+    lock.fetch_all(conn).await
 }
 
 /// The smallest and largest of `ids`: the locking reads stay inside the
