@@ -20,9 +20,13 @@ pub struct Retention {
 
 /// Rows looked at (and at most removed) per statement.
 const BATCH: u32 = 500;
-/// Pause between batches while a pass has more to do: the sweeper takes a
-/// small share of the database, whatever the backlog.
+/// Pause between batches while a pass has more to do: at least this, and
+/// at least `IDLE_SHARE` times what the batch took, so the sweeper works a
+/// tenth of the time whatever the backlog (on a busy database its batches
+/// take longer, and it backs off further). A backlog clears slowly; the
+/// sale in progress does not notice it.
 const BATCH_PAUSE: Duration = Duration::from_millis(50);
+const IDLE_SHARE: u32 = 9;
 /// Pause between passes.
 const PASS_PAUSE: Duration = Duration::from_secs(60);
 
@@ -127,12 +131,13 @@ impl Sweeper {
     pub async fn pass(&mut self, now: DateTime<Utc>) -> Result<Swept, sqlx::Error> {
         let mut total = Swept::default();
         loop {
+            let started = std::time::Instant::now();
             let swept = self.sweep_once(now).await?;
             total += swept;
             if !swept.more {
                 break;
             }
-            tokio::time::sleep(BATCH_PAUSE).await;
+            tokio::time::sleep(BATCH_PAUSE.max(started.elapsed() * IDLE_SHARE)).await;
         }
         self.rows_after = QueueId(0);
         self.keys_after = QueueId(0);
