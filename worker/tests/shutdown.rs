@@ -159,3 +159,52 @@ impl TcpHealth {
         response
     }
 }
+
+#[tokio::test]
+async fn a_worker_killed_while_sweeping_leaves_no_half_done_batch() {
+    let q = common::aged_history().await;
+    let old = "SELECT COUNT(*) FROM reservation_queue WHERE decided_at < UTC_TIMESTAMP() - INTERVAL 30 DAY";
+    assert_eq!(common::scalar(&q.pool, old).await, 1_200);
+    let (mut child, _lines) = spawn_worker(&q.db.url(), &[]);
+    // Kill it the moment its sweeper has removed something, mid-pass.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::scalar(&q.pool, old).await == 1_200 {
+        assert!(Instant::now() < deadline, "the sweeper never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    signal(&child, "-KILL");
+    child.wait().unwrap();
+    let left = common::scalar(&q.pool, old).await;
+    assert!(left < 1_200, "{left}");
+    // Whatever the kill interrupted was rolled back whole: every row is
+    // either gone or intact, nothing else was touched, and the next sweep
+    // finishes the job.
+    let everything = "SELECT COUNT(*) FROM reservation_queue";
+    assert_eq!(common::scalar(&q.pool, everything).await, left + 300 + 5);
+    assert_eq!(
+        common::scalar(&q.pool, "SELECT COUNT(*) FROM reservations").await,
+        600
+    );
+    let swept = ticket_worker::retention::Sweeper::new(
+        q.pool.clone(),
+        ticket_worker::retention::Retention {
+            decided: Some(chrono::Duration::days(30)),
+            idempotency_keys: Some(chrono::Duration::hours(24)),
+        },
+    )
+    .pass(chrono::Utc::now())
+    .await
+    .unwrap();
+    assert_eq!(swept.requests_deleted, u64::try_from(left).unwrap());
+    assert_eq!(common::scalar(&q.pool, old).await, 0);
+    let mut conn = q.pool.acquire().await.unwrap();
+    let violations = ticket_core::db::invariants::check(
+        &mut conn,
+        chrono::Utc::now() - chrono::Duration::minutes(5),
+        5,
+        chrono::Utc::now() - chrono::Duration::days(30),
+    )
+    .await
+    .unwrap();
+    assert!(violations.is_empty(), "{violations:?}");
+}

@@ -153,3 +153,80 @@ pub async fn assert_each_requested_seat_sold_once(pool: &MySqlPool, seats: usize
     assert_eq!(confirmed, sold);
     assert_invariants(pool).await;
 }
+
+pub async fn scalar(pool: &MySqlPool, sql: &str) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    n
+}
+
+pub async fn run(pool: &MySqlPool, sql: &str) {
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(pool)
+        .await
+        .unwrap();
+}
+
+/// 1,500 requests on 600 seats decided (600 SUCCESS, 900 FAILED, each
+/// SUCCESS with its reservation and event), then aged: the first 1,200 by
+/// 40 days, the rest by 2 days; then 5 requests left open, 40 days old.
+pub async fn aged_history() -> Queue {
+    let q = queue(600, 1_500).await;
+    drain_with_workers(&q.db, 1, 1000).await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET idempotency_key = CONCAT('key-', id)",
+    )
+    .await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET created_at = created_at - INTERVAL 40 DAY, \
+         decided_at = decided_at - INTERVAL 40 DAY ORDER BY id LIMIT 1200",
+    )
+    .await;
+    run(
+        &q.pool,
+        "UPDATE reservation_queue SET created_at = created_at - INTERVAL 2 DAY, \
+         decided_at = decided_at - INTERVAL 2 DAY WHERE created_at > UTC_TIMESTAMP() - INTERVAL 1 DAY",
+    )
+    .await;
+    // The events of the aged reservations: the first 300 were delivered
+    // 40 days ago, the rest never.
+    run(
+        &q.pool,
+        "UPDATE outbox SET created_at = created_at - INTERVAL 40 DAY, \
+         published_at = UTC_TIMESTAMP(6) - INTERVAL 40 DAY ORDER BY id LIMIT 300",
+    )
+    .await;
+    // Their reservations are as old (`check` expects an event only for
+    // reservations made within the retention).
+    run(
+        &q.pool,
+        "UPDATE reservations r JOIN outbox o ON o.aggregate_id = r.id \
+         SET r.created_at = r.created_at - INTERVAL 40 DAY WHERE o.published_at IS NOT NULL",
+    )
+    .await;
+    // Five open requests, as old as the oldest decided ones.
+    let mut conn = q.pool.acquire().await.unwrap();
+    let users = ticket_core::testing::seed::users(&mut conn, "late", 5)
+        .await
+        .unwrap();
+    let seats: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats ORDER BY id LIMIT 5")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    for (user, (seat,)) in users.iter().zip(seats) {
+        sqlx::query(
+            "INSERT INTO reservation_queue (user_id, seat_id, status, idempotency_key, created_at, updated_at) \
+             VALUES (?, ?, 'PENDING', 'open-key', UTC_TIMESTAMP(6) - INTERVAL 40 DAY, UTC_TIMESTAMP(6))",
+        )
+        .bind(user)
+        .bind(seat)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+    q
+}
