@@ -9,7 +9,7 @@ use common::{aged_history, scalar};
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
-use sqlx::{Connection, MySqlPool};
+use sqlx::Connection;
 use ticket_worker::retention::{Retention, Sweeper, Swept};
 
 fn thirty_days_and_a_day() -> Retention {
