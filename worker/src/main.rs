@@ -51,7 +51,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .await
     });
     let sweeper = tokio::spawn(
-        ticket_worker::retention::Sweeper::new(pool.clone(), cli.retention()).run(shutdown.clone()),
+        ticket_worker::retention::Sweeper::new(pool.clone(), cli.retention())
+            .counted_in(worker.metrics())
+            .run(shutdown.clone()),
     );
     worker.run(shutdown).await;
     sweeper.await?;

@@ -43,6 +43,7 @@ pub struct WorkerMetrics {
     decision_latency: Histogram,
     reclaimed: IntCounter,
     dead_lettered: IntCounter,
+    retention_removed: IntCounterVec,
     queue_depth: IntGaugeVec,
     pool: PoolGauges,
 }
@@ -79,6 +80,12 @@ impl WorkerMetrics {
                 "ticket_worker_dead_lettered_total",
                 "Requests set aside as FAILED (PROCESSING_FAILED) after their last attempt",
             ),
+            retention_removed: metrics::counter_vec(
+                &registry,
+                "ticket_worker_retention_removed_total",
+                "What the sweeper removed past the retention: requests (decided), events (delivered), idempotency_keys (forgotten)",
+                &["kind"],
+            ),
             queue_depth: metrics::gauge_vec(
                 &registry,
                 "ticket_queue_depth",
@@ -104,6 +111,16 @@ impl WorkerMetrics {
         self.decisions
             .with_label_values(&["deferred"])
             .inc_by(outcome.deferred as u64);
+    }
+
+    pub(crate) fn swept(&self, swept: &crate::retention::Swept) {
+        for (kind, n) in [
+            ("requests", swept.requests_deleted),
+            ("events", swept.events_deleted),
+            ("idempotency_keys", swept.keys_forgotten),
+        ] {
+            self.retention_removed.with_label_values(&[kind]).inc_by(n);
+        }
     }
 
     pub(crate) fn decided(&self, report: &Report) {

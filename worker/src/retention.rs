@@ -52,6 +52,8 @@ impl std::ops::AddAssign for Swept {
 pub struct Sweeper {
     pool: MySqlPool,
     retention: Retention,
+    /// Where removals are counted (`ticket_worker_retention_removed_total`).
+    metrics: Option<std::sync::Arc<crate::WorkerMetrics>>,
     /// Where each walk of the queue (deletions, keys) goes on from; back to
     /// the start after every pass, so rows skipped as held come round again.
     rows_after: QueueId,
@@ -78,9 +80,16 @@ impl Sweeper {
         Self {
             pool,
             retention,
+            metrics: None,
             rows_after: QueueId(0),
             keys_after: QueueId(0),
         }
+    }
+
+    /// Counts what it removes in the worker's metrics.
+    pub fn counted_in(mut self, metrics: std::sync::Arc<crate::WorkerMetrics>) -> Self {
+        self.metrics = Some(metrics);
+        self
     }
 
     /// One batch of each kind of removal, as of `now`.
@@ -133,6 +142,9 @@ impl Sweeper {
         loop {
             let started = std::time::Instant::now();
             let swept = self.sweep_once(now).await?;
+            if let Some(metrics) = &self.metrics {
+                metrics.swept(&swept);
+            }
             total += swept;
             if !swept.more {
                 break;

@@ -31,11 +31,35 @@ async fn what_expired_goes_and_open_requests_and_undelivered_events_stay() {
     .await;
     assert_eq!(old_decided, 1_200);
 
+    let w = common::worker(
+        &q.pool,
+        "sweeper",
+        ticket_worker::Mode::Batch,
+        100,
+        Duration::from_secs(30),
+    );
     let swept = Sweeper::new(q.pool.clone(), thirty_days_and_a_day())
+        .counted_in(w.metrics())
         .pass(Utc::now())
         .await
         .unwrap();
     assert_eq!(swept.requests_deleted, 1_200, "{swept:?}");
+    let samples = common::scrape(&w, &q.pool).await;
+    let removed = |kind| {
+        ticket_core::testing::prometheus_text::value(
+            &samples,
+            "ticket_worker_retention_removed_total",
+            &[("kind", kind)],
+        )
+    };
+    assert_eq!(
+        (
+            removed("requests"),
+            removed("events"),
+            removed("idempotency_keys")
+        ),
+        (1_200.0, 300.0, 305.0)
+    );
     assert_eq!(swept.events_deleted, 300, "{swept:?}");
     // Keys of rows older than a day: the 300 two-day-old decided rows and
     // the five open ones (the 1,200 went with their rows).
