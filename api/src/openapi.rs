@@ -69,25 +69,23 @@ fn operations_mut(
     })
 }
 
-/// Every operation that takes a bearer token may answer 429 (the per-user
-/// request limit), documented like its 401.
+/// Every operation but the probes may answer 429: a signed-in caller spends
+/// the per-user budget, anyone else the client address's.
 struct RateLimited;
 
 impl Modify for RateLimited {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        for (_, operation) in operations_mut(openapi) {
-            if operation.security.is_none() {
+        for (path, operation) in operations_mut(openapi) {
+            if matches!(path.as_str(), "/healthz" | "/readyz") {
                 continue;
             }
-            let responses = &mut operation.responses.responses;
-            if let Some(RefOr::T(unauthorized)) = responses.get("401").cloned() {
-                let mut limited = unauthorized;
-                limited.description =
-                    "Too many requests: retry after Retry-After seconds".to_owned();
-                responses
-                    .entry("429".to_owned())
-                    .or_insert(RefOr::T(limited));
-            }
+            operation
+                .responses
+                .responses
+                .entry("429".to_owned())
+                .or_insert_with(|| {
+                    problem_response("Too many requests: retry after Retry-After seconds")
+                });
         }
     }
 }
@@ -97,23 +95,30 @@ impl Modify for RateLimited {
 /// or of the wrong type (415); the database can be unreachable (503).
 struct CommonProblems;
 
-impl Modify for CommonProblems {
-    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
-        let problem = || {
-            utoipa::openapi::ResponseBuilder::new().content(
+/// A problem+json answer with `description`.
+fn problem_response(description: &str) -> RefOr<utoipa::openapi::Response> {
+    RefOr::T(
+        utoipa::openapi::ResponseBuilder::new()
+            .description(description)
+            .content(
                 "application/problem+json",
                 utoipa::openapi::ContentBuilder::new()
                     .schema(Some(utoipa::openapi::Ref::from_schema_name("Problem")))
                     .build(),
             )
-        };
+            .build(),
+    )
+}
+
+impl Modify for CommonProblems {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         for (path, operation) in operations_mut(openapi) {
             let has_body = operation.request_body.is_some();
             let responses = &mut operation.responses.responses;
             let mut add = |code: &str, description: &str| {
                 responses
                     .entry(code.to_owned())
-                    .or_insert_with(|| RefOr::T(problem().description(description).build()));
+                    .or_insert_with(|| problem_response(description));
             };
             if has_body {
                 add("400", "Malformed or invalid body");
