@@ -15,6 +15,8 @@ bin="${TICKET_BENCH_BIN:-target/release}"
 work=.local/bench
 mkdir -p "$work"
 secret="bench-secret-bench-secret-bench-secret"
+# Extra environment of the API in enqueue_run (none by default).
+api_env=()
 
 # Free ports and waiting for a listener (stack_free_port, stack_wait_for).
 source scripts/lib/stack.sh
@@ -65,11 +67,12 @@ drain() {
 }
 
 # One enqueue run: wrk for 15 s against a fresh database, no worker; extra
-# VAR=value arguments go to wrk's script (noise, keyed baseline).
+# VAR=value arguments go to wrk's script (noise, keyed baseline, sampled
+# flags), and those in the array api_env (if set) to the API.
 enqueue_run() {
   local url
   url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
-  start_api "$url"
+  start_api "$url" "${api_env[@]}"
   env "$@" TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 \
     wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
   stop "$api_pid"
@@ -161,7 +164,6 @@ latency_steps() {
 # alternate so that the VM's drift hits both alike.
 tracing_overhead() {
   ensure_wrk
-  local url
   start_sink
   local off="OTEL_SDK_DISABLED=true" on="OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:$sink_port"
   local sampled
@@ -178,12 +180,9 @@ tracing_overhead() {
   for run in 1 2 3; do
     for mode in off on; do
       echo "### tracing $mode"
-      url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
-      start_api "$url" "${!mode}"
-      TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED=0 \
-        wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
-      stop "$api_pid"
-      DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+      api_env=("${!mode}")
+      enqueue_run TICKET_BENCH_KEYED=0
+      api_env=()
     done
   done
   stop "$sink_pid"
@@ -225,18 +224,14 @@ enqueue_clean() {
 # caller's flag is obeyed only within TICKET_CALLER_SAMPLED_TRACES_PER_SEC.
 caller_sampled() {
   ensure_wrk
-  local url
   start_sink
   local run flag
   for run in 1 2; do
     for flag in 0 1; do
       echo "## enqueue, tracing exported, every request sampled by its caller: $flag"
-      url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
-      start_api "$url" OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink_port"
-      TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 TICKET_BENCH_KEYED=0 TICKET_BENCH_SAMPLED="$flag" \
-        wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
-      stop "$api_pid"
-      DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+      api_env=(OTEL_EXPORTER_OTLP_ENDPOINT="http://127.0.0.1:$sink_port")
+      enqueue_run TICKET_BENCH_KEYED=0 TICKET_BENCH_SAMPLED="$flag"
+      api_env=()
     done
   done
   stop "$sink_pid"

@@ -148,23 +148,37 @@ impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let unauthorized = |detail| ApiError::new(ErrorCode::Unauthorized, detail);
-        let header = parts
-            .headers
-            .get(header::AUTHORIZATION)
-            .ok_or_else(|| unauthorized("an Authorization: Bearer token is required"))?;
-        let token = header
-            .to_str()
-            .ok()
-            .and_then(|h| h.strip_prefix("Bearer "))
-            .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
-        let principal = signed_in(state, token).map_err(unauthorized)?;
+        // Verified already on the way in (routes::limit_anonymous); without
+        // it, the token is missing or invalid, and what follows says which.
+        let verified = parts
+            .extensions
+            .get::<crate::security::Principal>()
+            .copied();
+        let principal = match verified {
+            Some(principal) => principal,
+            None => unverified(parts, state)?,
+        };
         state.limits.user_request(principal.user)?;
         Ok(Self {
             id: principal.user,
             role: principal.role,
         })
     }
+}
+
+/// The caller of a request whose token was not verified on the way in.
+fn unverified(parts: &Parts, state: &AppState) -> Result<crate::security::Principal, ApiError> {
+    let unauthorized = |detail| ApiError::new(ErrorCode::Unauthorized, detail);
+    let header = parts
+        .headers
+        .get(header::AUTHORIZATION)
+        .ok_or_else(|| unauthorized("an Authorization: Bearer token is required"))?;
+    let token = header
+        .to_str()
+        .ok()
+        .and_then(|h| h.strip_prefix("Bearer "))
+        .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
+    signed_in(state, token).map_err(unauthorized)
 }
 
 /// Who a bearer token speaks for, if it is valid and not revoked; else why

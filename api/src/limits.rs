@@ -72,10 +72,17 @@ impl LoginKey {
     }
 }
 
+/// What a caller's sampled flag can do.
+enum CallerSampling {
+    Obeyed,
+    Ignored,
+    /// Obeyed as long as this budget (all callers together) allows.
+    Within(governor::DefaultDirectRateLimiter),
+}
+
 pub struct Limits {
     max_open_requests_per_user: u32,
-    /// None: every caller's sampled flag is obeyed.
-    caller_sampled: Option<Option<governor::DefaultDirectRateLimiter>>,
+    caller_sampled: CallerSampling,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
@@ -102,11 +109,10 @@ impl Limits {
         Self {
             max_open_requests_per_user: settings.max_open_requests_per_user,
             caller_sampled: match settings.caller_sampled_traces_per_sec {
-                u32::MAX => None,
-                rate => Some(
-                    NonZeroU32::new(rate)
-                        .map(|rate| governor::RateLimiter::direct(Quota::per_second(rate))),
-                ),
+                u32::MAX => CallerSampling::Obeyed,
+                rate => NonZeroU32::new(rate).map_or(CallerSampling::Ignored, |rate| {
+                    CallerSampling::Within(governor::RateLimiter::direct(Quota::per_second(rate)))
+                }),
             },
             users: limiter(per_second(settings.user_requests_per_sec)),
             anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
@@ -139,9 +145,9 @@ impl Limits {
     /// instance trace everything, which costs a fifth of the enqueue path.
     pub fn caller_may_force_tracing(&self) -> bool {
         match &self.caller_sampled {
-            None => true,
-            Some(None) => false,
-            Some(Some(budget)) => budget.check().is_ok(),
+            CallerSampling::Obeyed => true,
+            CallerSampling::Ignored => false,
+            CallerSampling::Within(budget) => budget.check().is_ok(),
         }
     }
 

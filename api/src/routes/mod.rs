@@ -85,22 +85,30 @@ async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
 }
 
 /// Requests without a valid token spend their client address's budget;
-/// signed-in ones are limited per user where the token is read. Probes are
-/// never limited: the kubelet and the load balancer ask from one address.
+/// signed-in ones are limited per user where the token is read (the
+/// verified caller goes on in the request's extensions, so the token is
+/// checked once). Probes are never limited: the kubelet and the load
+/// balancer ask from one address.
 async fn limit_anonymous(
     axum::extract::State(state): axum::extract::State<AppState>,
-    request: Request,
+    mut request: Request,
     next: Next,
 ) -> Response {
-    let path = request.uri().path();
-    let probe = matches!(path, "/healthz" | "/readyz" | "/metrics");
-    let signed_in = crate::extract::bearer(request.headers())
-        .is_some_and(|token| crate::extract::signed_in(&state, token).is_ok());
-    if !probe && !signed_in {
-        let client =
-            crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);
-        if let Err(refused) = state.limits.anonymous_request(client.0) {
-            return refused.into_response();
+    if matches!(request.uri().path(), "/healthz" | "/readyz" | "/metrics") {
+        return next.run(request).await;
+    }
+    let caller = crate::extract::bearer(request.headers())
+        .and_then(|token| crate::extract::signed_in(&state, token).ok());
+    match caller {
+        Some(principal) => {
+            request.extensions_mut().insert(principal);
+        }
+        None => {
+            let client =
+                crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);
+            if let Err(refused) = state.limits.anonymous_request(client.0) {
+                return refused.into_response();
+            }
         }
     }
     next.run(request).await

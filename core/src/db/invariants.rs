@@ -66,12 +66,7 @@ pub async fn check(
     let mut violations = Vec::new();
     for (invariant, sql) in CHECKS {
         let (rows,): (i64,) = sqlx::query_as(*sql).fetch_one(&mut *conn).await?;
-        if rows > 0 {
-            violations.push(Violation {
-                invariant,
-                rows: rows.unsigned_abs(),
-            });
-        }
+        note(&mut violations, invariant, rows);
     }
     let (eventless,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND NOT EXISTS \
@@ -80,34 +75,41 @@ pub async fn check(
     .bind(events_kept_since.naive_utc())
     .fetch_one(&mut *conn)
     .await?;
-    if eventless > 0 {
-        violations.push(Violation {
-            invariant: "a reservation has no ReservationSucceeded event",
-            rows: eventless.unsigned_abs(),
-        });
-    }
+    note(
+        &mut violations,
+        "a reservation has no ReservationSucceeded event",
+        eventless,
+    );
     let (stuck,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ?",
     )
     .bind(stale_before.naive_utc())
     .fetch_one(&mut *conn)
     .await?;
-    if stuck > 0 {
-        violations.push(Violation {
-            invariant: "a PROCESSING request's lease expired long ago",
-            rows: stuck.unsigned_abs(),
-        });
-    }
+    note(
+        &mut violations,
+        "a PROCESSING request's lease expired long ago",
+        stuck,
+    );
     let (overtried,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > ?")
             .bind(max_attempts)
             .fetch_one(&mut *conn)
             .await?;
-    if overtried > 0 {
+    note(
+        &mut violations,
+        "a request was claimed more often than the attempt limit",
+        overtried,
+    );
+    Ok(violations)
+}
+
+/// Records `invariant` as violated when any row breaks it.
+fn note(violations: &mut Vec<Violation>, invariant: &'static str, rows: i64) {
+    if rows > 0 {
         violations.push(Violation {
-            invariant: "a request was claimed more often than the attempt limit",
-            rows: overtried.unsigned_abs(),
+            invariant,
+            rows: rows.unsigned_abs(),
         });
     }
-    Ok(violations)
 }
