@@ -18,8 +18,8 @@ use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::{Connection, MySqlPool};
 use ticket_core::db::kept::KeptConnections;
-use ticket_core::db::{self, queue};
-use ticket_core::domain::{QueueId, SeatId, UserId};
+use ticket_core::db::{self, queue, request_seats};
+use ticket_core::domain::QueueId;
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -37,10 +37,11 @@ const UNAVAILABLE_GRACE: Duration = Duration::from_millis(250);
 pub enum EnqueueError {
     #[error(transparent)]
     Database(#[from] sqlx::Error),
-    /// The user already has the most open requests allowed.
+    /// The user already has the most open seats (in open requests) allowed.
     #[error("too many open reservation requests")]
     TooManyOpen,
-    /// The user already has this open request: the one in line.
+    /// The user already has an open request for one of the seats: the one
+    /// in line.
     #[error("already requested")]
     Duplicate(QueueId),
     #[error("no such seat")]
@@ -56,11 +57,12 @@ impl EnqueueError {
     /// error mapping.
     pub async fn from_insert(
         conn: &mut sqlx::MySqlConnection,
-        request: (UserId, SeatId),
+        request: &queue::NewRequest,
         err: sqlx::Error,
     ) -> Self {
-        if db::violated_unique_key(&err) == Some("uq_queue_open_request")
-            && let Ok(Some(existing)) = queue::find_open(conn, request.0, request.1).await
+        if db::violated_unique_key(&err) == Some("uq_request_seats_open")
+            && let Ok(Some(existing)) =
+                request_seats::find_open(conn, request.user, request.seats.as_slice()).await
         {
             return Self::Duplicate(existing);
         }
@@ -84,8 +86,9 @@ pub struct EnqueueBatcher {
 
 impl EnqueueBatcher {
     /// Starts the task that forms and writes groups on the current runtime.
-    /// With `max_open_per_user` above 0, a user's request beyond that many
-    /// open (PENDING or PROCESSING) ones is refused. Groups written at the
+    /// With `max_open_per_user` above 0, a user's request that would take
+    /// the seats in their open (PENDING or PROCESSING) requests beyond that
+    /// many is refused. Groups written at the
     /// same time count separately, so a user may exceed it slightly.
     pub fn start(pool: MySqlPool, max_open_per_user: u32) -> Self {
         let (sender, receiver) = mpsc::channel(MAX_GROUP * WRITERS * 4);
@@ -320,7 +323,7 @@ async fn insert_group_retrying(
 
 /// Writes the group in one transaction. A duplicate, an unknown seat or a
 /// deleted user is refused alone, inside the group's own statements; a
-/// request whose user would have more than `limit` open requests (0: no
+/// request whose user would have more than `limit` open seats (0: no
 /// limit) is withdrawn. The count comes with the INSERT's read-back, so the
 /// common case costs no extra round trip.
 async fn insert_group(
@@ -343,7 +346,7 @@ async fn insert_group(
         .collect();
     if limit > 0 {
         let mut excess: HashMap<_, u64> = written
-            .open_per_user
+            .open_seats_per_user
             .iter()
             .filter(|(_, open)| **open > u64::from(limit))
             .map(|(user, open)| (*user, open - u64::from(limit)))
@@ -356,7 +359,7 @@ async fn insert_group(
                     && *over > 0
                     && let queue::Outcome::Queued(id) = written.outcomes[i]
                 {
-                    *over -= 1;
+                    *over = over.saturating_sub(request.seats.len() as u64);
                     withdrawn.push(id);
                     answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
                 }
@@ -375,14 +378,21 @@ async fn insert_one(
 ) -> Result<QueueId, EnqueueError> {
     let mut conn = pool.acquire().await?;
     if limit > 0 {
-        let open = queue::open_counts(&mut conn, &[r.user]).await?;
-        if open.get(&r.user).copied().unwrap_or(0) >= u64::from(limit) {
+        let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
+        if open.get(&r.user).copied().unwrap_or(0) + r.seats.len() as u64 > u64::from(limit) {
             return Err(EnqueueError::TooManyOpen);
         }
     }
-    match queue::enqueue(&mut conn, r.user, r.seat, None, &r.trace, db::now()).await {
-        Ok(id) => Ok(id),
-        Err(e) => Err(EnqueueError::from_insert(&mut conn, (r.user, r.seat), e).await),
+    let mut tx = conn.begin().await?;
+    match queue::enqueue(&mut tx, r, None, db::now()).await {
+        Ok(id) => {
+            tx.commit().await?;
+            Ok(id)
+        }
+        Err(e) => {
+            tx.rollback().await?;
+            Err(EnqueueError::from_insert(&mut conn, r, e).await)
+        }
     }
 }
 

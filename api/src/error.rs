@@ -34,6 +34,15 @@ pub enum ErrorCode {
     QueueDuplicated,
     IdempotencyKeyReused,
     ReservationCancelForbidden,
+    /// A hold that has run out cannot be confirmed (or cancelled).
+    HoldExpired,
+    /// Only a HELD reservation can be confirmed (a CANCELLED or EXPIRED one
+    /// cannot).
+    ReservationNotHeld,
+    /// An order's seats belong to more than one concert.
+    SeatsOfSeveralConcerts,
+    /// An order names more seats than its concert's `maxSeatsPerOrder`.
+    TooManySeats,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -44,7 +53,7 @@ impl ErrorCode {
     pub fn status(self) -> StatusCode {
         use ErrorCode::*;
         match self {
-            ValidationError => StatusCode::BAD_REQUEST,
+            ValidationError | SeatsOfSeveralConcerts | TooManySeats => StatusCode::BAD_REQUEST,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
@@ -60,7 +69,9 @@ impl ErrorCode {
             | SeatStatusConflict
             | QueueDuplicated
             | IdempotencyKeyReused
-            | ReservationCancelForbidden => StatusCode::CONFLICT,
+            | ReservationCancelForbidden
+            | HoldExpired
+            | ReservationNotHeld => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -205,14 +216,16 @@ impl From<sqlx::Error> for ApiError {
                 ErrorCode::SeatDuplicated,
                 "the concert already has a seat with this seatNumber",
             )),
-            Some("uq_queue_open_request") => Some((
+            Some("uq_request_seats_open") => Some((
                 ErrorCode::QueueDuplicated,
                 "you already have a pending request for this seat",
             )),
             _ => None,
         };
         let missing = match db::violated_foreign_key(&err) {
-            Some("fk_queue_seat") => Some((ErrorCode::SeatNotFound, "no such seat")),
+            Some("fk_queue_seat" | "fk_request_seats_seat") => {
+                Some((ErrorCode::SeatNotFound, "no such seat"))
+            }
             Some("fk_queue_user") => return Self::account_gone(),
             _ => None,
         };

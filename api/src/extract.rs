@@ -15,6 +15,36 @@ use crate::state::AppState;
 /// right types, no unknown fields. Errors name the offending field's path.
 pub struct ApiJson<T>(pub T);
 
+/// [`ApiJson`] for a body that may be left out: no body at all (and no
+/// Content-Type) reads as `T::default()`.
+pub struct OptionalJson<T>(pub T);
+
+impl<T: DeserializeOwned + Default, S: Send + Sync> FromRequest<S> for OptionalJson<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, ApiError> {
+        if req.headers().contains_key(header::CONTENT_TYPE) {
+            return ApiJson::from_request(req, state)
+                .await
+                .map(|ApiJson(v)| Self(v));
+        }
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| {
+            ApiError::new(
+                ErrorCode::ValidationError,
+                "the request body could not be read",
+            )
+        })?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            Ok(Self(T::default()))
+        } else {
+            Err(ApiError::new(
+                ErrorCode::UnsupportedMediaType,
+                "send the body as Content-Type: application/json",
+            ))
+        }
+    }
+}
+
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
     type Rejection = ApiError;
 
@@ -352,6 +382,21 @@ pub mod integral {
 
     pub fn optional<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
         d.deserialize_option(Maybe)
+    }
+
+    /// One whole number of a list.
+    struct Element(u64);
+
+    impl<'de> serde::Deserialize<'de> for Element {
+        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+            required(d).map(Self)
+        }
+    }
+
+    /// An optional list of whole numbers (null or absent: none).
+    pub fn optional_list<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u64>>, D::Error> {
+        let list: Option<Vec<Element>> = serde::Deserialize::deserialize(d)?;
+        Ok(list.map(|l| l.into_iter().map(|Element(n)| n).collect()))
     }
 }
 

@@ -6,7 +6,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{auth, concerts, health, reservations, seats, users};
+use crate::routes::{auth, checkout, concerts, health, reservations, seats, users};
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -19,7 +19,8 @@ use crate::state::AppState;
         users::create, users::me, users::show, users::update, users::remove,
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
-        reservations::enqueue, reservations::status, reservations::show, reservations::mine, reservations::cancel,
+        reservations::enqueue, reservations::status, reservations::show, reservations::mine,
+        checkout::confirm, checkout::cancel_by_path, checkout::cancel,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField)),
     modifiers(&BearerAuth, &RateLimited, &CommonProblems),
@@ -28,7 +29,7 @@ use crate::state::AppState;
         (name = "users", description = "Accounts"),
         (name = "concerts", description = "Concerts and their seat layouts"),
         (name = "seats", description = "Seats of a concert"),
-        (name = "reservations", description = "Asynchronous reservation requests, reservations and cancellation"),
+        (name = "reservations", description = "Asynchronous reservation requests, holds, confirmation and cancellation"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

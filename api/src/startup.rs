@@ -75,6 +75,7 @@ impl Application {
                     settings.limits.max_open_requests_per_user,
                 ),
                 pool,
+                seats: Arc::default(),
                 tokens: Arc::new(tokens),
                 revocations: Arc::new(Revocations::new(settings.token_ttl)),
                 passwords,

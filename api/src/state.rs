@@ -16,6 +16,8 @@ pub struct AppState {
     pub revocations: Arc<Revocations>,
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
+    /// Which concert each seat asked for belongs to.
+    pub seats: Arc<crate::seat_directory::SeatDirectory>,
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
     pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,

@@ -91,12 +91,16 @@ pub async fn age_history(args: AgeArgs) -> anyhow::Result<()> {
     while written < args.rows {
         let chunk = (args.rows - written).min(1000);
         let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO reservation_queue (user_id, seat_id, status, reason, created_at, updated_at, decided_at) ",
+            "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, reason, created_at, updated_at, decided_at) ",
         );
         insert.push_values(0..chunk, |mut row, i| {
             let n = (written + i) as usize;
+            let seat = seats[(n / users.len()) % seats.len()];
             row.push_bind(users[n % users.len()])
-                .push_bind(seats[(n / users.len()) % seats.len()])
+                .push("(SELECT concert_id FROM seats WHERE id = ")
+                .push_bind_unseparated(seat)
+                .push_unseparated(")")
+                .push_bind(seat)
                 .push("'FAILED'")
                 .push("'SEAT_TAKEN'")
                 .push("UTC_TIMESTAMP(6) - INTERVAL 40 DAY")

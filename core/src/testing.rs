@@ -218,9 +218,16 @@ pub mod seed {
         let title =
             ConcertTitle::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
         let venue = Venue::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
-        let id =
-            db::concerts::insert_with_seats(&mut *conn, &title, &venue, date, layout, db::now())
-                .await?;
+        let id = db::concerts::insert_with_seats(
+            &mut *conn,
+            &title,
+            &venue,
+            date,
+            layout,
+            db::concerts::Settings::default(),
+            db::now(),
+        )
+        .await?;
         let seats: Vec<(SeatId,)> =
             sqlx::query_as("SELECT id FROM seats WHERE concert_id = ? ORDER BY id")
                 .bind(id)
@@ -249,9 +256,10 @@ pub mod seed {
         // so that the worker's tracing does its real work.
         let mut state = now.and_utc().timestamp_nanos_opt().unwrap_or(1) as u64;
         let mut random = move || super::splitmix64(&mut state) | 1;
+        let concerts = concerts_of(conn, requests.iter().map(|(_, seat)| *seat)).await?;
         for chunk in requests.chunks(5_000) {
             let mut insert = QueryBuilder::new(
-                "INSERT INTO reservation_queue (user_id, seat_id, status, traceparent, created_at, updated_at) ",
+                "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, traceparent, created_at, updated_at) ",
             );
             insert.push_values(chunk, |mut row, (user, seat)| {
                 let flags = u8::from(((random() >> 11) as f64 / (1u64 << 53) as f64) < sampled);
@@ -262,6 +270,12 @@ pub mod seed {
                     random()
                 );
                 row.push_bind(*user)
+                    .push_bind(
+                        concerts
+                            .get(seat)
+                            .copied()
+                            .unwrap_or(crate::domain::ConcertId(0)),
+                    )
                     .push_bind(*seat)
                     .push_bind("PENDING")
                     .push_bind(traceparent)
@@ -270,6 +284,37 @@ pub mod seed {
             });
             insert.build().execute(&mut *conn).await?;
         }
+        seats_of_requests(conn).await
+    }
+
+    /// The concert of each seat.
+    pub async fn concerts_of(
+        conn: &mut MySqlConnection,
+        seats: impl Iterator<Item = SeatId>,
+    ) -> Result<std::collections::HashMap<SeatId, crate::domain::ConcertId>, sqlx::Error> {
+        let mut seats: Vec<SeatId> = seats.collect();
+        seats.sort_unstable();
+        seats.dedup();
+        let mut concerts = std::collections::HashMap::with_capacity(seats.len());
+        for chunk in seats.chunks(1_000) {
+            for (seat, concert, _) in db::seats::order_facts(&mut *conn, chunk).await? {
+                concerts.insert(seat, concert);
+            }
+        }
+        Ok(concerts)
+    }
+
+    /// Gives every queue row written straight to the table (with its
+    /// `seat_id` and `concert_id`) and not yet given its seats the one seat
+    /// it names, open while the row is, as the API's enqueue writes them.
+    pub async fn seats_of_requests(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
+        sqlx::query(
+            "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) \
+             SELECT q.id, q.seat_id, q.user_id, q.concert_id, IF(q.status IN ('PENDING', 'PROCESSING'), 1, 0) \
+             FROM reservation_queue q WHERE NOT EXISTS (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id)",
+        )
+        .execute(conn)
+        .await?;
         Ok(())
     }
 }

@@ -1,15 +1,19 @@
 //! Deciding claimed requests. `batch` decides a whole batch in a few
-//! set-based statements and one commit; `per_request` is the original's
-//! one-transaction-per-request algorithm, kept as the benchmark baseline.
+//! set-based statements and one commit; `per_request` is one transaction
+//! per request, the original's shape, kept as the benchmark baseline.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySqlConnection};
+use ticket_core::db::outbox::{EventKind, ReservationEvent, Subject};
 use ticket_core::db::queue::TraceContext;
+use ticket_core::db::reservations::ReservedSeat;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
-use ticket_core::domain::{FailureReason, QueueId, SeatId};
+use ticket_core::domain::{
+    FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
+};
 
 /// What deciding a batch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -66,13 +70,18 @@ pub struct Report {
     pub phases: Option<Phases>,
 }
 
-/// Decides the claimed rows in one transaction. For each seat our earliest
-/// request is the candidate. It wins if the seat is AVAILABLE, has no
-/// CONFIRMED reservation, and no earlier request for it is still open
-/// elsewhere (first come, first served across workers); every other request
-/// for the seat fails with SEAT_TAKEN. While an earlier request is open (in
-/// another worker's batch, or in another part of ours), all of ours for that
-/// seat are handed back, due again after `defer_for`.
+/// Decides the claimed rows in one transaction, all or nothing per request:
+/// in queue order, a request wins if every seat it names is free (no live
+/// claim; a hold that has ended is none) and not taken by an earlier request
+/// of the batch; else it fails with SEAT_TAKEN and takes nothing, and the
+/// seats it did not lose stay free for the requests behind it. First come,
+/// first served across workers: while an earlier request for one of its
+/// seats is still open elsewhere (another worker's batch, another part of a
+/// split batch), a request is handed back, due again after `defer_for`, and
+/// so is any later request of the batch sharing a seat with it.
+///
+/// A won request of a concert with holds is HELD until now + its hold;
+/// without holds it is CONFIRMED at once, as the original flow.
 pub async fn batch(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -86,12 +95,17 @@ pub async fn batch(
     let lock = (lock_started, SystemTime::now());
 
     let seats_started = SystemTime::now();
-    let plan = plan(&mut tx, &rows).await?;
-    let reserved = seats::mark_reserved(&mut tx, &plan.won_seats, now).await?;
+    let plan = plan(&mut tx, &rows, now).await?;
+    reservations::end_expired_claims(&mut tx, &plan.reclaimed).await?;
+    let mut marked = 0;
+    for (status, until, seats) in plan.seat_changes() {
+        marked += seats::mark(&mut tx, &seats, status, until, now).await?;
+    }
     let seats_done = (seats_started, SystemTime::now());
-    let inserted = reservations::insert_for_requests(&mut tx, &plan.winners, now).await?;
+    let reservation_ids = reservations::insert_many(&mut tx, &plan.reservations, now).await?;
     let insert = (seats_done.1, SystemTime::now());
-    let succeeded = queue::mark_succeeded(&mut tx, &plan.winners, token, now).await?;
+    let winners: Vec<QueueId> = plan.reservations.iter().map(|r| r.queue_id).collect();
+    let succeeded = queue::mark_succeeded(&mut tx, &winners, token, now).await?;
     let refused =
         queue::mark_failed(&mut tx, &plan.failed, token, FailureReason::SeatTaken, now).await?;
     let retry_at = now + chrono::Duration::from_std(defer_for).unwrap_or_default();
@@ -104,32 +118,35 @@ pub async fn batch(
         now,
     )
     .await?;
-    let events = outbox::record_succeeded(&mut tx, &plan.winners, now).await?;
+    let events = plan.events(&reservation_ids, now);
+    let recorded = outbox::record(&mut tx, &events, now).await?;
     let mark = (insert.1, SystemTime::now());
     // Every statement must have touched exactly the rows decided above; any
     // difference means the model above is wrong, and nothing is committed.
-    let expected = plan.winners.len() as u64;
-    let consistent = reserved == expected
-        && inserted == expected
+    let expected = winners.len() as u64;
+    let won_seats = plan.won_seats() as u64;
+    let consistent = marked == won_seats
+        && reservation_ids.len() as u64 == expected
         && succeeded == expected
-        && events == expected
+        && recorded == expected
         && refused == plan.failed.len() as u64
         && deferred == plan.deferred.len() as u64;
     if !consistent {
         return Err(DecideError::Invariant(anyhow::anyhow!(
-            "batch bookkeeping mismatch: {reserved} seats, {inserted} reservations, {succeeded} successes, \
-             {events} events for {expected} winners; {refused} of {} failures; {deferred} of {} deferrals",
+            "batch bookkeeping mismatch: {marked} of {won_seats} seats, {} reservations, {succeeded} successes, \
+             {recorded} events for {expected} winners; {refused} of {} failures; {deferred} of {} deferrals",
+            reservation_ids.len(),
             plan.failed.len(),
             plan.deferred.len()
         )));
     }
     tx.commit().await?;
     let commit = (mark.1, SystemTime::now());
-    let won: HashSet<QueueId> = plan.winners.iter().copied().collect();
+    let won: HashSet<QueueId> = winners.iter().copied().collect();
     let held_back: HashSet<QueueId> = plan.deferred.iter().copied().collect();
     Ok(Report {
         decided: Decided {
-            succeeded: plan.winners.len(),
+            succeeded: winners.len(),
             failed: plan.failed.len(),
             lost: ids.len() - rows.len(),
             deferred: plan.deferred.len(),
@@ -141,7 +158,7 @@ pub async fn batch(
             .map(|row| RowDecision {
                 succeeded: won.contains(&row.id),
                 id: row.id,
-                seat_id: row.seat_id,
+                seat_id: row.seats.first().copied().unwrap_or(SeatId(0)),
                 requested_at: row.created_at,
                 trace: TraceContext {
                     traceparent: row.traceparent,
@@ -159,91 +176,174 @@ pub async fn batch(
     })
 }
 
-/// Who gets what in a batch, decided under the locks of the seats won.
+/// Who gets what in a batch, decided under the locks of the seats wanted.
 #[derive(Debug, Default)]
 struct Plan {
-    winners: Vec<QueueId>,
-    won_seats: Vec<SeatId>,
+    reservations: Vec<reservations::NewReservation>,
     failed: Vec<QueueId>,
     deferred: Vec<QueueId>,
+    /// Won seats whose previous claim was a hold that has ended.
+    reclaimed: Vec<SeatId>,
+    numbers: HashMap<SeatId, String>,
 }
 
-/// Locks the AVAILABLE seats our rows want (in id order, like every other
-/// writer of seats) and decides each row's fate. `rows` are in queue order.
-async fn plan(tx: &mut MySqlConnection, rows: &[queue::LeasedRow]) -> Result<Plan, sqlx::Error> {
-    let mut candidate: HashMap<SeatId, QueueId> = HashMap::with_capacity(rows.len());
-    for row in rows {
-        candidate.entry(row.seat_id).or_insert(row.id);
+impl Plan {
+    fn won_seats(&self) -> usize {
+        self.reservations.iter().map(|r| r.seats.len()).sum()
     }
-    let mut wanted: Vec<SeatId> = candidate.keys().copied().collect();
+
+    /// The won seats by the status (and hold end) they take, in id order.
+    fn seat_changes(&self) -> Vec<(SeatStatus, Option<DateTime<Utc>>, Vec<SeatId>)> {
+        let mut changes: HashMap<(SeatStatus, Option<DateTime<Utc>>), Vec<SeatId>> = HashMap::new();
+        for r in &self.reservations {
+            let status = match r.status {
+                ReservationStatus::Held => SeatStatus::Held,
+                _ => SeatStatus::Reserved,
+            };
+            changes
+                .entry((status, r.hold_expires_at))
+                .or_default()
+                .extend(&r.seats);
+        }
+        let mut changes: Vec<_> = changes
+            .into_iter()
+            .map(|((status, until), mut seats)| {
+                seats.sort_unstable();
+                (status, until, seats)
+            })
+            .collect();
+        changes.sort_by_key(|(_, _, seats)| seats.first().copied());
+        changes
+    }
+
+    /// A ReservationHeld or ReservationConfirmed event per reservation.
+    fn events(
+        &self,
+        ids: &HashMap<QueueId, ReservationId>,
+        now: DateTime<Utc>,
+    ) -> Vec<ReservationEvent> {
+        self.reservations
+            .iter()
+            .filter_map(|r| {
+                let id = *ids.get(&r.queue_id)?;
+                let seats: Vec<ReservedSeat> = r
+                    .seats
+                    .iter()
+                    .map(|s| ReservedSeat {
+                        seat_id: *s,
+                        seat_number: self.numbers.get(s).cloned().unwrap_or_default(),
+                    })
+                    .collect();
+                let kind = match r.status {
+                    ReservationStatus::Held => EventKind::Held,
+                    _ => EventKind::Confirmed,
+                };
+                Some(ReservationEvent::new(
+                    kind,
+                    &Subject {
+                        reservation_id: id,
+                        queue_id: Some(r.queue_id),
+                        user_id: r.user,
+                        concert_id: r.concert,
+                        seats: &seats,
+                        hold_expires_at: r.hold_expires_at,
+                        payment_reference: None,
+                    },
+                    now,
+                ))
+            })
+            .collect()
+    }
+}
+
+/// Locks the free seats our rows want (in id order, like every other writer
+/// of seats) and decides each row's fate, in queue order (`rows` are).
+async fn plan(
+    tx: &mut MySqlConnection,
+    rows: &[queue::LeasedRow],
+    now: DateTime<Utc>,
+) -> Result<Plan, sqlx::Error> {
+    let mut wanted: Vec<SeatId> = rows.iter().flat_map(|r| r.seats.iter().copied()).collect();
     wanted.sort_unstable();
-    let latest = candidate.values().copied().max().unwrap_or(QueueId(0));
-    let available = seats::lock_available(tx, &wanted, latest).await?;
-    let mut free = HashSet::with_capacity(available.len());
-    let mut blocked = HashSet::new();
-    for s in available {
-        if s.sold {
+    wanted.dedup();
+    let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
+    let latest = batch.iter().copied().max().unwrap_or(QueueId(0));
+    let standing = seats::lock_free(tx, &wanted, &batch, latest, now).await?;
+    let mut plan = Plan::default();
+    let mut free: HashMap<SeatId, seats::Standing> = HashMap::with_capacity(standing.len());
+    for s in standing {
+        plan.numbers.insert(s.seat, s.seat_number.clone());
+        if s.claim == seats::Claim::Live {
             tracing::warn!(
                 seat = s.seat.0,
-                "seat is AVAILABLE but has a CONFIRMED reservation; treated as taken"
+                "seat's status says free but it has a live claim; treated as taken"
             );
-        } else if s.first_open.is_some_and(|first| first < candidate[&s.seat]) {
-            blocked.insert(s.seat);
         } else {
-            free.insert(s.seat);
+            free.insert(s.seat, s);
         }
     }
-    let mut plan = Plan::default();
+    // Seats a request of this batch took, or waits for (deferred).
+    let mut taken: HashSet<SeatId> = HashSet::new();
+    let mut waiting: HashSet<SeatId> = HashSet::new();
     for row in rows {
-        if blocked.contains(&row.seat_id) {
-            plan.deferred.push(row.id);
-        } else if free.contains(&row.seat_id) && candidate[&row.seat_id] == row.id {
-            plan.winners.push(row.id);
-            plan.won_seats.push(row.seat_id);
-        } else {
+        let lost = row.seats.is_empty()
+            || row
+                .seats
+                .iter()
+                .any(|s| !free.contains_key(s) || taken.contains(s));
+        let behind = row.seats.iter().any(|s| {
+            waiting.contains(s)
+                || free
+                    .get(s)
+                    .and_then(|st| st.first_open_elsewhere)
+                    .is_some_and(|first| first < row.id)
+        });
+        if lost {
             plan.failed.push(row.id);
+        } else if behind {
+            plan.deferred.push(row.id);
+            waiting.extend(row.seats.iter().copied());
+        } else {
+            taken.extend(row.seats.iter().copied());
+            plan.reclaimed.extend(
+                row.seats
+                    .iter()
+                    .filter(|s| free[s].claim == seats::Claim::ExpiredHold),
+            );
+            let held = row.hold.is_hold();
+            plan.reservations.push(reservations::NewReservation {
+                queue_id: row.id,
+                user: row.user_id,
+                concert: row.concert_id,
+                seats: row.seats.clone(),
+                status: if held {
+                    ReservationStatus::Held
+                } else {
+                    ReservationStatus::Confirmed
+                },
+                hold_expires_at: held
+                    .then(|| now + chrono::Duration::seconds(i64::from(row.hold.seconds()))),
+            });
         }
     }
-    plan.won_seats.sort_unstable();
+    plan.reclaimed.sort_unstable();
     Ok(plan)
 }
 
-/// The original algorithm: one transaction per request, in queue order.
+/// The original's shape, kept as the benchmark baseline: one transaction
+/// per request, in queue order (each decided as a batch of one).
 pub async fn per_request(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
     token: u64,
+    defer_for: Duration,
 ) -> Result<Report, DecideError> {
     let mut decided = Decided::default();
     let mut decisions = Vec::with_capacity(ids.len());
     for &id in ids {
-        let mut tx = conn.begin().await?;
-        let now = db::now();
-        let Some(row) = queue::lock_leased(&mut tx, &[id], token).await?.pop() else {
-            decided.lost += 1;
-            continue;
-        };
-        let succeeded = seats::reserve_if_available(&mut tx, row.seat_id, now).await?;
-        if succeeded {
-            reservations::insert_confirmed(&mut tx, row.user_id, row.seat_id, now).await?;
-            queue::mark_succeeded(&mut tx, &[id], token, now).await?;
-            outbox::record_succeeded(&mut tx, &[id], now).await?;
-            decided.succeeded += 1;
-        } else {
-            queue::mark_failed(&mut tx, &[id], token, FailureReason::SeatTaken, now).await?;
-            decided.failed += 1;
-        }
-        tx.commit().await?;
-        decisions.push(RowDecision {
-            id,
-            seat_id: row.seat_id,
-            succeeded,
-            requested_at: row.created_at,
-            trace: TraceContext {
-                traceparent: row.traceparent,
-                tracestate: row.tracestate,
-            },
-        });
+        let report = batch(conn, &[id], token, defer_for).await?;
+        decided += report.decided;
+        decisions.extend(report.rows);
     }
     Ok(Report {
         decided,

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod decide;
 pub mod health;
+pub mod holds;
 pub mod live_config;
 pub mod observability;
 mod random;
@@ -278,7 +279,9 @@ impl Worker {
             let mut conn = self.connections.take().await?;
             let result = match self.mode {
                 Mode::Batch => decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await,
-                Mode::PerRequest => decide::per_request(&mut conn, ids, batch.token).await,
+                Mode::PerRequest => {
+                    decide::per_request(&mut conn, ids, batch.token, DEFER_FOR).await
+                }
             };
             // A transaction that failed was rolled back; the connection is
             // kept only when nothing went wrong on it.

@@ -55,8 +55,14 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
+    let expiry = tokio::spawn(
+        ticket_worker::holds::HoldSweeper::new(pool.clone())
+            .counted_in(worker.metrics())
+            .run(shutdown.clone()),
+    );
     worker.run(shutdown).await;
     sweeper.await?;
+    expiry.await?;
     server.await??;
     Ok(())
 }

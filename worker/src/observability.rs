@@ -44,6 +44,7 @@ pub struct WorkerMetrics {
     reclaimed: IntCounter,
     dead_lettered: IntCounter,
     retention_removed: IntCounterVec,
+    holds_expired: IntCounter,
     queue_depth: IntGaugeVec,
     pool: PoolGauges,
 }
@@ -86,6 +87,11 @@ impl WorkerMetrics {
                 "What the sweeper removed past the retention: requests (decided), events (delivered), idempotency_keys (forgotten)",
                 &["kind"],
             ),
+            holds_expired: metrics::counter(
+                &registry,
+                "ticket_worker_holds_expired_total",
+                "Holds this worker's expiry sweep set EXPIRED (their seats AVAILABLE again)",
+            ),
             queue_depth: metrics::gauge_vec(
                 &registry,
                 "ticket_queue_depth",
@@ -121,6 +127,10 @@ impl WorkerMetrics {
         ] {
             self.retention_removed.with_label_values(&[kind]).inc_by(n);
         }
+    }
+
+    pub(crate) fn holds_expired(&self, n: u64) {
+        self.holds_expired.inc_by(n);
     }
 
     pub(crate) fn decided(&self, report: &Report) {

@@ -63,11 +63,20 @@ async fn a_seat_sold_behind_its_status_column_is_taken_and_stalls_nothing() {
     let fixer = ticket_core::testing::seed::users(&mut conn, "fixer", 1)
         .await
         .unwrap()[0];
-    sqlx::query(
-        "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-         SELECT ?, concert_id, id, 'CONFIRMED', NOW(6), NOW(6) FROM seats WHERE id = ?",
+    let fix = sqlx::query(
+        "INSERT INTO reservations (user_id, concert_id, seat_id, status, confirmed_at, created_at, updated_at) \
+         SELECT ?, concert_id, id, 'CONFIRMED', NOW(6), NOW(6), NOW(6) FROM seats WHERE id = ?",
     )
     .bind(fixer)
+    .bind(poisoned)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::query(
+        "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) \
+         SELECT ?, id, concert_id, 'CONFIRMED' FROM seats WHERE id = ?",
+    )
+    .bind(fix.last_insert_id())
     .bind(poisoned)
     .execute(&mut *conn)
     .await
@@ -103,8 +112,8 @@ async fn a_seat_sold_behind_its_status_column_is_taken_and_stalls_nothing() {
     assert_eq!(
         names,
         [
-            "a seat with a CONFIRMED reservation is not RESERVED",
-            "a reservation has no ReservationSucceeded event"
+            "a seat with a CONFIRMED claim is not RESERVED",
+            "a confirmed reservation has no ReservationConfirmed event"
         ],
         "{violations:?}"
     );

@@ -7,12 +7,13 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, concerts::ConcertRow};
 use ticket_core::domain::{
-    ConcertDate, ConcertId, ConcertTitle, FieldError, PageRequest, SeatLayout, Venue, keep,
+    ConcertDate, ConcertId, ConcertTitle, FieldError, HoldDuration, MaxSeatsPerOrder, PageRequest,
+    SeatLayout, Venue, keep,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -44,6 +45,15 @@ pub struct CreateConcertRequest {
     rows: Option<u32>,
     #[schema(minimum = 1, maximum = 100000)]
     seats_per_row: Option<u32>,
+    /// 0 (default): a won request is CONFIRMED at once. Above 0: it is HELD
+    /// for this many seconds unless confirmed.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 3600)]
+    hold_seconds: Option<u64>,
+    /// Seats one request may name, 1–10 (default 4).
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 10)]
+    max_seats_per_order: Option<u64>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -64,6 +74,15 @@ pub struct UpdateConcertRequest {
     /// RFC 3339, in the future.
     #[schema(format = DateTime)]
     concert_date: Option<String>,
+    /// Applies to requests decided from now on; holds already given keep
+    /// their end.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 3600)]
+    hold_seconds: Option<u64>,
+    /// Applies to requests made from now on.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 10)]
+    max_seats_per_order: Option<u64>,
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -86,6 +105,8 @@ pub struct ConcertResponse {
     venue: String,
     concert_date: DateTime<Utc>,
     seat_count: u32,
+    hold_seconds: u32,
+    max_seats_per_order: u8,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -96,6 +117,9 @@ pub struct ConcertDetailResponse {
     #[serde(flatten)]
     concert: ConcertResponse,
     available_seats: u64,
+    /// Seats under a running hold (a hold that has just run out counts here
+    /// until the sweep frees it, within seconds).
+    held_seats: u64,
     reserved_seats: u64,
 }
 
@@ -117,6 +141,8 @@ impl From<ConcertRow> for ConcertResponse {
             venue: c.venue,
             concert_date: c.concert_date,
             seat_count: c.seat_count,
+            hold_seconds: c.hold_seconds,
+            max_seats_per_order: c.max_seats_per_order,
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -129,6 +155,7 @@ pub struct NewConcert {
     venue: Venue,
     date: ConcertDate,
     layout: SeatLayout,
+    settings: db::concerts::Settings,
 }
 
 impl TryFrom<CreateConcertRequest> for NewConcert {
@@ -143,24 +170,36 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
-        match (title, venue, date, layout) {
-            (Some(title), Some(venue), Some(date), Some(layout)) => Ok(Self {
-                title,
-                venue,
-                date,
-                layout,
-            }),
+        let hold = keep(
+            req.hold_seconds.map(HoldDuration::parse).transpose(),
+            &mut errors,
+        );
+        let max_seats = keep(
+            req.max_seats_per_order
+                .map(MaxSeatsPerOrder::parse)
+                .transpose(),
+            &mut errors,
+        );
+        match (title, venue, date, layout, hold, max_seats) {
+            (Some(title), Some(venue), Some(date), Some(layout), Some(hold), Some(max_seats)) => {
+                Ok(Self {
+                    title,
+                    venue,
+                    date,
+                    layout,
+                    settings: db::concerts::Settings {
+                        hold: hold.unwrap_or_default(),
+                        max_seats_per_order: max_seats.unwrap_or_default(),
+                    },
+                })
+            }
             _ => Err(errors),
         }
     }
 }
 
 /// A valid change to a concert; absent fields stay as they are.
-pub struct ConcertChanges {
-    title: Option<ConcertTitle>,
-    venue: Option<Venue>,
-    date: Option<ConcertDate>,
-}
+pub struct ConcertChanges(db::concerts::Changes);
 
 impl TryFrom<UpdateConcertRequest> for ConcertChanges {
     type Error = Vec<FieldError>;
@@ -182,8 +221,26 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
-        match (title, venue, date) {
-            (Some(title), Some(venue), Some(date)) => Ok(Self { title, venue, date }),
+        let hold = keep(
+            req.hold_seconds.map(HoldDuration::parse).transpose(),
+            &mut errors,
+        );
+        let max_seats = keep(
+            req.max_seats_per_order
+                .map(MaxSeatsPerOrder::parse)
+                .transpose(),
+            &mut errors,
+        );
+        match (title, venue, date, hold, max_seats) {
+            (Some(title), Some(venue), Some(date), Some(hold), Some(max_seats)) => {
+                Ok(Self(db::concerts::Changes {
+                    title,
+                    venue,
+                    date,
+                    hold,
+                    max_seats_per_order: max_seats,
+                }))
+            }
             _ => Err(errors),
         }
     }
@@ -206,6 +263,7 @@ pub async fn create(
         &new.venue,
         new.date,
         new.layout,
+        new.settings,
         db::now(),
     )
     .await?;
@@ -238,7 +296,7 @@ pub async fn list(
     }))
 }
 
-/// One concert with its available and reserved seat counts.
+/// One concert with its settings and its seat counts.
 #[utoipa::path(get, path = "/api/concerts/{id}", tag = "concerts", params(("id" = u64, Path)),
     responses((status = 200, body = ConcertDetailResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn show(
@@ -247,15 +305,16 @@ pub async fn show(
 ) -> ApiResult<Json<ConcertDetailResponse>> {
     let mut conn = state.pool.acquire().await?;
     let concert = load(&mut conn, id).await?;
-    let (available_seats, reserved_seats) = db::concerts::seat_counts(&mut conn, id).await?;
+    let counts = db::concerts::seat_counts(&mut conn, id).await?;
     Ok(Json(ConcertDetailResponse {
         concert: concert.into(),
-        available_seats,
-        reserved_seats,
+        available_seats: counts.available,
+        held_seats: counts.held,
+        reserved_seats: counts.reserved,
     }))
 }
 
-/// Changes a concert's title, venue or date (admin).
+/// Changes a concert's title, venue, date, hold or order size (admin).
 #[utoipa::path(patch, path = "/api/concerts/{id}", tag = "concerts", security(("bearer" = [])), params(("id" = u64, Path)),
     request_body = UpdateConcertRequest,
     responses((status = 200, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -271,15 +330,7 @@ pub async fn update(
     if db::concerts::lock(&mut tx, id).await?.is_none() {
         return Err(concert_not_found());
     }
-    db::concerts::update(
-        &mut tx,
-        id,
-        changes.title.as_ref(),
-        changes.venue.as_ref(),
-        changes.date,
-        db::now(),
-    )
-    .await?;
+    db::concerts::update(&mut tx, id, &changes.0, db::now()).await?;
     let concert = load(&mut tx, id).await?;
     tx.commit().await?;
     Ok(Json(concert.into()))

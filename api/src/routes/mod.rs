@@ -1,6 +1,7 @@
 //! The HTTP surface, one router per feature, and what wraps them all.
 
 pub mod auth;
+pub mod checkout;
 pub mod concerts;
 pub mod health;
 pub mod reservations;
@@ -37,6 +38,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(concerts::router())
         .merge(seats::router())
         .merge(reservations::router())
+        .merge(checkout::router())
         .merge(crate::openapi::router())
         .merge(metrics)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })

@@ -6,9 +6,11 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use opentelemetry::trace::TraceContextExt as _;
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, outbox, queue, reservations, seats};
+use sqlx::Connection as _;
+use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    IdempotencyKey, PageRequest, QueueId, ReservationId, ReservationStatus, SeatId, UserId,
+    ConcertId, FieldError, IdempotencyKey, PageRequest, QueueId, ReservationId, SeatId, SeatIds,
+    UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -25,16 +27,21 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/reservations", post(enqueue))
         .route("/api/reservations/status/{id}", get(status))
-        .route("/api/reservations/cancel", post(cancel))
         .route("/api/reservations/{id}", get(show))
         .route("/api/users/me/reservations", get(mine))
 }
 
+/// One seat (`seatId`) or an order of several (`seatIds`), not both.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReserveRequest {
-    #[serde(deserialize_with = "integral::required")]
-    seat_id: u64,
+    #[serde(default, deserialize_with = "integral::optional")]
+    seat_id: Option<u64>,
+    /// 1 to the concert's `maxSeatsPerOrder` distinct seats of one concert,
+    /// all or nothing.
+    #[serde(default, deserialize_with = "integral::optional_list")]
+    #[schema(max_items = 10, min_items = 1)]
+    seat_ids: Option<Vec<u64>>,
     /// Optional; when given it must be the caller's own id.
     #[serde(default, deserialize_with = "integral::optional")]
     user_id: Option<u64>,
@@ -57,7 +64,9 @@ pub struct QueueStatusResponse {
     status: &'static str,
     /// Set on SUCCESS.
     reservation_id: Option<u64>,
+    /// The first (lowest) of `seatIds`.
     seat_id: u64,
+    seat_ids: Vec<u64>,
     /// Set on FAILED, e.g. SEAT_TAKEN.
     reason: Option<String>,
     /// When the request was accepted (server clock, UTC).
@@ -72,29 +81,29 @@ pub struct ReservationResponse {
     reservation_id: u64,
     user_id: u64,
     concert_id: u64,
-    seat_id: u64,
-    seat_number: String,
-    /// CONFIRMED or CANCELLED.
+    /// The request that made it.
+    queue_id: Option<u64>,
+    /// The one seat of a one-seat reservation (absent with several).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat_number: Option<String>,
+    seats: Vec<ReservationSeat>,
+    /// HELD, CONFIRMED, EXPIRED or CANCELLED.
     #[schema(example = "CONFIRMED")]
     status: &'static str,
+    /// When a hold ends (or ended); null without a hold.
+    hold_expires_at: Option<DateTime<Utc>>,
+    confirmed_at: Option<DateTime<Utc>>,
+    payment_reference: Option<String>,
     created_at: DateTime<Utc>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CancelRequest {
-    #[serde(deserialize_with = "integral::required")]
-    reservation_id: u64,
-    #[serde(default, deserialize_with = "integral::optional")]
-    user_id: Option<u64>,
 }
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CancelResponse {
-    reservation_id: u64,
-    #[schema(example = "CANCELLED")]
-    status: &'static str,
+pub struct ReservationSeat {
+    seat_id: u64,
+    seat_number: String,
 }
 
 #[derive(IntoParams)]
@@ -113,20 +122,36 @@ pub struct IdempotencyHeader {
 
 impl From<reservations::ReservationRow> for ReservationResponse {
     fn from(r: reservations::ReservationRow) -> Self {
+        let one = match r.seats.as_slice() {
+            [only] => Some(only.clone()),
+            _ => None,
+        };
         Self {
             reservation_id: r.id.get(),
             user_id: r.user_id.get(),
             concert_id: r.concert_id.get(),
-            seat_id: r.seat_id.get(),
-            seat_number: r.seat_number,
+            queue_id: r.queue_id.map(QueueId::get),
+            seat_id: one.as_ref().map(|s| s.seat_id.get()),
+            seat_number: one.map(|s| s.seat_number),
+            seats: r
+                .seats
+                .into_iter()
+                .map(|s| ReservationSeat {
+                    seat_id: s.seat_id.get(),
+                    seat_number: s.seat_number,
+                })
+                .collect(),
             status: r.status.as_str(),
+            hold_expires_at: r.hold_expires_at,
+            confirmed_at: r.confirmed_at,
+            payment_reference: r.payment_reference,
             created_at: r.created_at,
         }
     }
 }
 
 /// The body's optional userId must name the caller.
-fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<()> {
+pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<()> {
     match user_id {
         Some(id) if UserId(id) != caller.id => Err(ApiError::new(
             ErrorCode::Forbidden,
@@ -157,7 +182,8 @@ fn accepted(queue_id: QueueId, replayed: bool) -> Response {
     response
 }
 
-/// Queues a reservation request and answers at once; poll the Location.
+/// Queues a reservation request for one seat or several (all or nothing)
+/// and answers at once; poll the Location.
 #[utoipa::path(post, path = "/api/reservations", tag = "reservations", security(("bearer" = [])),
     request_body = ReserveRequest, params(IdempotencyHeader),
     responses((status = 201, body = ReserveResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -174,19 +200,38 @@ pub async fn enqueue(
         Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
         None => None,
     };
-    let seat = SeatId(req.seat_id);
+    let seats = match (req.seat_id, req.seat_ids) {
+        (Some(seat), None) => SeatIds::one(SeatId(seat)),
+        (None, Some(list)) => SeatIds::parse(&list)?,
+        _ => {
+            return Err(FieldError::new("seatIds", "give seatId or seatIds, not both").into());
+        }
+    };
+    let concert = {
+        let mut conn = state.pool.acquire().await?;
+        if seats.len() == 1 {
+            state.seats.concert_of(&mut conn, seats.first()).await?
+        } else {
+            state.seats.concert_of_order(&mut conn, &seats).await?
+        }
+    };
+    let order = Order {
+        user: caller.id,
+        concert,
+        seats,
+    };
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
     let current = tracing::Span::current().context();
     if !current.span().span_context().is_sampled() {
-        let (id, replayed) = place(&state, caller, seat, key, current).await?;
+        let (id, replayed) = place(&state, order, key, current).await?;
         return Ok(accepted(id, replayed));
     }
     // The producer span: the queue row carries its context to the worker,
     // whose processing of the row continues this trace.
     let send = spans::send_span();
     let context = send.context();
-    let placed = place(&state, caller, seat, key, context)
+    let placed = place(&state, order, key, context)
         .instrument(send.clone())
         .await;
     if let Ok((id, _)) = &placed {
@@ -212,50 +257,63 @@ fn refused(e: EnqueueError) -> ApiError {
     }
 }
 
+/// What a caller asks for, checked.
+struct Order {
+    user: UserId,
+    concert: ConcertId,
+    seats: SeatIds,
+}
+
 /// Queues the request; `(queue id, replayed)`.
 async fn place(
     state: &AppState,
-    caller: AuthUser,
-    seat: SeatId,
+    order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
 ) -> ApiResult<(QueueId, bool)> {
-    let trace = propagation::stored_form(&context);
+    let request = queue::NewRequest {
+        user: order.user,
+        concert: order.concert,
+        seats: order.seats,
+        trace: propagation::stored_form(&context),
+    };
     let Some(key) = key else {
         // The common case: written together with concurrent requests.
-        let request = queue::NewRequest {
-            user: caller.id,
-            seat,
-            trace,
-        };
         return match state.enqueuer.enqueue(request, context).await {
             Ok(id) => Ok((id, false)),
             Err(e) => Err(refused(e)),
         };
     };
+    let user = request.user;
     let mut conn = state.pool.acquire().await?;
     let limit = state.limits.max_open_requests_per_user();
     if limit > 0 {
-        let open = queue::open_counts(&mut conn, &[caller.id]).await?;
+        let open = request_seats::open_counts(&mut conn, &[user]).await?;
         // A replayed key does not add a request: let it through to answer.
-        if open.get(&caller.id).copied().unwrap_or(0) >= u64::from(limit)
-            && queue::find_by_idempotency_key(&mut conn, caller.id, &key)
+        if open.get(&user).copied().unwrap_or(0) + request.seats.len() as u64 > u64::from(limit)
+            && queue::find_by_idempotency_key(&mut conn, user, &key)
                 .await?
                 .is_none()
         {
             return Err(too_many_open());
         }
     }
-    match queue::enqueue(&mut conn, caller.id, seat, Some(&key), &trace, db::now()).await {
-        Ok(id) => Ok((id, false)),
+    let mut tx = conn.begin().await?;
+    match queue::enqueue(&mut tx, &request, Some(&key), db::now()).await {
+        Ok(id) => {
+            tx.commit().await?;
+            Ok((id, false))
+        }
         Err(e) => {
+            tx.rollback().await?;
             // The same key again (the server may name either key it broke):
             // answer as the first time, if it was the same request.
             if db::violated_unique_key(&e).is_some()
                 && let Some(original) =
-                    queue::find_by_idempotency_key(&mut conn, caller.id, &key).await?
+                    queue::find_by_idempotency_key(&mut conn, user, &key).await?
             {
-                if original.seat_id != seat {
+                let seats = request_seats::of_requests(&mut conn, &[original.id]).await?;
+                if seats.get(&original.id).map(Vec::as_slice) != Some(request.seats.as_slice()) {
                     return Err(ApiError::new(
                         ErrorCode::IdempotencyKeyReused,
                         "this Idempotency-Key was used for a different request",
@@ -264,7 +322,7 @@ async fn place(
                 return Ok((original.id, true));
             }
             Err(refused(
-                EnqueueError::from_insert(&mut conn, (caller.id, seat), e).await,
+                EnqueueError::from_insert(&mut conn, &request, e).await,
             ))
         }
     }
@@ -285,11 +343,19 @@ pub async fn status(
         .await?
         .filter(|row| caller.can_act_on(row.user_id))
         .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))?;
+    let seat_ids = request_seats::of_requests(&mut conn, &[row.id])
+        .await?
+        .remove(&row.id)
+        .map_or_else(
+            || vec![row.seat_id.get()],
+            |s| s.iter().map(|s| s.get()).collect(),
+        );
     Ok(Json(QueueStatusResponse {
         queue_id: row.id.get(),
         status: row.status.as_str(),
         reservation_id: row.reservation_id.map(ReservationId::get),
         seat_id: row.seat_id.get(),
+        seat_ids,
         reason: row.reason,
         requested_at: row.created_at,
         decided_at: row.decided_at,
@@ -307,7 +373,7 @@ pub async fn show(
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<ReservationResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let reservation = reservations::find(&mut conn, id)
+    let reservation = reservations::find(&mut conn, id, db::now())
         .await?
         .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(reservation_not_found)?;
@@ -325,47 +391,10 @@ pub async fn mine(
 ) -> ApiResult<Json<Vec<ReservationResponse>>> {
     let page = PageRequest::parse(q.page, q.size)?;
     let mut conn = state.pool.acquire().await?;
-    let rows = reservations::list_for_user(&mut conn, caller.id, page).await?;
+    let rows = reservations::list_for_user(&mut conn, caller.id, page, db::now()).await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 
-/// Cancels a CONFIRMED reservation; its seat becomes AVAILABLE in the same
-/// transaction and can be booked again.
-#[utoipa::path(post, path = "/api/reservations/cancel", tag = "reservations", security(("bearer" = [])),
-    request_body = CancelRequest,
-    responses((status = 200, body = CancelResponse), (status = 400, body = Problem), (status = 401, body = Problem),
-              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
-pub async fn cancel(
-    State(state): State<AppState>,
-    caller: AuthUser,
-    ApiJson(req): ApiJson<CancelRequest>,
-) -> ApiResult<Json<CancelResponse>> {
-    ensure_self(caller, req.user_id)?;
-    let id = ReservationId(req.reservation_id);
-    let mut tx = state.pool.begin().await?;
-    // Someone else's reservation answers exactly like a missing one, so ids
-    // cannot be probed for existence through cancel.
-    let (_, seat, status) = reservations::lock(&mut tx, id)
-        .await?
-        .filter(|(owner, _, _)| caller.can_act_on(*owner))
-        .ok_or_else(reservation_not_found)?;
-    if status != ReservationStatus::Confirmed {
-        return Err(ApiError::new(
-            ErrorCode::ReservationCancelForbidden,
-            "only a CONFIRMED reservation can be cancelled",
-        ));
-    }
-    let now = db::now();
-    reservations::cancel(&mut tx, id, now).await?;
-    seats::release(&mut tx, seat, now).await?;
-    outbox::record_cancelled(&mut tx, id, now).await?;
-    tx.commit().await?;
-    Ok(Json(CancelResponse {
-        reservation_id: id.get(),
-        status: "CANCELLED",
-    }))
-}
-
-fn reservation_not_found() -> ApiError {
+pub(crate) fn reservation_not_found() -> ApiError {
     ApiError::new(ErrorCode::ReservationNotFound, "no such reservation")
 }

@@ -6,7 +6,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, seats::SeatRow};
 use ticket_core::domain::{
-    ConcertId, FieldError, PageRequest, SeatId, SeatNumber, SeatStatus, keep,
+    ConcertId, FieldError, PageRequest, ReservationStatus, SeatId, SeatNumber, SeatStatus, keep,
 };
 use utoipa::{IntoParams, ToSchema};
 
@@ -150,13 +150,9 @@ pub async fn list(
     };
     let total = match status {
         None => u64::from(found.seat_count),
-        Some(status) => {
-            let (available, reserved) = db::concerts::seat_counts(&mut conn, concert).await?;
-            match status {
-                SeatStatus::Available => available,
-                SeatStatus::Reserved => reserved,
-            }
-        }
+        Some(status) => db::concerts::seat_counts(&mut conn, concert)
+            .await?
+            .of(status),
     };
     let seats = db::seats::list_for_concert(&mut conn, concert, status, page).await?;
     let body: Vec<SeatSummary> = seats.into_iter().map(Into::into).collect();
@@ -250,11 +246,12 @@ pub async fn update(
     db::seats::find_for_update(&mut tx, id)
         .await?
         .ok_or_else(seat_not_found)?;
-    let sold = db::seats::has_confirmed_reservation(&mut tx, id).await?;
-    let consistent = if sold {
-        SeatStatus::Reserved
-    } else {
-        SeatStatus::Available
+    let claim = db::seats::live_claim(&mut tx, id, db::now()).await?;
+    let sold = claim.is_some();
+    let consistent = match claim {
+        Some(ReservationStatus::Held) => SeatStatus::Held,
+        Some(_) => SeatStatus::Reserved,
+        None => SeatStatus::Available,
     };
     // A waiting request must get the seat it asked for, by the number it saw.
     if changes.number.is_some() && db::seats::has_open_requests(&mut tx, id).await? {
@@ -268,7 +265,11 @@ pub async fn update(
             ErrorCode::SeatStatusConflict,
             format!(
                 "the seat is {}: that change would contradict its reservations",
-                if sold { "sold" } else { "not sold" }
+                match claim {
+                    Some(ReservationStatus::Held) => "held",
+                    Some(_) => "sold",
+                    None => "neither held nor sold",
+                }
             ),
         ));
     }
@@ -304,7 +305,7 @@ pub async fn remove(
         .ok_or_else(seat_not_found)?;
     let concert = seat.concert_id;
     db::concerts::lock(&mut tx, concert).await?;
-    if seat.status == SeatStatus::Reserved || db::seats::has_history(&mut tx, id).await? {
+    if seat.status != SeatStatus::Available || db::seats::has_history(&mut tx, id).await? {
         return Err(ApiError::new(
             ErrorCode::SeatDeleteForbidden,
             "the seat has reservation requests or reservations; it can no longer be deleted",

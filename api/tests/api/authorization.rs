@@ -151,6 +151,20 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::POST,
+            format!("/api/reservations/{reservation}/confirm"),
+            None,
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::POST,
+            format!("/api/reservations/{reservation}/cancel"),
+            None,
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::POST,
             "/api/concerts".into(),
             Some(json!({"title": "Mine", "venue": "Here", "concertDate": "2099-01-01T00:00:00Z"})),
             403,

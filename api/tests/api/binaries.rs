@@ -306,19 +306,25 @@ async fn check_reports_every_violated_invariant_and_fails() {
             .unwrap()
     };
     sqlx::query(
-        "INSERT INTO reservation_queue (user_id, seat_id, status, lease_owner, lease_token, lease_until, created_at, updated_at) \
-         VALUES (?, ?, 'PROCESSING', 'gone', 1, NOW(6) - INTERVAL 1 HOUR, NOW(6), NOW(6))",
+        "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, lease_owner, lease_token, lease_until, \
+         created_at, updated_at) \
+         VALUES (?, (SELECT concert_id FROM seats WHERE id = ?), ?, 'PROCESSING', 'gone', 1, NOW(6) - INTERVAL 1 HOUR, \
+                 NOW(6), NOW(6))",
     )
     .bind(users[0])
+    .bind(seats[1])
     .bind(seats[1])
     .execute(&pool)
     .await
     .unwrap();
+    ticket_core::testing::seed::seats_of_requests(&mut pool.acquire().await.unwrap())
+        .await
+        .unwrap();
     let broken = check();
     assert!(!broken.status.success());
     let report = String::from_utf8_lossy(&broken.stdout);
     assert!(
-        report.contains("VIOLATED: a RESERVED seat has no CONFIRMED reservation (1 rows)"),
+        report.contains("VIOLATED: a RESERVED seat has no CONFIRMED claim (1 rows)"),
         "{report}"
     );
     assert!(

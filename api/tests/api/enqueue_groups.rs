@@ -3,14 +3,23 @@
 
 use serde_json::json;
 use ticket_core::db::queue::{self, NewRequest, Outcome, TraceContext};
-use ticket_core::domain::{QueueId, SeatId, UserId};
+use ticket_core::domain::{ConcertId, QueueId, SeatId, SeatIds, UserId};
 
 use crate::helpers::spawn_app;
 
+/// The concert every test app has (the queue does not check it).
+const CONCERT: ConcertId = ConcertId(1);
+
 fn request(user: UserId, seat: SeatId) -> NewRequest {
+    order(user, &[seat])
+}
+
+fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
+    let raw: Vec<u64> = seats.iter().map(|s| s.0).collect();
     NewRequest {
         user,
-        seat,
+        concert: CONCERT,
+        seats: SeatIds::parse(&raw).unwrap(),
         trace: TraceContext::default(),
     }
 }
@@ -67,8 +76,8 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
             Outcome::Queued(alices),
         ]
     );
-    assert_eq!(written.open_per_user.get(&alice), Some(&2));
-    assert_eq!(written.open_per_user.get(&bob), Some(&1));
+    assert_eq!(written.open_seats_per_user.get(&alice), Some(&2));
+    assert_eq!(written.open_seats_per_user.get(&bob), Some(&1));
     let rows: Vec<(QueueId, UserId, SeatId)> =
         sqlx::query_as("SELECT id, user_id, seat_id FROM reservation_queue ORDER BY id")
             .fetch_all(&app.pool)

@@ -442,23 +442,51 @@ impl TestApp {
             .collect()
     }
 
-    /// Books a seat directly in the database with the statements the
-    /// per-request worker uses: the seat becomes RESERVED and a CONFIRMED
-    /// reservation exists.
+    /// Books a seat directly in the database, as a sale without holds
+    /// leaves it: the seat RESERVED, a CONFIRMED reservation claiming it
+    /// (made by no request) and its ReservationConfirmed event.
     pub async fn book_directly(&self, user: u64, seat: u64) {
-        use ticket_core::db::{reservations, seats};
-        use ticket_core::domain::{SeatId, UserId};
-        let now = ticket_core::db::now();
+        let now = ticket_core::db::now().naive_utc();
         let mut tx = self.pool.begin().await.unwrap();
-        assert!(
-            seats::reserve_if_available(&mut tx, SeatId(seat), now)
-                .await
-                .unwrap(),
-            "seat {seat} was not available"
-        );
-        reservations::insert_confirmed(&mut tx, UserId(user), SeatId(seat), now)
-            .await
-            .unwrap();
+        let taken = sqlx::query(
+            "UPDATE seats SET status = 'RESERVED' WHERE id = ? AND status = 'AVAILABLE'",
+        )
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        assert_eq!(taken.rows_affected(), 1, "seat {seat} was not available");
+        let made = sqlx::query(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, status, confirmed_at, created_at, updated_at) \
+             SELECT ?, concert_id, id, 'CONFIRMED', ?, ?, ? FROM seats WHERE id = ?",
+        )
+        .bind(user)
+        .bind(now)
+        .bind(now)
+        .bind(now)
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let id = made.last_insert_id();
+        sqlx::query(
+            "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) \
+             SELECT ?, id, concert_id, 'CONFIRMED' FROM seats WHERE id = ?",
+        )
+        .bind(id)
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
+             VALUES ('ReservationConfirmed', ?, '{}', ?)",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
         tx.commit().await.unwrap();
     }
 

@@ -27,6 +27,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/reservations/status/{id}"),
     ("get", "/api/reservations/{id}"),
     ("post", "/api/reservations/cancel"),
+    ("post", "/api/reservations/{id}/confirm"),
+    ("post", "/api/reservations/{id}/cancel"),
     ("get", "/api/users/me/reservations"),
 ];
 

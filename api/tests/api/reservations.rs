@@ -56,7 +56,7 @@ async fn a_request_is_queued_then_decided() {
     );
     let mine = app.get("/api/users/me/reservations", Some(&token)).await;
     assert_eq!(mine.assert_status(200).as_array().unwrap().len(), 1);
-    let (events,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE event_type = 'ReservationSucceeded' AND aggregate_id = ?")
+    let (events,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE event_type = 'ReservationConfirmed' AND aggregate_id = ?")
         .bind(reservation_id)
         .fetch_one(&app.pool)
         .await

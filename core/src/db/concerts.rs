@@ -2,7 +2,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
 use tracing::Instrument as _;
 
-use crate::domain::{ConcertDate, ConcertId, ConcertTitle, PageRequest, SeatLayout, Venue};
+use crate::domain::{
+    ConcertDate, ConcertId, ConcertTitle, HoldDuration, MaxSeatsPerOrder, PageRequest, SeatLayout,
+    SeatStatus, Venue,
+};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ConcertRow {
@@ -11,11 +14,21 @@ pub struct ConcertRow {
     pub venue: String,
     pub concert_date: DateTime<Utc>,
     pub seat_count: u32,
+    pub hold_seconds: u32,
+    pub max_seats_per_order: u8,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, title, venue, concert_date, seat_count, created_at, updated_at";
+const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
+                       created_at, updated_at";
+
+/// How a concert sells: its hold and its order size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Settings {
+    pub hold: HoldDuration,
+    pub max_seats_per_order: MaxSeatsPerOrder,
+}
 
 /// Seats per multi-row INSERT: 6 placeholders each stays far below the
 /// 65,535 placeholders a prepared statement may have.
@@ -29,17 +42,20 @@ pub async fn insert_with_seats(
     venue: &Venue,
     date: ConcertDate,
     layout: SeatLayout,
+    settings: Settings,
     now: DateTime<Utc>,
 ) -> Result<ConcertId, sqlx::Error> {
     async move {
         let done = sqlx::query(
-            "INSERT INTO concerts (title, venue, concert_date, seat_count, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?)",
+            "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
+             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
         .bind(date.get().naive_utc())
         .bind(layout.seat_count())
+        .bind(settings.hold.seconds())
+        .bind(settings.max_seats_per_order.get())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -122,11 +138,29 @@ pub async fn list(
     .await
 }
 
-/// How many of the concert's seats are (available, reserved).
+/// How many of a concert's seats have each status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeatCounts {
+    pub available: u64,
+    pub held: u64,
+    pub reserved: u64,
+}
+
+impl SeatCounts {
+    pub fn of(self, status: SeatStatus) -> u64 {
+        match status {
+            SeatStatus::Available => self.available,
+            SeatStatus::Held => self.held,
+            SeatStatus::Reserved => self.reserved,
+        }
+    }
+}
+
+/// How many of the concert's seats have each status.
 pub async fn seat_counts(
     conn: &mut MySqlConnection,
     id: ConcertId,
-) -> Result<(u64, u64), sqlx::Error> {
+) -> Result<SeatCounts, sqlx::Error> {
     async move {
         let rows: Vec<(String, i64)> = sqlx::query_as(
             "SELECT status, COUNT(*) FROM seats WHERE concert_id = ? GROUP BY status",
@@ -139,29 +173,44 @@ pub async fn seat_counts(
                 .find(|(s, _)| s == status)
                 .map_or(0, |(_, n)| n.unsigned_abs())
         };
-        Ok((count("AVAILABLE"), count("RESERVED")))
+        Ok(SeatCounts {
+            available: count("AVAILABLE"),
+            held: count("HELD"),
+            reserved: count("RESERVED"),
+        })
     }
     .instrument(super::span("SELECT", "seats"))
     .await
+}
+
+/// A change to a concert: what is `None` stays as it is.
+#[derive(Debug, Clone, Default)]
+pub struct Changes {
+    pub title: Option<ConcertTitle>,
+    pub venue: Option<Venue>,
+    pub date: Option<ConcertDate>,
+    pub hold: Option<HoldDuration>,
+    pub max_seats_per_order: Option<MaxSeatsPerOrder>,
 }
 
 /// Changes what is given and leaves the rest.
 pub async fn update(
     conn: &mut MySqlConnection,
     id: ConcertId,
-    title: Option<&ConcertTitle>,
-    venue: Option<&Venue>,
-    date: Option<ConcertDate>,
+    changes: &Changes,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     async move {
         sqlx::query(
             "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
-             concert_date = COALESCE(?, concert_date), updated_at = ? WHERE id = ?",
+             concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
+             max_seats_per_order = COALESCE(?, max_seats_per_order), updated_at = ? WHERE id = ?",
         )
-        .bind(title.map(ConcertTitle::as_str))
-        .bind(venue.map(Venue::as_str))
-        .bind(date.map(|d| d.get().naive_utc()))
+        .bind(changes.title.as_ref().map(ConcertTitle::as_str))
+        .bind(changes.venue.as_ref().map(Venue::as_str))
+        .bind(changes.date.map(|d| d.get().naive_utc()))
+        .bind(changes.hold.map(HoldDuration::seconds))
+        .bind(changes.max_seats_per_order.map(MaxSeatsPerOrder::get))
         .bind(now.naive_utc())
         .bind(id)
         .execute(conn)
@@ -219,15 +268,18 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32
 const LOCK_CHUNK: usize = 1024;
 
 /// Whether anyone ever asked for or held a seat of the concert: a request in
-/// the queue (open or decided) or a reservation (confirmed or cancelled).
-/// Such a concert is part of people's history and is not deleted.
+/// the queue (open or decided) or a reservation (of any status). Such a
+/// concert is part of people's history and is not deleted.
 pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bool, sqlx::Error> {
     async move {
         let (held,): (bool,) = sqlx::query_as(
             "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ?) \
                  OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
+                            WHERE s.concert_id = ?) \
+                 OR EXISTS (SELECT 1 FROM seats s JOIN request_seats rs ON rs.seat_id = s.id \
                             WHERE s.concert_id = ?)",
         )
+        .bind(id)
         .bind(id)
         .bind(id)
         .fetch_one(conn)

@@ -11,86 +11,176 @@ pub struct Violation {
     pub rows: u64,
 }
 
-const CHECKS: &[(&str, &str)] = &[
+/// A value a check's `?` stands for.
+#[derive(Clone, Copy)]
+enum Bound {
+    Now,
+    /// The `stale_before` of [`check`].
+    Stale,
+    /// The `events_kept_since` of [`check`].
+    KeptSince,
+}
+
+use Bound::{KeptSince, Now, Stale};
+
+const CHECKS: &[(&str, &str, &[Bound])] = &[
     (
-        "a seat has more than one CONFIRMED reservation",
-        "SELECT COUNT(*) FROM (SELECT seat_id FROM reservations WHERE status = 'CONFIRMED' \
+        "a seat has more than one live (HELD or CONFIRMED) claim",
+        "SELECT COUNT(*) FROM (SELECT seat_id FROM reservation_seats WHERE status IN ('HELD', 'CONFIRMED') \
          GROUP BY seat_id HAVING COUNT(*) > 1) d",
+        &[],
     ),
     (
-        "a RESERVED seat has no CONFIRMED reservation",
+        "a RESERVED seat has no CONFIRMED claim",
         "SELECT COUNT(*) FROM seats s WHERE s.status = 'RESERVED' AND NOT EXISTS \
-         (SELECT 1 FROM reservations r WHERE r.seat_id = s.id AND r.status = 'CONFIRMED')",
+         (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id AND rs.status = 'CONFIRMED')",
+        &[],
     ),
     (
-        "a seat with a CONFIRMED reservation is not RESERVED",
-        "SELECT COUNT(*) FROM reservations r JOIN seats s ON s.id = r.seat_id \
-         WHERE r.status = 'CONFIRMED' AND s.status <> 'RESERVED'",
+        "a seat with a CONFIRMED claim is not RESERVED",
+        "SELECT COUNT(*) FROM reservation_seats rs JOIN seats s ON s.id = rs.seat_id \
+         WHERE rs.status = 'CONFIRMED' AND s.status <> 'RESERVED'",
+        &[],
+    ),
+    (
+        "a seat under a running hold is not HELD",
+        "SELECT COUNT(*) FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+         JOIN seats s ON s.id = rs.seat_id \
+         WHERE rs.status = 'HELD' AND r.hold_expires_at > ? AND s.status <> 'HELD'",
+        &[Now],
+    ),
+    (
+        "a HELD seat has no hold, or its hold ended longer ago than a sweep takes",
+        "SELECT COUNT(*) FROM seats s WHERE s.status = 'HELD' AND (s.held_until IS NULL OR s.held_until < ? \
+         OR NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id AND rs.status = 'HELD'))",
+        &[Stale],
+    ),
+    (
+        "a hold ended longer ago than a sweep takes and is still HELD",
+        "SELECT COUNT(*) FROM reservations WHERE status = 'HELD' AND hold_expires_at < ?",
+        &[Stale],
+    ),
+    (
+        "a reservation has no seats",
+        "SELECT COUNT(*) FROM reservations r WHERE NOT EXISTS \
+         (SELECT 1 FROM reservation_seats rs WHERE rs.reservation_id = r.id)",
+        &[],
+    ),
+    (
+        "a reservation's seat claims disagree with its status",
+        "SELECT COUNT(*) FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+         WHERE rs.status <> r.status \
+           AND NOT (rs.status = 'EXPIRED' AND r.status = 'HELD' AND r.hold_expires_at <= ?)",
+        &[Now],
     ),
     (
         "a FAILED request has no reason",
         "SELECT COUNT(*) FROM reservation_queue WHERE status = 'FAILED' AND reason IS NULL",
+        &[],
     ),
     (
-        "a SUCCESS request has no reservation for its user and seat",
+        "a SUCCESS request has no reservation made by it for its user",
         "SELECT COUNT(*) FROM reservation_queue q LEFT JOIN reservations r ON r.id = q.reservation_id \
-         WHERE q.status = 'SUCCESS' AND (r.id IS NULL OR r.seat_id <> q.seat_id OR r.user_id <> q.user_id)",
+         WHERE q.status = 'SUCCESS' AND (r.id IS NULL OR r.queue_id <> q.id OR r.user_id <> q.user_id)",
+        &[],
+    ),
+    (
+        "a SUCCESS request's reservation has other seats than it asked for",
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status = 'SUCCESS' AND ( \
+           (SELECT COUNT(*) FROM request_seats x WHERE x.queue_id = q.id) <> \
+           (SELECT COUNT(*) FROM reservation_seats rs WHERE rs.reservation_id = q.reservation_id) \
+         OR (SELECT COUNT(*) FROM request_seats x WHERE x.queue_id = q.id) <> \
+           (SELECT COUNT(*) FROM reservation_seats rs JOIN request_seats x \
+              ON x.queue_id = q.id AND x.seat_id = rs.seat_id WHERE rs.reservation_id = q.reservation_id))",
+        &[],
     ),
     (
         "a reservation was made by more than one request",
         "SELECT COUNT(*) FROM (SELECT reservation_id FROM reservation_queue WHERE status = 'SUCCESS' \
          GROUP BY reservation_id HAVING COUNT(*) > 1) d",
+        &[],
     ),
     (
         "a decided request has no decision time",
         "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('SUCCESS', 'FAILED') AND decided_at IS NULL",
+        &[],
+    ),
+    (
+        "an open request has no open seats",
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('PENDING', 'PROCESSING') AND NOT EXISTS \
+         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1)",
+        &[],
+    ),
+    (
+        "a decided request still holds open seats",
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('SUCCESS', 'FAILED') AND EXISTS \
+         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1)",
+        &[],
     ),
     (
         "a concert's seat_count differs from its seats",
         "SELECT COUNT(*) FROM concerts c WHERE c.seat_count <> \
          (SELECT COUNT(*) FROM seats s WHERE s.concert_id = c.id)",
+        &[],
+    ),
+    (
+        "a reservation made with a hold has no ReservationHeld event",
+        "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND r.hold_expires_at IS NOT NULL \
+         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationHeld' AND o.aggregate_id = r.id)",
+        &[KeptSince],
+    ),
+    (
+        "a confirmed reservation has no ReservationConfirmed event",
+        "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND r.confirmed_at IS NOT NULL \
+         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationConfirmed' AND o.aggregate_id = r.id)",
+        &[KeptSince],
+    ),
+    (
+        "an EXPIRED reservation has no ReservationExpired event",
+        "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND r.status = 'EXPIRED' \
+         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationExpired' AND o.aggregate_id = r.id)",
+        &[KeptSince],
+    ),
+    (
+        "a CANCELLED reservation has no ReservationCancelled event",
+        "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND r.status = 'CANCELLED' \
+         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationCancelled' AND o.aggregate_id = r.id)",
+        &[KeptSince],
+    ),
+    (
+        "a PROCESSING request's lease expired long ago",
+        "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ?",
+        &[Stale],
     ),
 ];
 
 /// Every violated invariant; empty when all hold. A PROCESSING request whose
-/// lease ended before `stale_before` counts as stuck; one claimed more than
-/// `max_attempts` times (the workers' limit) escaped being set aside. Events
-/// delivered before `events_kept_since` may have been pruned (retention), so
-/// only reservations made since then must still have theirs.
+/// lease ended before `stale_before` counts as stuck, and so does a hold
+/// that ended before it but is still HELD (the sweep is not running); one
+/// claimed more than `max_attempts` times (the workers' limit) escaped
+/// being set aside. Events of reservations made before `events_kept_since`
+/// may have been pruned (retention), so only younger ones must have theirs.
 pub async fn check(
     conn: &mut MySqlConnection,
     stale_before: DateTime<Utc>,
     max_attempts: u32,
     events_kept_since: DateTime<Utc>,
 ) -> Result<Vec<Violation>, sqlx::Error> {
+    let now = crate::db::now();
     let mut violations = Vec::new();
-    for (invariant, sql) in CHECKS {
-        let (rows,): (i64,) = sqlx::query_as(*sql).fetch_one(&mut *conn).await?;
+    for (invariant, sql, binds) in CHECKS {
+        let mut query = sqlx::query_as(*sql);
+        for bound in *binds {
+            let at = match bound {
+                Now => now,
+                Stale => stale_before,
+                KeptSince => events_kept_since,
+            };
+            query = query.bind(at.naive_utc());
+        }
+        let (rows,): (i64,) = query.fetch_one(&mut *conn).await?;
         note(&mut violations, invariant, rows);
     }
-    let (eventless,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND NOT EXISTS \
-         (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationSucceeded' AND o.aggregate_id = r.id)",
-    )
-    .bind(events_kept_since.naive_utc())
-    .fetch_one(&mut *conn)
-    .await?;
-    note(
-        &mut violations,
-        "a reservation has no ReservationSucceeded event",
-        eventless,
-    );
-    let (stuck,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ?",
-    )
-    .bind(stale_before.naive_utc())
-    .fetch_one(&mut *conn)
-    .await?;
-    note(
-        &mut violations,
-        "a PROCESSING request's lease expired long ago",
-        stuck,
-    );
     let (overtried,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > ?")
             .bind(max_attempts)

@@ -3,10 +3,12 @@
 //! of these into one transaction.
 
 pub mod concerts;
+pub mod holds;
 pub mod invariants;
 pub mod kept;
 pub mod outbox;
 pub mod queue;
+pub mod request_seats;
 pub mod reservations;
 pub mod retention;
 pub mod revocations;

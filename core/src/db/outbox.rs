@@ -1,63 +1,131 @@
-//! Events written in the transaction of the change they announce.
+//! Events written in the transaction of the change they announce: an event
+//! exists if and only if its change committed. Each belongs to one
+//! reservation (its `aggregate_id`) and one concert.
 
-use chrono::{DateTime, Utc};
-use sqlx::{AssertSqlSafe, MySqlConnection};
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serialize;
 use tracing::Instrument as _;
 
-use super::{bind_ids_exec, in_placeholders};
-use crate::domain::{QueueId, ReservationId};
+use super::reservations::ReservedSeat;
+use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, UserId};
 
-pub const RESERVATION_SUCCEEDED: &str = "ReservationSucceeded";
-pub const RESERVATION_CANCELLED: &str = "ReservationCancelled";
+/// What happened to a reservation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventKind {
+    /// A won request's seats are held until `holdExpiresAt`.
+    Held,
+    /// Sold: a hold confirmed, or a won request of a concert without holds.
+    Confirmed,
+    /// A hold ran out; its seats are offered again.
+    Expired,
+    /// Cancelled by its buyer or an admin; its seats are offered again.
+    Cancelled,
+}
 
-/// A `ReservationSucceeded` event for each SUCCESS request given.
-pub async fn record_succeeded(
-    conn: &mut MySqlConnection,
-    requests: &[QueueId],
+impl EventKind {
+    pub const ALL: [Self; 4] = [Self::Held, Self::Confirmed, Self::Expired, Self::Cancelled];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Held => "ReservationHeld",
+            Self::Confirmed => "ReservationConfirmed",
+            Self::Expired => "ReservationExpired",
+            Self::Cancelled => "ReservationCancelled",
+        }
+    }
+}
+
+/// The `data` of an event: the reservation as the change left it.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationEvent {
+    #[serde(skip)]
+    pub kind: EventKind,
+    pub reservation_id: ReservationId,
+    pub queue_id: Option<QueueId>,
+    pub user_id: UserId,
+    pub concert_id: ConcertId,
+    pub status: &'static str,
+    pub seats: Vec<EventSeat>,
+    pub hold_expires_at: Option<String>,
+    pub payment_reference: Option<String>,
+    pub occurred_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EventSeat {
+    pub seat_id: u64,
+    pub seat_number: String,
+}
+
+/// The facts of a reservation an event reports.
+#[derive(Debug, Clone)]
+pub struct Subject<'a> {
+    pub reservation_id: ReservationId,
+    pub queue_id: Option<QueueId>,
+    pub user_id: UserId,
+    pub concert_id: ConcertId,
+    pub seats: &'a [ReservedSeat],
+    pub hold_expires_at: Option<DateTime<Utc>>,
+    pub payment_reference: Option<&'a str>,
+}
+
+impl ReservationEvent {
+    pub fn new(kind: EventKind, subject: &Subject<'_>, at: DateTime<Utc>) -> Self {
+        let status = match kind {
+            EventKind::Held => ReservationStatus::Held,
+            EventKind::Confirmed => ReservationStatus::Confirmed,
+            EventKind::Expired => ReservationStatus::Expired,
+            EventKind::Cancelled => ReservationStatus::Cancelled,
+        };
+        Self {
+            kind,
+            reservation_id: subject.reservation_id,
+            queue_id: subject.queue_id,
+            user_id: subject.user_id,
+            concert_id: subject.concert_id,
+            status: status.as_str(),
+            seats: subject
+                .seats
+                .iter()
+                .map(|s| EventSeat {
+                    seat_id: s.seat_id.get(),
+                    seat_number: s.seat_number.clone(),
+                })
+                .collect(),
+            hold_expires_at: subject.hold_expires_at.map(rfc3339),
+            payment_reference: subject.payment_reference.map(str::to_owned),
+            occurred_at: rfc3339(at),
+        }
+    }
+}
+
+fn rfc3339(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Micros, true)
+}
+
+/// Writes the events, in the order given (their ids keep that order).
+pub async fn record(
+    conn: &mut sqlx::MySqlConnection,
+    events: &[ReservationEvent],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if requests.is_empty() {
+        if events.is_empty() {
             return Ok(0);
         }
-        let insert = sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
-             SELECT ?, r.id, JSON_OBJECT('reservationId', r.id, 'queueId', q.id, 'userId', r.user_id, \
-                                         'concertId', r.concert_id, 'seatId', r.seat_id), ? \
-             FROM reservation_queue q JOIN reservations r ON r.id = q.reservation_id \
-             WHERE q.status = 'SUCCESS' AND q.id IN ({}) ORDER BY q.id",
-            in_placeholders(requests.len())
-        )))
-        .bind(RESERVATION_SUCCEEDED)
-        .bind(now.naive_utc());
-        let done = bind_ids_exec(insert, &super::queue_ids(requests))
-            .execute(conn)
-            .await?;
-        Ok(done.rows_affected())
-    }
-    .instrument(super::span("INSERT", "outbox"))
-    .await
-}
-
-/// A `ReservationCancelled` event for the reservation.
-pub async fn record_cancelled(
-    conn: &mut MySqlConnection,
-    reservation: ReservationId,
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
-             SELECT ?, id, JSON_OBJECT('reservationId', id, 'userId', user_id, 'concertId', concert_id, \
-                                       'seatId', seat_id), ? \
-             FROM reservations WHERE id = ?",
-        )
-        .bind(RESERVATION_CANCELLED)
-        .bind(now.naive_utc())
-        .bind(reservation)
-        .execute(conn)
-        .await?;
-        Ok(())
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO outbox (event_type, aggregate_id, concert_id, payload, created_at) ",
+        );
+        insert.push_values(events, |mut row, e| {
+            row.push_bind(e.kind.as_str())
+                .push_bind(e.reservation_id)
+                .push_bind(e.concert_id)
+                .push_bind(serde_json::to_string(e).unwrap_or_default())
+                .push_bind(now.naive_utc());
+        });
+        Ok(insert.build().execute(conn).await?.rows_affected())
     }
     .instrument(super::span("INSERT", "outbox"))
     .await

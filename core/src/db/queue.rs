@@ -6,16 +6,21 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 use tracing::Instrument as _;
 
+use super::request_seats::{self, RequestSeat};
 use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
-    FailureReason, IdempotencyKey, QueueId, QueueStatus, ReservationId, SeatId, UserId,
+    ConcertId, FailureReason, HoldDuration, IdempotencyKey, QueueId, QueueStatus, ReservationId,
+    SeatId, SeatIds, UserId,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct QueueRow {
     pub id: QueueId,
     pub user_id: UserId,
+    pub concert_id: ConcertId,
+    /// The request's first (lowest) seat.
     pub seat_id: SeatId,
+    pub seat_count: u8,
     pub status: QueueStatus,
     pub reservation_id: Option<ReservationId>,
     pub reason: Option<String>,
@@ -23,8 +28,8 @@ pub struct QueueRow {
     pub decided_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str =
-    "id, user_id, seat_id, status, reservation_id, reason, created_at, decided_at";
+const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, status, reservation_id, reason, \
+                       created_at, decided_at";
 
 /// How many claims of one request may end without a decision before the
 /// request is set aside (the workers' TICKET_WORKER_MAX_ATTEMPTS default).
@@ -37,34 +42,38 @@ pub struct TraceContext {
     pub tracestate: Option<String>,
 }
 
-/// Adds a PENDING request. Fails with a violation of `uq_queue_open_request`
-/// when the user already has an open request for the seat, of
-/// `uq_queue_idempotency` when the key was used before, and with a foreign
-/// key error (1452) when the seat or user does not exist.
+/// Adds a PENDING request with its seats; call inside a transaction. Fails
+/// with a violation of `uq_request_seats_open` when the user already has an
+/// open request for one of the seats, of `uq_queue_idempotency` when the
+/// key was used before, and with a foreign key error (1452) when a seat or
+/// the user does not exist.
 pub async fn enqueue(
     conn: &mut MySqlConnection,
-    user: UserId,
-    seat: SeatId,
+    request: &NewRequest,
     key: Option<&IdempotencyKey>,
-    trace: &TraceContext,
     now: DateTime<Utc>,
 ) -> Result<QueueId, sqlx::Error> {
     async move {
         let done = sqlx::query(
             "INSERT INTO reservation_queue \
-             (user_id, seat_id, status, idempotency_key, traceparent, tracestate, created_at, updated_at) \
-             VALUES (?, ?, 'PENDING', ?, ?, ?, ?, ?)",
+             (user_id, concert_id, seat_id, seat_count, status, idempotency_key, traceparent, tracestate, \
+              created_at, updated_at) \
+             VALUES (?, ?, ?, ?, 'PENDING', ?, ?, ?, ?, ?)",
         )
-        .bind(user)
-        .bind(seat)
+        .bind(request.user)
+        .bind(request.concert)
+        .bind(request.seats.first())
+        .bind(request.seat_count())
         .bind(key.map(IdempotencyKey::as_str))
-        .bind(trace.traceparent.as_deref())
-        .bind(trace.tracestate.as_deref())
+        .bind(request.trace.traceparent.as_deref())
+        .bind(request.trace.tracestate.as_deref())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
-        Ok(QueueId(done.last_insert_id()))
+        let id = QueueId(done.last_insert_id());
+        request_seats::insert(conn, &request.seat_rows(id), false).await?;
+        Ok(id)
     }
     .instrument(super::span("INSERT", "reservation_queue"))
     .await
@@ -74,8 +83,28 @@ pub async fn enqueue(
 #[derive(Debug, Clone)]
 pub struct NewRequest {
     pub user: UserId,
-    pub seat: SeatId,
+    pub concert: ConcertId,
+    pub seats: SeatIds,
     pub trace: TraceContext,
+}
+
+impl NewRequest {
+    fn seat_count(&self) -> u8 {
+        u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
+    }
+
+    fn seat_rows(&self, queue_id: QueueId) -> Vec<RequestSeat> {
+        self.seats
+            .as_slice()
+            .iter()
+            .map(|&seat| RequestSeat {
+                queue_id,
+                seat,
+                user: self.user,
+                concert: self.concert,
+            })
+            .collect()
+    }
 }
 
 /// Hands out each group's `now`: the current time at the database's
@@ -122,8 +151,8 @@ impl GroupClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Queued(QueueId),
-    /// The user already has this open request for the seat (an earlier
-    /// click, or the same request twice in the group).
+    /// The user already has an open request for one of the seats (an
+    /// earlier click, or the same request twice in the group): that one.
     Duplicate(QueueId),
     SeatNotFound,
     /// A still-valid token of an account deleted since.
@@ -134,16 +163,21 @@ pub enum Outcome {
 }
 
 /// What [`enqueue_many`] did: each request's outcome, in the order given,
-/// and how many open requests each of their users has now (these included).
+/// and how many open seats each of their users has now (theirs included).
 #[derive(Debug, Default)]
 pub struct Enqueued {
     pub outcomes: Vec<Outcome>,
-    pub open_per_user: HashMap<UserId, u64>,
+    pub open_seats_per_user: HashMap<UserId, u64>,
 }
 
-/// Takes back PENDING requests written in the caller's transaction (a user
-/// over the open-request limit); returns how many were removed.
+/// Takes back PENDING requests written in the caller's transaction (refused
+/// after all, or a user over the open-seat limit), with their seats;
+/// returns how many requests were removed.
 pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    request_seats::delete(conn, ids).await?;
     async move {
         let ids = super::queue_ids(ids);
         let delete = sqlx::query(AssertSqlSafe(format!(
@@ -159,10 +193,11 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
     .await
 }
 
-/// Adds many PENDING requests with one multi-row INSERT; call inside a
-/// transaction. A request that cannot be written (a duplicate, an unknown
-/// seat, a deleted user) is left out and reported in its outcome, and the
-/// rest are written all the same.
+/// Adds many PENDING requests, each with its seats, in a few multi-row
+/// statements; call inside a transaction. A request that cannot be written
+/// (one of its seats already open in another request of its user, an
+/// unknown seat, a deleted user) is left out and reported in its outcome,
+/// and the rest are written all the same.
 ///
 /// Rows go in seat order, so the seat locks the foreign-key checks take come
 /// in the same order as a deciding worker's (no lock cycle between them).
@@ -171,12 +206,12 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
 ///
 /// `INSERT IGNORE` skips exactly the rows that would break a unique or
 /// foreign key (every value is bounded before it gets here, so nothing is
-/// truncated). Ids are read back through the open-request key (user, seat);
-/// a row found there is ours if it carries our `now`, so `now` must differ
-/// from every other group's (see [`GroupClock`]). A duplicate written by
-/// another process in the same microsecond would pass for ours: its caller
-/// is then told the id of the request already in line, which is the right
-/// request, with 201 instead of 409.
+/// truncated). Queue ids are read back by (user, first seat) among the rows
+/// carrying our `now`, so `now` must differ from every other group's (see
+/// [`GroupClock`]); another process's group written in the same microsecond
+/// with the same user and first seat (one user's two clicks, on two API
+/// instances, within a microsecond) could be taken for ours, and one of the
+/// two rows would be left without seats: the decision sets such a row aside.
 pub async fn enqueue_many(
     conn: &mut MySqlConnection,
     requests: &[NewRequest],
@@ -187,65 +222,96 @@ pub async fn enqueue_many(
             return Ok(Enqueued::default());
         }
         let mut order: Vec<usize> = (0..requests.len()).collect();
-        order.sort_by_key(|&i| requests[i].seat);
-        // The first of two identical requests in the group is written; the
-        // second is its duplicate.
+        order.sort_by_key(|&i| requests[i].seats.first());
+        // Of two requests of one user with the same first seat, the first is
+        // written and the second is its duplicate.
         let mut first_of: HashMap<(UserId, SeatId), usize> = HashMap::new();
         let mut written = Vec::with_capacity(order.len());
         for &i in &order {
             let r = &requests[i];
-            if let std::collections::hash_map::Entry::Vacant(e) = first_of.entry((r.user, r.seat)) {
+            if let std::collections::hash_map::Entry::Vacant(e) =
+                first_of.entry((r.user, r.seats.first()))
+            {
                 e.insert(i);
                 written.push(r);
             }
         }
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT IGNORE INTO reservation_queue \
-             (user_id, seat_id, status, traceparent, tracestate, created_at, updated_at) ",
+             (user_id, concert_id, seat_id, seat_count, status, traceparent, tracestate, created_at, updated_at) ",
         );
         insert.push_values(&written, |mut row, r| {
             row.push_bind(r.user)
-                .push_bind(r.seat)
+                .push_bind(r.concert)
+                .push_bind(r.seats.first())
+                .push_bind(r.seat_count())
                 .push_bind("PENDING")
                 .push_bind(r.trace.traceparent.clone())
                 .push_bind(r.trace.tracestate.clone())
                 .push_bind(now.naive_utc())
                 .push_bind(now.naive_utc());
         });
-        insert.build().execute(&mut *conn).await?;
+        let first_id = insert.build().execute(&mut *conn).await?.last_insert_id();
+        let ids = written_ids(conn, first_id, written.len(), now).await?;
 
-        let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
-        let open = open_requests_of(conn, &users).await?;
-        let mut open_per_user: HashMap<UserId, u64> = HashMap::new();
-        for (user, ..) in &open {
-            *open_per_user.entry(*user).or_default() += 1;
-        }
-        let by_pair: HashMap<(UserId, SeatId), (QueueId, bool)> = open
-            .into_iter()
-            .map(|(u, s, id, created)| ((u, s), (id, created == now)))
-            .collect();
-        let missing: Vec<&NewRequest> = written
+        let seat_rows: Vec<RequestSeat> = written
             .iter()
-            .copied()
-            .filter(|r| !by_pair.contains_key(&(r.user, r.seat)))
+            .filter_map(|r| ids.get(&(r.user, r.seats.first())).map(|&id| r.seat_rows(id)))
+            .flatten()
             .collect();
+        request_seats::insert(conn, &seat_rows, true).await?;
+        let users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
+        let open: HashMap<(UserId, SeatId), QueueId> = request_seats::open_of_users(conn, &users)
+            .await?
+            .into_iter()
+            .map(|(user, seat, id)| ((user, seat), id))
+            .collect();
+
+        // A written request holds every one of its seats, or is refused.
+        let mut refused = Vec::new();
+        let mut settled: HashMap<(UserId, SeatId), Outcome> = HashMap::new();
+        let mut missing = Vec::new();
+        for r in &written {
+            let key = (r.user, r.seats.first());
+            let Some(&id) = ids.get(&key) else {
+                missing.push(*r);
+                continue;
+            };
+            let holders: Vec<Option<QueueId>> = r
+                .seats
+                .as_slice()
+                .iter()
+                .map(|&s| open.get(&(r.user, s)).copied())
+                .collect();
+            let outcome = if holders.iter().all(|h| *h == Some(id)) {
+                Outcome::Queued(id)
+            } else {
+                refused.push(id);
+                match holders.iter().flatten().find(|&&h| h != id) {
+                    Some(&other) => Outcome::Duplicate(other),
+                    None => Outcome::SeatNotFound,
+                }
+            };
+            settled.insert(key, outcome);
+        }
+        withdraw(conn, &refused).await?;
+
         let (seats, users) = if missing.is_empty() {
             (HashSet::new(), HashSet::new())
         } else {
             existing_seats_and_users(conn, &missing).await?
         };
-        let settle = |r: &NewRequest| match by_pair.get(&(r.user, r.seat)) {
-            Some(&(id, true)) => Outcome::Queued(id),
-            Some(&(id, false)) => Outcome::Duplicate(id),
+        let settle = |r: &NewRequest| match settled.get(&(r.user, r.seats.first())) {
+            Some(&outcome) => outcome,
             None if !users.contains(&r.user) => Outcome::UserNotFound,
-            None if !seats.contains(&r.seat) => Outcome::SeatNotFound,
+            None if !r.seats.as_slice().iter().all(|s| seats.contains(s)) => Outcome::SeatNotFound,
             None => Outcome::Unsettled,
         };
         let outcomes = requests
             .iter()
             .enumerate()
             .map(|(i, r)| {
-                let first = first_of[&(r.user, r.seat)];
+                let first = first_of[&(r.user, r.seats.first())];
                 match settle(&requests[first]) {
                     Outcome::Queued(id) | Outcome::Duplicate(id) if first != i => {
                         Outcome::Duplicate(id)
@@ -254,26 +320,47 @@ pub async fn enqueue_many(
                 }
             })
             .collect();
+        let refused: HashSet<QueueId> = refused.into_iter().collect();
+        let mut open_seats_per_user: HashMap<UserId, u64> = HashMap::new();
+        for ((user, _), id) in &open {
+            if !refused.contains(id) {
+                *open_seats_per_user.entry(*user).or_default() += 1;
+            }
+        }
         Ok(Enqueued {
             outcomes,
-            open_per_user,
+            open_seats_per_user,
         })
     }
     .instrument(super::span("INSERT", "reservation_queue"))
     .await
 }
 
-/// Every open request of `users`: (user, seat, id, created_at).
-async fn open_requests_of(
+/// The ids of the rows a multi-row INSERT just wrote (from `first_id` on,
+/// carrying `now`), by (user, first seat); the lowest id on a collision.
+async fn written_ids(
     conn: &mut MySqlConnection,
-    users: &[u64],
-) -> Result<Vec<(UserId, SeatId, QueueId, DateTime<Utc>)>, sqlx::Error> {
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT user_id, seat_id, id, created_at FROM reservation_queue \
-         WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
-        in_placeholders(users.len())
-    )));
-    bind_ids(select, users).fetch_all(conn).await
+    first_id: u64,
+    count: usize,
+    now: DateTime<Utc>,
+) -> Result<HashMap<(UserId, SeatId), QueueId>, sqlx::Error> {
+    if first_id == 0 {
+        return Ok(HashMap::new());
+    }
+    let rows: Vec<(QueueId, UserId, SeatId)> = sqlx::query_as(
+        "SELECT id, user_id, seat_id FROM reservation_queue \
+         WHERE id >= ? AND created_at = ? ORDER BY id LIMIT ?",
+    )
+    .bind(first_id)
+    .bind(now.naive_utc())
+    .bind(u32::try_from(count).unwrap_or(u32::MAX))
+    .fetch_all(conn)
+    .await?;
+    let mut ids = HashMap::with_capacity(rows.len());
+    for (id, user, seat) in rows {
+        ids.entry((user, seat)).or_insert(id);
+    }
+    Ok(ids)
 }
 
 /// Which of the requests' seats and users exist.
@@ -281,7 +368,10 @@ async fn existing_seats_and_users(
     conn: &mut MySqlConnection,
     requests: &[&NewRequest],
 ) -> Result<(HashSet<SeatId>, HashSet<UserId>), sqlx::Error> {
-    let seats: Vec<u64> = requests.iter().map(|r| r.seat.0).collect();
+    let seats: Vec<u64> = requests
+        .iter()
+        .flat_map(|r| r.seats.as_slice().iter().map(|s| s.0))
+        .collect();
     let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT 0, id FROM seats WHERE id IN ({}) UNION ALL SELECT 1, id FROM users WHERE id IN ({})",
@@ -297,50 +387,6 @@ async fn existing_seats_and_users(
         seat_rows.into_iter().map(|(_, id)| SeatId(id)).collect(),
         user_rows.into_iter().map(|(_, id)| UserId(id)).collect(),
     ))
-}
-
-/// The user's open request for the seat, if any (what a QUEUE_DUPLICATED
-/// answer points to).
-pub async fn find_open(
-    conn: &mut MySqlConnection,
-    user: UserId,
-    seat: SeatId,
-) -> Result<Option<QueueId>, sqlx::Error> {
-    async move {
-        let row: Option<(QueueId,)> = sqlx::query_as(
-            "SELECT id FROM reservation_queue WHERE user_id = ? AND open_seat_id = ?",
-        )
-        .bind(user)
-        .bind(seat)
-        .fetch_optional(conn)
-        .await?;
-        Ok(row.map(|(id,)| id))
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
-}
-
-/// How many open (PENDING or PROCESSING) requests each of `users` has; users
-/// without any are absent.
-pub async fn open_counts(
-    conn: &mut MySqlConnection,
-    users: &[UserId],
-) -> Result<HashMap<UserId, u64>, sqlx::Error> {
-    async move {
-        let ids: Vec<u64> = users.iter().map(|u| u.0).collect();
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT user_id, COUNT(*) FROM reservation_queue \
-             WHERE open_seat_id IS NOT NULL AND user_id IN ({}) GROUP BY user_id",
-            in_placeholders(ids.len())
-        )));
-        let rows: Vec<(UserId, i64)> = bind_ids(select, &ids).fetch_all(&mut *conn).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(user, n)| (user, n.unsigned_abs()))
-            .collect())
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
 }
 
 /// How many requests are PENDING and how many PROCESSING (the queue depth).
@@ -577,19 +623,38 @@ pub async fn attempts(
 }
 
 /// A claimed request, as the decision needs it.
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone)]
 pub struct LeasedRow {
     pub id: QueueId,
     pub user_id: UserId,
-    pub seat_id: SeatId,
+    pub concert_id: ConcertId,
+    /// In id order; empty only for a row written without its seats (see
+    /// [`enqueue_many`]).
+    pub seats: Vec<SeatId>,
+    /// The concert's hold, as it is set now.
+    pub hold: HoldDuration,
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
     pub created_at: DateTime<Utc>,
 }
 
+#[derive(sqlx::FromRow)]
+struct LeasedSeat {
+    id: QueueId,
+    user_id: UserId,
+    concert_id: ConcertId,
+    seat_id: Option<SeatId>,
+    hold_seconds: Option<u32>,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
 /// Locks the rows of `ids` that are still PROCESSING under this lease token,
-/// in queue order. Rows missing from the answer were lost (re-claimed by
-/// another worker, or already decided) and must not be touched.
+/// with their seats, in queue order. Rows missing from the answer were lost
+/// (re-claimed by another worker, or already decided) and must not be
+/// touched. The concert's hold is read, not locked: a concert's row is
+/// every decision's, and a changed setting applies from the next decision.
 pub async fn lock_leased(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -600,21 +665,43 @@ pub async fn lock_leased(
             return Ok(Vec::new());
         }
         let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id, user_id, seat_id, traceparent, tracestate, created_at FROM reservation_queue \
-             WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({}) ORDER BY id FOR UPDATE",
+            "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
+                    (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
+                    q.traceparent, q.tracestate, q.created_at \
+             FROM reservation_queue q LEFT JOIN request_seats rs ON rs.queue_id = q.id \
+             WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({}) \
+             ORDER BY q.id, rs.seat_id FOR UPDATE",
             in_placeholders(ids.len())
         )))
         .bind(token);
-        bind_ids(select, &super::queue_ids(ids))
+        let seats: Vec<LeasedSeat> = bind_ids(select, &super::queue_ids(ids))
             .fetch_all(conn)
-            .await
+            .await?;
+        let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
+        for seat in seats {
+            match rows.last_mut() {
+                Some(row) if row.id == seat.id => row.seats.extend(seat.seat_id),
+                _ => rows.push(LeasedRow {
+                    id: seat.id,
+                    user_id: seat.user_id,
+                    concert_id: seat.concert_id,
+                    seats: seat.seat_id.into_iter().collect(),
+                    hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
+                        .unwrap_or_default(),
+                    traceparent: seat.traceparent,
+                    tracestate: seat.tracestate,
+                    created_at: seat.created_at,
+                }),
+            }
+        }
+        Ok(rows)
     }
     .instrument(super::span("SELECT", "reservation_queue"))
     .await
 }
 
-/// Marks requests SUCCESS with the CONFIRMED reservation of their own user
-/// and seat.
+/// Marks requests SUCCESS with the reservation each of them made; their
+/// seats close with them.
 pub async fn mark_succeeded(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -627,7 +714,7 @@ pub async fn mark_succeeded(
         }
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_queue q \
-             JOIN reservations r ON r.confirmed_seat_id = q.seat_id AND r.user_id = q.user_id \
+             JOIN reservations r ON r.queue_id = q.id AND r.user_id = q.user_id \
              SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
                  q.decided_at = ?, q.updated_at = ? \
              WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({})",
@@ -637,8 +724,9 @@ pub async fn mark_succeeded(
         .bind(now.naive_utc())
         .bind(token);
         let done = bind_ids_exec(update, &super::queue_ids(ids))
-            .execute(conn)
+            .execute(&mut *conn)
             .await?;
+        close_if_all(conn, ids, done.rows_affected()).await?;
         Ok(done.rows_affected())
     }
     .instrument(super::span("UPDATE", "reservation_queue"))
@@ -687,7 +775,23 @@ async fn fail(
         update = update.bind(token);
     }
     let done = bind_ids_exec(update, &super::queue_ids(ids))
-        .execute(conn)
+        .execute(&mut *conn)
         .await?;
+    close_if_all(conn, ids, done.rows_affected()).await?;
     Ok(done.rows_affected())
+}
+
+/// Closes the seats of `ids` once a statement decided every one of them
+/// (`changed`). Fewer means some were not ours to decide: the caller's
+/// bookkeeping refuses that (the decision rolls back), or it was the one
+/// row of a set-aside that another worker has since taken over.
+async fn close_if_all(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    changed: u64,
+) -> Result<(), sqlx::Error> {
+    if changed == ids.len() as u64 {
+        request_seats::close(conn, ids).await?;
+    }
+    Ok(())
 }

@@ -1,35 +1,68 @@
+//! Reservations and their seats. A reservation is HELD (until its hold
+//! ends), CONFIRMED, EXPIRED or CANCELLED; each of its seats carries the
+//! same status, and `uq_reservation_seats_live` lets at most one HELD or
+//! CONFIRMED claim exist per seat.
+//!
+//! A hold past its end reads as EXPIRED everywhere at once, before the sweep
+//! writes it: nobody is shown, or can confirm, a hold that has run out.
+
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 use tracing::Instrument as _;
 
-use super::{bind_ids_exec, in_placeholders};
+use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
-    ConcertId, PageRequest, QueueId, ReservationId, ReservationStatus, SeatId, UserId,
+    ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
+    UserId,
 };
+
+/// One seat of a reservation, by id and number.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ReservedSeat {
+    pub seat_id: SeatId,
+    pub seat_number: String,
+}
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ReservationRow {
     pub id: ReservationId,
     pub user_id: UserId,
     pub concert_id: ConcertId,
-    pub seat_id: SeatId,
-    pub seat_number: String,
+    pub queue_id: Option<QueueId>,
+    /// As of now: a HELD reservation whose hold has ended reads EXPIRED.
     pub status: ReservationStatus,
+    pub hold_expires_at: Option<DateTime<Utc>>,
+    pub confirmed_at: Option<DateTime<Utc>>,
+    pub payment_reference: Option<String>,
     pub created_at: DateTime<Utc>,
+    #[sqlx(skip)]
+    pub seats: Vec<ReservedSeat>,
 }
 
-const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.seat_id, s.seat_number, r.status, r.created_at \
-                      FROM reservations r JOIN seats s ON s.id = r.seat_id";
+const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, \
+                      IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 'EXPIRED', r.status) AS status, \
+                      r.hold_expires_at, r.confirmed_at, r.payment_reference, r.created_at \
+                      FROM reservations r";
 
 pub async fn find(
     conn: &mut MySqlConnection,
     id: ReservationId,
+    now: DateTime<Utc>,
 ) -> Result<Option<ReservationRow>, sqlx::Error> {
     async move {
-        sqlx::query_as(AssertSqlSafe(format!("{SELECT} WHERE r.id = ?")))
-            .bind(id)
-            .fetch_optional(conn)
-            .await
+        let row: Option<ReservationRow> =
+            sqlx::query_as(AssertSqlSafe(format!("{SELECT} WHERE r.id = ?")))
+                .bind(now.naive_utc())
+                .bind(id)
+                .fetch_optional(&mut *conn)
+                .await?;
+        let Some(mut row) = row else {
+            return Ok(None);
+        };
+        row.seats = seats_of(conn, &[id]).await?.remove(&id).unwrap_or_default();
+        Ok(Some(row))
     }
     .instrument(super::span("SELECT", "reservations"))
     .await
@@ -40,105 +73,284 @@ pub async fn list_for_user(
     conn: &mut MySqlConnection,
     user: UserId,
     page: PageRequest,
+    now: DateTime<Utc>,
 ) -> Result<Vec<ReservationRow>, sqlx::Error> {
     async move {
-        sqlx::query_as(AssertSqlSafe(format!(
+        let mut rows: Vec<ReservationRow> = sqlx::query_as(AssertSqlSafe(format!(
             "{SELECT} WHERE r.user_id = ? ORDER BY r.created_at DESC, r.id DESC LIMIT ? OFFSET ?"
         )))
+        .bind(now.naive_utc())
         .bind(user)
         .bind(page.size)
         .bind(page.offset())
-        .fetch_all(conn)
-        .await
+        .fetch_all(&mut *conn)
+        .await?;
+        let ids: Vec<ReservationId> = rows.iter().map(|r| r.id).collect();
+        let mut seats = seats_of(conn, &ids).await?;
+        for row in &mut rows {
+            row.seats = seats.remove(&row.id).unwrap_or_default();
+        }
+        Ok(rows)
     }
     .instrument(super::span("SELECT", "reservations"))
     .await
 }
 
-/// Locks the reservation row; returns its owner, seat and status.
-pub async fn lock(
+/// The seats of each of `reservations`, in seat order.
+pub async fn seats_of(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+) -> Result<HashMap<ReservationId, Vec<ReservedSeat>>, sqlx::Error> {
+    if reservations.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT rs.reservation_id, rs.seat_id, s.seat_number FROM reservation_seats rs \
+         JOIN seats s ON s.id = rs.seat_id WHERE rs.reservation_id IN ({}) \
+         ORDER BY rs.reservation_id, rs.seat_id",
+        in_placeholders(reservations.len())
+    )));
+    let rows: Vec<(ReservationId, SeatId, String)> =
+        bind_ids(select, &raw(reservations)).fetch_all(conn).await?;
+    let mut seats: HashMap<ReservationId, Vec<ReservedSeat>> = HashMap::new();
+    for (id, seat_id, seat_number) in rows {
+        seats.entry(id).or_default().push(ReservedSeat {
+            seat_id,
+            seat_number,
+        });
+    }
+    Ok(seats)
+}
+
+fn raw(ids: &[ReservationId]) -> Vec<u64> {
+    ids.iter().map(|id| id.0).collect()
+}
+
+/// A reservation locked for a change, as stored.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Locked {
+    pub id: ReservationId,
+    pub user_id: UserId,
+    pub concert_id: ConcertId,
+    pub queue_id: Option<QueueId>,
+    pub status: ReservationStatus,
+    pub hold_expires_at: Option<DateTime<Utc>>,
+    pub payment_reference: Option<String>,
+    pub confirm_key: Option<String>,
+    #[sqlx(skip)]
+    pub seats: Vec<ReservedSeat>,
+}
+
+impl Locked {
+    /// HELD and its hold has not ended at `now`.
+    pub fn is_live_hold(&self, now: DateTime<Utc>) -> bool {
+        self.status == ReservationStatus::Held && self.hold_expires_at.is_some_and(|end| end > now)
+    }
+}
+
+/// Locks the reservation's seats (in id order), then the reservation, the
+/// order every writer uses; returns the reservation with its seats.
+pub async fn lock_with_seats(
     conn: &mut MySqlConnection,
     id: ReservationId,
-) -> Result<Option<(UserId, SeatId, ReservationStatus)>, sqlx::Error> {
+) -> Result<Option<Locked>, sqlx::Error> {
     async move {
-        sqlx::query_as("SELECT user_id, seat_id, status FROM reservations WHERE id = ? FOR UPDATE")
-            .bind(id)
-            .fetch_optional(conn)
-            .await
+        // A reservation's seats never change, so this plain read stays true.
+        let seat_ids: Vec<(SeatId,)> =
+            sqlx::query_as("SELECT seat_id FROM reservation_seats WHERE reservation_id = ?")
+                .bind(id)
+                .fetch_all(&mut *conn)
+                .await?;
+        let seat_ids: Vec<SeatId> = seat_ids.into_iter().map(|(s,)| s).collect();
+        let seats = super::seats::lock_all(conn, &seat_ids).await?;
+        let locked: Option<Locked> = sqlx::query_as(
+            "SELECT id, user_id, concert_id, queue_id, status, hold_expires_at, payment_reference, confirm_key \
+             FROM reservations WHERE id = ? FOR UPDATE",
+        )
+        .bind(id)
+        .fetch_optional(&mut *conn)
+        .await?;
+        Ok(locked.map(|mut r| {
+            r.seats = seats
+                .into_iter()
+                .map(|(seat_id, seat_number)| ReservedSeat {
+                    seat_id,
+                    seat_number,
+                })
+                .collect();
+            r
+        }))
     }
     .instrument(super::span("SELECT", "reservations"))
     .await
 }
 
-/// CONFIRMED → CANCELLED; false when it was not CONFIRMED.
-pub async fn cancel(
+/// A reservation a decision makes for a won request.
+#[derive(Debug, Clone)]
+pub struct NewReservation {
+    pub queue_id: QueueId,
+    pub user: UserId,
+    pub concert: ConcertId,
+    /// In id order, at least one.
+    pub seats: Vec<SeatId>,
+    /// HELD (with `hold_expires_at`) or CONFIRMED.
+    pub status: ReservationStatus,
+    pub hold_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Inserts the reservations with their seats; returns each one's id by the
+/// request that made it. The unique live claim per seat refuses a seat that
+/// is already held or sold, whatever happened before.
+pub async fn insert_many(
     conn: &mut MySqlConnection,
-    id: ReservationId,
+    new: &[NewReservation],
     now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+) -> Result<HashMap<QueueId, ReservationId>, sqlx::Error> {
     async move {
-        let done = sqlx::query(
-            "UPDATE reservations SET status = 'CANCELLED', updated_at = ? WHERE id = ? AND status = 'CONFIRMED'",
+        if new.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, queue_id, status, hold_expires_at, \
+             confirmed_at, created_at, updated_at) ",
+        );
+        insert.push_values(new, |mut row, r| {
+            let confirmed = (r.status == ReservationStatus::Confirmed).then_some(now.naive_utc());
+            row.push_bind(r.user)
+                .push_bind(r.concert)
+                .push_bind(r.seats.first().copied().unwrap_or(SeatId(0)))
+                .push_bind(r.queue_id)
+                .push_bind(r.status)
+                .push_bind(r.hold_expires_at.map(|t| t.naive_utc()))
+                .push_bind(confirmed)
+                .push_bind(now.naive_utc())
+                .push_bind(now.naive_utc());
+        });
+        insert.build().execute(&mut *conn).await?;
+        let queue_ids: Vec<QueueId> = new.iter().map(|r| r.queue_id).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT queue_id, id FROM reservations WHERE queue_id IN ({})",
+            in_placeholders(queue_ids.len())
+        )));
+        let ids: HashMap<QueueId, ReservationId> =
+            bind_ids(select, &super::queue_ids(&queue_ids))
+                .fetch_all(&mut *conn)
+                .await?
+                .into_iter()
+                .collect();
+        let mut claims: Vec<(SeatId, ReservationId, &NewReservation)> = Vec::new();
+        for r in new {
+            if let Some(&id) = ids.get(&r.queue_id) {
+                claims.extend(r.seats.iter().map(|&seat| (seat, id, r)));
+            }
+        }
+        claims.sort_by_key(|(seat, ..)| *seat);
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) ",
+        );
+        insert.push_values(&claims, |mut row, (seat, id, r)| {
+            row.push_bind(*id)
+                .push_bind(*seat)
+                .push_bind(r.concert)
+                .push_bind(r.status);
+        });
+        insert.build().execute(&mut *conn).await?;
+        Ok(ids)
+    }
+    .instrument(super::span("INSERT", "reservations"))
+    .await
+}
+
+/// HELD → CONFIRMED, with the buyer's payment reference and the confirm's
+/// Idempotency-Key. Call with the reservation locked by [`lock_with_seats`]
+/// and its hold still running.
+pub async fn confirm(
+    conn: &mut MySqlConnection,
+    id: ReservationId,
+    payment: Option<&PaymentReference>,
+    key: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    async move {
+        sqlx::query(
+            "UPDATE reservations SET status = 'CONFIRMED', confirmed_at = ?, payment_reference = ?, \
+             confirm_key = ?, updated_at = ? WHERE id = ? AND status = 'HELD'",
         )
         .bind(now.naive_utc())
+        .bind(payment.map(PaymentReference::as_str))
+        .bind(key)
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query(
+            "UPDATE reservation_seats SET status = 'CONFIRMED' WHERE reservation_id = ? AND status = 'HELD'",
+        )
         .bind(id)
         .execute(conn)
         .await?;
-        Ok(done.rows_affected() == 1)
+        Ok(())
     }
     .instrument(super::span("UPDATE", "reservations"))
     .await
 }
 
-/// One CONFIRMED reservation per given request, for the request's user and
-/// seat. The unique index on `confirmed_seat_id` refuses a second one for a
-/// seat, whatever happened before.
-pub async fn insert_for_requests(
+/// Ends reservations (CANCELLED or EXPIRED) and their live claims; returns
+/// how many reservations changed. Call with them and their seats locked.
+pub async fn end(
     conn: &mut MySqlConnection,
-    requests: &[QueueId],
+    ids: &[ReservationId],
+    status: ReservationStatus,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if requests.is_empty() {
+        if ids.is_empty() {
             return Ok(0);
         }
-        let insert = sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-             SELECT q.user_id, s.concert_id, s.id, 'CONFIRMED', ?, ? \
-             FROM reservation_queue q JOIN seats s ON s.id = q.seat_id WHERE q.id IN ({}) ORDER BY q.id",
-            in_placeholders(requests.len())
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservations SET status = ?, updated_at = ? \
+             WHERE status IN ('HELD', 'CONFIRMED') AND id IN ({})",
+            in_placeholders(ids.len())
         )))
-        .bind(now.naive_utc())
+        .bind(status)
         .bind(now.naive_utc());
-        let done = bind_ids_exec(insert, &super::queue_ids(requests))
-            .execute(conn)
-            .await?;
-        Ok(done.rows_affected())
+        let ended = bind_ids_exec(update, &raw(ids))
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_seats SET status = ? \
+             WHERE status IN ('HELD', 'CONFIRMED') AND reservation_id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(status);
+        bind_ids_exec(update, &raw(ids)).execute(conn).await?;
+        Ok(ended)
     }
-    .instrument(super::span("INSERT", "reservations"))
+    .instrument(super::span("UPDATE", "reservations"))
     .await
 }
 
-/// A single CONFIRMED reservation (the per-request baseline mode).
-pub async fn insert_confirmed(
+/// Ends the claims of holds that have run out on `seats` (locked by the
+/// caller, who is about to give them to someone else). Their reservations
+/// stay HELD in the table, read as EXPIRED, until the sweep writes that and
+/// announces it; only the claims on these seats end here, as a claim
+/// changes only under its seat's lock.
+pub async fn end_expired_claims(
     conn: &mut MySqlConnection,
-    user: UserId,
-    seat: SeatId,
-    now: DateTime<Utc>,
-) -> Result<ReservationId, sqlx::Error> {
+    seats: &[SeatId],
+) -> Result<u64, sqlx::Error> {
     async move {
-        let done = sqlx::query(
-            "INSERT INTO reservations (user_id, concert_id, seat_id, status, created_at, updated_at) \
-             SELECT ?, concert_id, id, 'CONFIRMED', ?, ? FROM seats WHERE id = ?",
-        )
-        .bind(user)
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .bind(seat)
-        .execute(conn)
-        .await?;
-        Ok(ReservationId(done.last_insert_id()))
+        if seats.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({})",
+            in_placeholders(seats.len())
+        )));
+        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+        Ok(bind_ids_exec(update, &ids).execute(conn).await?.rows_affected())
     }
-    .instrument(super::span("INSERT", "reservations"))
+    .instrument(super::span("UPDATE", "reservation_seats"))
     .await
 }

@@ -61,7 +61,16 @@ pub async fn delete_decided(
             Some(decided_before),
         )
         .await?;
-        on_locked(conn, "DELETE FROM reservation_queue WHERE id = ?", locked).await
+        // A request's seats go with it (they refer to it).
+        on_locked(
+            conn,
+            &[
+                "DELETE FROM request_seats WHERE queue_id = ?",
+                "DELETE FROM reservation_queue WHERE id = ?",
+            ],
+            locked,
+        )
+        .await
     }
     .instrument(super::span("DELETE", "reservation_queue"))
     .await
@@ -77,7 +86,7 @@ pub async fn forget_idempotency_keys(
         let locked = lock_free(conn, ids, "idempotency_key IS NOT NULL", None).await?;
         on_locked(
             conn,
-            "UPDATE reservation_queue SET idempotency_key = NULL WHERE id = ?",
+            &["UPDATE reservation_queue SET idempotency_key = NULL WHERE id = ?"],
             locked,
         )
         .await
@@ -103,7 +112,7 @@ pub async fn delete_delivered_events(
         .bind(limit)
         .fetch_all(&mut *conn)
         .await?;
-        on_locked(conn, "DELETE FROM outbox WHERE id = ?", locked).await
+        on_locked(conn, &["DELETE FROM outbox WHERE id = ?"], locked).await
     }
     .instrument(super::span("DELETE", "outbox"))
     .await
@@ -142,23 +151,24 @@ fn span_of(ids: &[QueueId]) -> (u64, u64) {
     (raw.clone().min().unwrap_or(0), raw.max().unwrap_or(0))
 }
 
-/// Runs `statement` (one `?`, the id) on each row just locked, one at a
-/// time by primary key. One statement with the whole id list would be
+/// Runs `statements` (each with one `?`, the id) on each row just locked,
+/// one row at a time by primary key; returns what the last one changed. One statement with the whole id list would be
 /// fewer round trips, but on a table that is small next to the list the
 /// optimizer scans instead, and a scanning DELETE waits for every row
 /// someone else holds: exactly what SKIP LOCKED was for.
 async fn on_locked(
     conn: &mut MySqlConnection,
-    statement: &'static str,
+    statements: &[&'static str],
     locked: Vec<(u64,)>,
 ) -> Result<u64, sqlx::Error> {
     let mut changed = 0;
     for (id,) in locked {
-        changed += sqlx::query(statement)
-            .bind(id)
-            .execute(&mut *conn)
-            .await?
-            .rows_affected();
+        for (i, statement) in statements.iter().enumerate() {
+            let done = sqlx::query(*statement).bind(id).execute(&mut *conn).await?;
+            if i + 1 == statements.len() {
+                changed += done.rows_affected();
+            }
+        }
     }
     Ok(changed)
 }

@@ -2,7 +2,9 @@ use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use tracing::Instrument as _;
 
-use crate::domain::{ConcertId, PageRequest, QueueId, SeatId, SeatNumber, SeatStatus};
+use crate::domain::{
+    ConcertId, PageRequest, QueueId, ReservationStatus, SeatId, SeatNumber, SeatStatus,
+};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SeatRow {
@@ -74,6 +76,26 @@ pub async fn find_for_update(
     .await
 }
 
+/// What an order must know of its seats: each existing seat's concert and
+/// that concert's `max_seats_per_order`. Seats that do not exist are absent.
+pub async fn order_facts(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+) -> Result<Vec<(SeatId, ConcertId, u8)>, sqlx::Error> {
+    async move {
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT s.id, s.concert_id, c.max_seats_per_order FROM seats s \
+             JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({})",
+            super::in_placeholders(seats.len())
+        )));
+        super::bind_ids(select, &seat_ids(seats))
+            .fetch_all(conn)
+            .await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}
+
 /// Fails with a violation of `uq_seats_concert_seat_number` when the concert
 /// already has a seat with this number.
 pub async fn insert(
@@ -100,21 +122,25 @@ pub async fn insert(
     .await
 }
 
-/// Whether the seat is sold (a CONFIRMED reservation exists for it).
-pub async fn has_confirmed_reservation(
+/// The seat's live claim, if any: the status (HELD or CONFIRMED) of the
+/// reservation that holds or bought it. A hold past its end is no claim.
+pub async fn live_claim(
     conn: &mut MySqlConnection,
     id: SeatId,
-) -> Result<bool, sqlx::Error> {
+    now: DateTime<Utc>,
+) -> Result<Option<ReservationStatus>, sqlx::Error> {
     async move {
-        let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservations WHERE confirmed_seat_id = ?)",
+        let row: Option<(ReservationStatus,)> = sqlx::query_as(
+            "SELECT rs.status FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+             WHERE rs.live_seat_id = ? AND NOT (r.status = 'HELD' AND r.hold_expires_at <= ?)",
         )
         .bind(id)
-        .fetch_one(conn)
+        .bind(now.naive_utc())
+        .fetch_optional(conn)
         .await?;
-        Ok(held)
+        Ok(row.map(|(status,)| status))
     }
-    .instrument(super::span("SELECT", "reservations"))
+    .instrument(super::span("SELECT", "reservation_seats"))
     .await
 }
 
@@ -124,27 +150,27 @@ pub async fn has_open_requests(
     id: SeatId,
 ) -> Result<bool, sqlx::Error> {
     async move {
-        let (open,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ? \
-                            AND status IN ('PENDING', 'PROCESSING'))",
-        )
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
+        let (open,): (bool,) =
+            sqlx::query_as("SELECT EXISTS (SELECT 1 FROM request_seats WHERE open_seat_id = ?)")
+                .bind(id)
+                .fetch_one(conn)
+                .await?;
         Ok(open)
     }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    .instrument(super::span("SELECT", "request_seats"))
     .await
 }
 
 /// Whether anyone ever asked for or held the seat: a request in the queue
-/// (open or decided) or a reservation (confirmed or cancelled).
+/// (open or decided) or a reservation (of any status) names it.
 pub async fn has_history(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx::Error> {
     async move {
         let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ?) \
-                 OR EXISTS (SELECT 1 FROM reservations WHERE seat_id = ?)",
+            "SELECT EXISTS (SELECT 1 FROM request_seats WHERE seat_id = ?) \
+                 OR EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ?) \
+                 OR EXISTS (SELECT 1 FROM reservation_seats WHERE seat_id = ?)",
         )
+        .bind(id)
         .bind(id)
         .bind(id)
         .fetch_one(conn)
@@ -195,8 +221,38 @@ pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx
     .await
 }
 
-/// Marks seats locked by [`lock_available`] as RESERVED.
-pub async fn mark_reserved(
+/// Sets the status of seats the caller has locked: HELD until `held_until`,
+/// RESERVED or AVAILABLE (`held_until` then NULL).
+pub async fn mark(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+    status: SeatStatus,
+    held_until: Option<DateTime<Utc>>,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        if seats.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE seats SET status = ?, held_until = ?, updated_at = ? WHERE id IN ({})",
+            super::in_placeholders(seats.len())
+        )))
+        .bind(status)
+        .bind(held_until.map(|t| t.naive_utc()))
+        .bind(now.naive_utc());
+        let done = super::bind_ids_exec(update, &seat_ids(seats))
+            .execute(conn)
+            .await?;
+        Ok(done.rows_affected())
+    }
+    .instrument(super::span("UPDATE", "seats"))
+    .await
+}
+
+/// Makes those of `seats` (locked by the caller) that no live claim holds
+/// any more AVAILABLE: after a cancel or an expiry ended theirs.
+pub async fn free_unclaimed(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
     now: DateTime<Utc>,
@@ -206,105 +262,142 @@ pub async fn mark_reserved(
             return Ok(0);
         }
         let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE status = 'AVAILABLE' AND id IN ({})",
+            "UPDATE seats s SET s.status = 'AVAILABLE', s.held_until = NULL, s.updated_at = ? \
+             WHERE s.id IN ({}) AND s.status <> 'AVAILABLE' \
+             AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)",
             super::in_placeholders(seats.len())
         )))
         .bind(now.naive_utc());
-        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-        let done = super::bind_ids_exec(update, &ids).execute(conn).await?;
+        let done = super::bind_ids_exec(update, &seat_ids(seats))
+            .execute(conn)
+            .await?;
         Ok(done.rows_affected())
     }
     .instrument(super::span("UPDATE", "seats"))
     .await
 }
 
-/// The original's conditional update: takes the seat if it is AVAILABLE.
-pub async fn reserve_if_available(
+/// Locks `seats` in id order (every writer of seats locks in that order,
+/// so none waits for another in a cycle) and returns their numbers.
+pub async fn lock_all(
     conn: &mut MySqlConnection,
-    seat: SeatId,
-    now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+    seats: &[SeatId],
+) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
     async move {
-        let done = sqlx::query("UPDATE seats SET status = 'RESERVED', updated_at = ? WHERE id = ? AND status = 'AVAILABLE'")
-            .bind(now.naive_utc())
-            .bind(seat)
-            .execute(conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
+        if seats.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, seat_number FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE",
+            super::in_placeholders(seats.len())
+        )));
+        super::bind_ids(select, &seat_ids(seats))
+            .fetch_all(conn)
+            .await
     }
-    .instrument(super::span("UPDATE", "seats"))
+    .instrument(super::span("SELECT", "seats"))
     .await
 }
 
-/// Makes a RESERVED seat AVAILABLE again (its reservation was cancelled).
-pub async fn release(
-    conn: &mut MySqlConnection,
-    seat: SeatId,
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query("UPDATE seats SET status = 'AVAILABLE', updated_at = ? WHERE id = ? AND status = 'RESERVED'")
-            .bind(now.naive_utc())
-            .bind(seat)
-            .execute(conn)
-            .await?;
-        Ok(())
-    }
-    .instrument(super::span("UPDATE", "seats"))
-    .await
+fn seat_ids(seats: &[SeatId]) -> Vec<u64> {
+    seats.iter().map(|s| s.0).collect()
 }
 
-/// What a deciding worker must know of a seat it locked as AVAILABLE
-/// before giving it to its earliest request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+/// Who holds a seat a deciding worker locked as free to take.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Claim {
+    /// Nobody: the seat is free.
+    None,
+    /// A hold that has ended (not yet swept): free, once that claim is
+    /// ended by whoever takes the seat.
+    ExpiredHold,
+    /// A live claim although the seat's status says free (a hand-made fix
+    /// can leave them apart): the seat is taken.
+    Live,
+}
+
+/// What a deciding worker must know of a seat it locked as free before
+/// giving it to the earliest request that wants it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Standing {
     pub seat: SeatId,
-    /// A CONFIRMED reservation exists, whatever the seat's status column
-    /// says (a hand-made fix can leave them apart): the seat is taken.
-    pub sold: bool,
+    pub seat_number: String,
+    pub claim: Claim,
     /// The earliest open (PENDING or PROCESSING, under any lease) request
-    /// for the seat, if it is at most `up_to`. When it is earlier than the
-    /// worker's candidate, someone is ahead in line and the candidate waits.
-    pub first_open: Option<QueueId>,
+    /// for the seat outside the caller's batch, if it is at most `up_to`.
+    /// A request of the batch later than it waits: it is ahead in line.
+    pub first_open_elsewhere: Option<QueueId>,
 }
 
-/// Locks those of `seats` that are AVAILABLE, in id order (the order every
-/// writer of seats uses), and returns their [`Standing`]; seats that are
-/// taken, or locked by a transaction that then takes them, are left out.
+#[derive(sqlx::FromRow)]
+struct StandingRow {
+    seat: SeatId,
+    seat_number: String,
+    claim: Option<i64>,
+    first_open_elsewhere: Option<QueueId>,
+}
+
+/// Locks those of `seats` that are free (AVAILABLE, or HELD by a hold that
+/// has ended at `now`), in id order (the order every writer of seats uses),
+/// and returns their [`Standing`]; seats that are taken, or locked by a
+/// transaction that then takes them, are left out.
 ///
 /// The subqueries are plain reads: a locking read does not lock the rows of
 /// its subqueries (MySQL and MariaDB alike). What they see stays true until
 /// our commit, because a request leaves the open states only through a
-/// decision that locks its seat first (or a failure that does not take it),
-/// and a new request for a seat waits for the seat's lock (its foreign key).
+/// decision that locks its seats first (or a failure that takes none), a
+/// new request for a seat waits for the seat's lock (its foreign key), and
+/// a claim changes only under its seat's lock.
 ///
-/// Per seat the earliest open request is found by reading the seat's
-/// requests in id order up to the first open one (at most `up_to`, the
-/// batch's latest candidate): a seat whose history of decided requests is
-/// long (re-sold many times) costs that history. The seat index is forced:
-/// for `ORDER BY id LIMIT 1` the optimizer would rather walk the (status, id)
-/// index through every open request.
-pub async fn lock_available(
+/// The earliest open request is read through the open-seat index, which
+/// holds open requests only, so a seat's decided history costs nothing.
+/// The index is forced: for `ORDER BY queue_id LIMIT 1` the optimizer might
+/// rather walk the primary key.
+pub async fn lock_free(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
+    batch: &[QueueId],
     up_to: QueueId,
+    now: DateTime<Utc>,
 ) -> Result<Vec<Standing>, sqlx::Error> {
     async move {
         if seats.is_empty() {
             return Ok(Vec::new());
         }
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT s.id AS seat, \
-                    EXISTS (SELECT 1 FROM reservations r WHERE r.confirmed_seat_id = s.id) AS sold, \
-                    (SELECT q.id FROM reservation_queue q FORCE INDEX (idx_queue_seat_id) \
-                      WHERE q.seat_id = s.id AND q.id <= ? AND q.status IN ('PENDING', 'PROCESSING') \
-                      ORDER BY q.id LIMIT 1) AS first_open \
-             FROM seats s WHERE s.status = 'AVAILABLE' AND s.id IN ({}) ORDER BY s.id FOR UPDATE",
+            "SELECT s.id AS seat, s.seat_number, \
+                    (SELECT IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 1, 2) \
+                       FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+                      WHERE rs.live_seat_id = s.id) AS claim, \
+                    (SELECT o.queue_id FROM request_seats o FORCE INDEX (idx_request_seats_open) \
+                      WHERE o.open_seat_id = s.id AND o.queue_id <= ? AND o.queue_id NOT IN ({}) \
+                      ORDER BY o.queue_id LIMIT 1) AS first_open_elsewhere \
+             FROM seats s WHERE s.id IN ({}) \
+               AND (s.status = 'AVAILABLE' OR (s.status = 'HELD' AND s.held_until <= ?)) \
+             ORDER BY s.id FOR UPDATE",
+            super::in_placeholders(batch.len()),
             super::in_placeholders(seats.len())
         )))
+        .bind(now.naive_utc())
         .bind(up_to);
-        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-        super::bind_ids(select, &ids).fetch_all(conn).await
+        let select = super::bind_ids(select, &super::queue_ids(batch));
+        let rows: Vec<StandingRow> = super::bind_ids(select, &seat_ids(seats))
+            .bind(now.naive_utc())
+            .fetch_all(conn)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| Standing {
+                seat: r.seat,
+                seat_number: r.seat_number,
+                claim: match r.claim {
+                    None => Claim::None,
+                    Some(1) => Claim::ExpiredHold,
+                    Some(_) => Claim::Live,
+                },
+                first_open_elsewhere: r.first_open_elsewhere,
+            })
+            .collect())
     }
     .instrument(super::span("SELECT", "seats"))
     .await

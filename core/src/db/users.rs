@@ -110,15 +110,15 @@ pub async fn update(
     .await
 }
 
-/// Whether the user holds a CONFIRMED reservation or has a request still in
-/// the queue; such an account must not disappear under its tickets.
+/// Whether the user holds a CONFIRMED or HELD reservation or has a request
+/// still in the queue; such an account must not disappear under its tickets.
 pub async fn holds_tickets_or_requests(
     conn: &mut MySqlConnection,
     id: UserId,
 ) -> Result<bool, sqlx::Error> {
     async move {
         let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status = 'CONFIRMED') \
+            "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status IN ('CONFIRMED', 'HELD')) \
                  OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
                             AND status IN ('PENDING', 'PROCESSING'))",
         )
@@ -132,17 +132,28 @@ pub async fn holds_tickets_or_requests(
     .await
 }
 
-/// Deletes the user with their finished requests and cancelled reservations.
+/// Deletes the user with their finished requests and ended reservations.
 /// Call with the user row locked and [`holds_tickets_or_requests`] false.
 pub async fn delete_with_history(
     conn: &mut MySqlConnection,
     id: UserId,
 ) -> Result<bool, sqlx::Error> {
     async move {
+        sqlx::query("DELETE FROM request_seats WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
         sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
             .bind(id)
             .execute(&mut *conn)
             .await?;
+        sqlx::query(
+            "DELETE rs FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+             WHERE r.user_id = ?",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
         sqlx::query("DELETE FROM reservations WHERE user_id = ?")
             .bind(id)
             .execute(&mut *conn)

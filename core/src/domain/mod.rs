@@ -3,6 +3,7 @@
 
 mod concert;
 mod ids;
+mod order;
 mod page;
 mod reservation;
 mod seat;
@@ -11,6 +12,7 @@ mod user;
 
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
 pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
+pub use order::{HoldDuration, MaxSeatsPerOrder, PaymentReference, SeatIds};
 pub use page::{PageBounds, PageRequest};
 pub use reservation::{FailureReason, IdempotencyKey};
 pub use seat::SeatNumber;

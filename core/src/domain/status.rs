@@ -66,12 +66,14 @@ macro_rules! status_enum {
 }
 
 status_enum!(
-    /// Whether a seat can still be sold.
-    SeatStatus { Available => "AVAILABLE", Reserved => "RESERVED" }
+    /// Whether a seat can still be sold: HELD while a hold on it runs (a
+    /// HELD seat past its hold's end is free), RESERVED once sold.
+    SeatStatus { Available => "AVAILABLE", Held => "HELD", Reserved => "RESERVED" }
 );
 status_enum!(
-    /// Lifecycle of a reservation; a cancelled one frees its seat.
-    ReservationStatus { Confirmed => "CONFIRMED", Cancelled => "CANCELLED" }
+    /// Lifecycle of a reservation: HELD until confirmed or expired (with
+    /// holds), CONFIRMED (sold), EXPIRED or CANCELLED (its seats freed).
+    ReservationStatus { Held => "HELD", Confirmed => "CONFIRMED", Expired => "EXPIRED", Cancelled => "CANCELLED" }
 );
 status_enum!(
     /// Lifecycle of a reservation request in the queue.

@@ -219,14 +219,19 @@ pub async fn aged_history() -> Queue {
         .unwrap();
     for (user, (seat,)) in users.iter().zip(seats) {
         sqlx::query(
-            "INSERT INTO reservation_queue (user_id, seat_id, status, idempotency_key, created_at, updated_at) \
-             VALUES (?, ?, 'PENDING', 'open-key', UTC_TIMESTAMP(6) - INTERVAL 40 DAY, UTC_TIMESTAMP(6))",
+            "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, idempotency_key, created_at, updated_at) \
+             VALUES (?, (SELECT concert_id FROM seats WHERE id = ?), ?, 'PENDING', 'open-key', \
+                     UTC_TIMESTAMP(6) - INTERVAL 40 DAY, UTC_TIMESTAMP(6))",
         )
         .bind(user)
+        .bind(seat)
         .bind(seat)
         .execute(&mut *conn)
         .await
         .unwrap();
     }
+    ticket_core::testing::seed::seats_of_requests(&mut conn)
+        .await
+        .unwrap();
     q
 }

@@ -1,0 +1,255 @@
+//! After a request is won: confirming a hold, cancelling a reservation.
+//! Both lock the reservation's seats and then the reservation, as every
+//! writer does, so a confirm racing an expiry, a cancel or another confirm
+//! has exactly one outcome.
+
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::{Json, Router};
+use serde::{Deserialize, Serialize};
+use sqlx::MySqlConnection;
+use ticket_core::db::outbox::{self, EventKind, ReservationEvent, Subject};
+use ticket_core::db::reservations::{self, Locked};
+use ticket_core::db::{self, seats};
+use ticket_core::domain::{
+    IdempotencyKey, PaymentReference, ReservationId, ReservationStatus, SeatId, SeatStatus,
+};
+use utoipa::ToSchema;
+
+use super::reservations::{
+    IdempotencyHeader, ReservationResponse, ensure_self, reservation_not_found,
+};
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{ApiJson, ApiPath, AuthUser, OptionalJson, integral};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/reservations/{id}/confirm", post(confirm))
+        .route("/api/reservations/{id}/cancel", post(cancel_by_path))
+        .route("/api/reservations/cancel", post(cancel))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ConfirmRequest {
+    /// The payment that pays for the hold (a payment provider's id), kept
+    /// with the reservation and sent in its ReservationConfirmed event.
+    payment_reference: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CancelRequest {
+    #[serde(deserialize_with = "integral::required")]
+    reservation_id: u64,
+    #[serde(default, deserialize_with = "integral::optional")]
+    user_id: Option<u64>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelResponse {
+    reservation_id: u64,
+    #[schema(example = "CANCELLED")]
+    status: &'static str,
+}
+
+/// Confirms a HELD reservation before its hold ends (its owner or an
+/// admin): it becomes CONFIRMED and its seats RESERVED. Confirming a
+/// confirmed reservation answers it again and changes nothing.
+#[utoipa::path(post, path = "/api/reservations/{id}/confirm", tag = "reservations", security(("bearer" = [])),
+    params(("id" = u64, Path), IdempotencyHeader), request_body(content = Option<ConfirmRequest>),
+    responses((status = 200, body = ReservationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem),
+              (status = 503, body = Problem)))]
+pub async fn confirm(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<ReservationId>,
+    headers: HeaderMap,
+    OptionalJson(req): OptionalJson<ConfirmRequest>,
+) -> ApiResult<Response> {
+    let payment = req
+        .payment_reference
+        .as_deref()
+        .map(PaymentReference::parse)
+        .transpose()?;
+    let key = match headers.get("idempotency-key") {
+        Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
+        None => None,
+    };
+    let mut tx = state.pool.begin().await?;
+    let locked = lock_own(&mut tx, caller, id).await?;
+    let now = db::now();
+    let replayed = match locked.status {
+        ReservationStatus::Confirmed => {
+            let same_key = key.as_ref().map(IdempotencyKey::as_str)
+                == locked.confirm_key.as_deref()
+                && key.is_some();
+            if same_key
+                && payment.as_ref().map(PaymentReference::as_str)
+                    != locked.payment_reference.as_deref()
+            {
+                return Err(ApiError::new(
+                    ErrorCode::IdempotencyKeyReused,
+                    "this Idempotency-Key confirmed the reservation with another paymentReference",
+                ));
+            }
+            same_key
+        }
+        ReservationStatus::Held if locked.is_live_hold(now) => {
+            reservations::confirm(
+                &mut tx,
+                id,
+                payment.as_ref(),
+                key.as_ref().map(IdempotencyKey::as_str),
+                now,
+            )
+            .await?;
+            seats::mark(&mut tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
+            announce(
+                &mut tx,
+                EventKind::Confirmed,
+                &locked,
+                payment.as_ref().map(PaymentReference::as_str),
+                now,
+            )
+            .await?;
+            false
+        }
+        ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
+        ReservationStatus::Cancelled => {
+            return Err(ApiError::new(
+                ErrorCode::ReservationNotHeld,
+                "the reservation was cancelled; only a HELD reservation can be confirmed",
+            ));
+        }
+    };
+    let confirmed = reservations::find(&mut tx, id, now)
+        .await?
+        .ok_or_else(reservation_not_found)?;
+    tx.commit().await?;
+    let mut response = Json(ReservationResponse::from(confirmed)).into_response();
+    if replayed {
+        response
+            .headers_mut()
+            .insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    Ok(response)
+}
+
+/// Cancels a HELD or CONFIRMED reservation (its owner or an admin); every
+/// one of its seats becomes AVAILABLE in the same transaction.
+#[utoipa::path(post, path = "/api/reservations/{id}/cancel", tag = "reservations", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = CancelResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 404, body = Problem), (status = 409, body = Problem), (status = 503, body = Problem)))]
+pub async fn cancel_by_path(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<ReservationId>,
+) -> ApiResult<Json<CancelResponse>> {
+    cancel_reservation(&state, caller, id).await
+}
+
+/// Cancels a HELD or CONFIRMED reservation, named in the body (the
+/// original route; `POST /api/reservations/{id}/cancel` does the same).
+#[utoipa::path(post, path = "/api/reservations/cancel", tag = "reservations", security(("bearer" = [])),
+    request_body = CancelRequest,
+    responses((status = 200, body = CancelResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn cancel(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiJson(req): ApiJson<CancelRequest>,
+) -> ApiResult<Json<CancelResponse>> {
+    ensure_self(caller, req.user_id)?;
+    cancel_reservation(&state, caller, ReservationId(req.reservation_id)).await
+}
+
+async fn cancel_reservation(
+    state: &AppState,
+    caller: AuthUser,
+    id: ReservationId,
+) -> ApiResult<Json<CancelResponse>> {
+    let mut tx = state.pool.begin().await?;
+    let locked = lock_own(&mut tx, caller, id).await?;
+    let now = db::now();
+    match locked.status {
+        ReservationStatus::Confirmed => {}
+        ReservationStatus::Held if locked.is_live_hold(now) => {}
+        ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
+        ReservationStatus::Cancelled => {
+            return Err(ApiError::new(
+                ErrorCode::ReservationCancelForbidden,
+                "the reservation is already cancelled",
+            ));
+        }
+    }
+    reservations::end(&mut tx, &[id], ReservationStatus::Cancelled, now).await?;
+    seats::free_unclaimed(&mut tx, &seat_ids(&locked), now).await?;
+    announce(
+        &mut tx,
+        EventKind::Cancelled,
+        &locked,
+        locked.payment_reference.as_deref(),
+        now,
+    )
+    .await?;
+    tx.commit().await?;
+    Ok(Json(CancelResponse {
+        reservation_id: id.get(),
+        status: ReservationStatus::Cancelled.as_str(),
+    }))
+}
+
+/// Locks the reservation with its seats; someone else's answers exactly
+/// like a missing one, so ids cannot be probed through these routes.
+async fn lock_own(
+    tx: &mut MySqlConnection,
+    caller: AuthUser,
+    id: ReservationId,
+) -> ApiResult<Locked> {
+    reservations::lock_with_seats(tx, id)
+        .await?
+        .filter(|r| caller.can_act_on(r.user_id))
+        .ok_or_else(reservation_not_found)
+}
+
+fn seat_ids(r: &Locked) -> Vec<SeatId> {
+    r.seats.iter().map(|s| s.seat_id).collect()
+}
+
+async fn announce(
+    tx: &mut MySqlConnection,
+    kind: EventKind,
+    r: &Locked,
+    payment_reference: Option<&str>,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<(), sqlx::Error> {
+    let event = ReservationEvent::new(
+        kind,
+        &Subject {
+            reservation_id: r.id,
+            queue_id: r.queue_id,
+            user_id: r.user_id,
+            concert_id: r.concert_id,
+            seats: &r.seats,
+            hold_expires_at: r.hold_expires_at,
+            payment_reference,
+        },
+        now,
+    );
+    outbox::record(tx, &[event], now).await?;
+    Ok(())
+}
+
+fn hold_expired() -> ApiError {
+    ApiError::new(
+        ErrorCode::HoldExpired,
+        "the hold has run out; its seats are offered again",
+    )
+}

@@ -1,0 +1,153 @@
+//! Holds that ran out, written down: the sweep that sets them EXPIRED,
+//! frees their seats and announces it. Decisions already treat such seats
+//! as free the moment the hold ends; the sweep makes statuses and counts
+//! say so within seconds, and emits the ReservationExpired event.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
+
+use super::outbox::{self, EventKind, ReservationEvent, Subject};
+use super::reservations::{self, ReservedSeat};
+use super::{bind_ids, in_placeholders};
+use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
+
+/// Up to `limit` reservations of one concert (the one whose hold ended
+/// first) that are HELD past their hold's end at `now`. A plain read: the
+/// sweep locks what it changes afterwards.
+pub async fn due(
+    conn: &mut MySqlConnection,
+    now: DateTime<Utc>,
+    limit: u32,
+) -> Result<Option<(ConcertId, Vec<ReservationId>)>, sqlx::Error> {
+    async move {
+        let first: Option<(ConcertId,)> = sqlx::query_as(
+            "SELECT concert_id FROM reservations WHERE status = 'HELD' AND hold_expires_at <= ? \
+             ORDER BY hold_expires_at LIMIT 1",
+        )
+        .bind(now.naive_utc())
+        .fetch_optional(&mut *conn)
+        .await?;
+        let Some((concert,)) = first else {
+            return Ok(None);
+        };
+        let ids: Vec<(ReservationId,)> = sqlx::query_as(
+            "SELECT id FROM reservations WHERE status = 'HELD' AND hold_expires_at <= ? AND concert_id = ? \
+             ORDER BY hold_expires_at LIMIT ?",
+        )
+        .bind(now.naive_utc())
+        .bind(concert)
+        .bind(limit)
+        .fetch_all(conn)
+        .await?;
+        Ok(Some((concert, ids.into_iter().map(|(id,)| id).collect())))
+    }
+    .instrument(super::span("SELECT", "reservations"))
+    .await
+}
+
+#[derive(sqlx::FromRow)]
+struct Expiring {
+    id: ReservationId,
+    user_id: UserId,
+    concert_id: ConcertId,
+    queue_id: Option<QueueId>,
+    hold_expires_at: Option<DateTime<Utc>>,
+}
+
+/// Expires those of `ids` whose seats nobody else holds right now (they are
+/// skipped, for the next sweep) and that are still HELD past their end:
+/// status EXPIRED, claims ended, seats AVAILABLE unless someone took them
+/// since, one ReservationExpired event each. Call inside a transaction;
+/// returns the reservations expired.
+pub async fn expire(
+    conn: &mut MySqlConnection,
+    ids: &[ReservationId],
+    now: DateTime<Utc>,
+) -> Result<Vec<ReservationId>, sqlx::Error> {
+    async move {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let raw: Vec<u64> = ids.iter().map(|id| id.0).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT reservation_id, seat_id FROM reservation_seats WHERE reservation_id IN ({})",
+            in_placeholders(raw.len())
+        )));
+        let claims: Vec<(ReservationId, SeatId)> =
+            bind_ids(select, &raw).fetch_all(&mut *conn).await?;
+        let mut seat_ids: Vec<u64> = claims.iter().map(|(_, s)| s.0).collect();
+        seat_ids.sort_unstable();
+        seat_ids.dedup();
+        // Seats first, in id order, as every writer; a seat someone holds
+        // (a decision taking it, a confirm) is skipped, not waited for.
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, seat_number FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE SKIP LOCKED",
+            in_placeholders(seat_ids.len())
+        )));
+        let locked: Vec<(SeatId, String)> =
+            bind_ids(select, &seat_ids).fetch_all(&mut *conn).await?;
+        let numbers: std::collections::HashMap<SeatId, String> = locked.into_iter().collect();
+        let mut ready: Vec<u64> = ids
+            .iter()
+            .filter(|id| {
+                claims
+                    .iter()
+                    .filter(|(r, _)| r == *id)
+                    .all(|(_, s)| numbers.contains_key(s))
+            })
+            .map(|id| id.0)
+            .collect();
+        ready.sort_unstable();
+        if ready.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, user_id, concert_id, queue_id, hold_expires_at FROM reservations \
+             WHERE id IN ({}) AND status = 'HELD' AND hold_expires_at <= ? ORDER BY id FOR UPDATE",
+            in_placeholders(ready.len())
+        )));
+        let expiring: Vec<Expiring> = bind_ids(select, &ready)
+            .bind(now.naive_utc())
+            .fetch_all(&mut *conn)
+            .await?;
+        let expired: Vec<ReservationId> = expiring.iter().map(|r| r.id).collect();
+        reservations::end(conn, &expired, ReservationStatus::Expired, now).await?;
+        let freed: Vec<SeatId> = claims
+            .iter()
+            .filter(|(r, _)| expired.contains(r))
+            .map(|(_, s)| *s)
+            .collect();
+        super::seats::free_unclaimed(conn, &freed, now).await?;
+        let events: Vec<ReservationEvent> = expiring
+            .iter()
+            .map(|r| {
+                let seats: Vec<ReservedSeat> = claims
+                    .iter()
+                    .filter(|(id, _)| *id == r.id)
+                    .map(|(_, s)| ReservedSeat {
+                        seat_id: *s,
+                        seat_number: numbers.get(s).cloned().unwrap_or_default(),
+                    })
+                    .collect();
+                ReservationEvent::new(
+                    EventKind::Expired,
+                    &Subject {
+                        reservation_id: r.id,
+                        queue_id: r.queue_id,
+                        user_id: r.user_id,
+                        concert_id: r.concert_id,
+                        seats: &seats,
+                        hold_expires_at: r.hold_expires_at,
+                        payment_reference: None,
+                    },
+                    now,
+                )
+            })
+            .collect();
+        outbox::record(conn, &events, now).await?;
+        Ok(expired)
+    }
+    .instrument(super::span("UPDATE", "reservations"))
+    .await
+}

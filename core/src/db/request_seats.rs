@@ -1,0 +1,174 @@
+//! The seats each request names. A row is open while its request is
+//! (PENDING or PROCESSING); (user, open seat) is unique, which is "one open
+//! request per user and seat", and the open rows of a seat in queue order
+//! are its line.
+
+use std::collections::HashMap;
+
+use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
+
+use super::{bind_ids, bind_ids_exec, in_placeholders};
+use crate::domain::{ConcertId, QueueId, SeatId, UserId};
+
+/// One seat of one request, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestSeat {
+    pub queue_id: QueueId,
+    pub seat: SeatId,
+    pub user: UserId,
+    pub concert: ConcertId,
+}
+
+/// Writes open rows; with `skip_conflicts`, a row that would break a key
+/// (the user's seat already open in another request, or a seat that no
+/// longer exists) is left out instead of failing the statement. Rows go in
+/// seat order: the seat locks their foreign-key checks take come in the
+/// order deciding workers lock seats in.
+pub async fn insert(
+    conn: &mut MySqlConnection,
+    rows: &[RequestSeat],
+    skip_conflicts: bool,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        if rows.is_empty() {
+            return Ok(0);
+        }
+        let mut sorted = rows.to_vec();
+        sorted.sort_by_key(|r| (r.seat, r.queue_id));
+        let mut insert = sqlx::QueryBuilder::new(if skip_conflicts {
+            "INSERT IGNORE INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) "
+        } else {
+            "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) "
+        });
+        insert.push_values(&sorted, |mut row, r| {
+            row.push_bind(r.queue_id)
+                .push_bind(r.seat)
+                .push_bind(r.user)
+                .push_bind(r.concert)
+                .push_bind(1_i8);
+        });
+        Ok(insert.build().execute(conn).await?.rows_affected())
+    }
+    .instrument(super::span("INSERT", "request_seats"))
+    .await
+}
+
+/// Every open seat of `users`: (user, seat, the request that has it open).
+pub async fn open_of_users(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<Vec<(UserId, SeatId, QueueId)>, sqlx::Error> {
+    async move {
+        let ids: Vec<u64> = users.iter().map(|u| u.0).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT user_id, seat_id, queue_id FROM request_seats \
+             WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
+            in_placeholders(ids.len())
+        )));
+        bind_ids(select, &ids).fetch_all(conn).await
+    }
+    .instrument(super::span("SELECT", "request_seats"))
+    .await
+}
+
+/// How many open seats each of `users` has; users without any are absent.
+pub async fn open_counts(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<HashMap<UserId, u64>, sqlx::Error> {
+    let mut counts = HashMap::new();
+    for (user, ..) in open_of_users(conn, users).await? {
+        *counts.entry(user).or_default() += 1;
+    }
+    Ok(counts)
+}
+
+/// The user's open request that names any of `seats`, if any (what a
+/// QUEUE_DUPLICATED answer points to).
+pub async fn find_open(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    seats: &[SeatId],
+) -> Result<Option<QueueId>, sqlx::Error> {
+    async move {
+        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(user);
+        let (found,): (Option<QueueId>,) = bind_ids(select, &ids).fetch_one(conn).await?;
+        Ok(found)
+    }
+    .instrument(super::span("SELECT", "request_seats"))
+    .await
+}
+
+/// The seats of each of `requests`, in seat order.
+pub async fn of_requests(
+    conn: &mut MySqlConnection,
+    requests: &[QueueId],
+) -> Result<HashMap<QueueId, Vec<SeatId>>, sqlx::Error> {
+    async move {
+        if requests.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({}) ORDER BY queue_id, seat_id",
+            in_placeholders(requests.len())
+        )));
+        let rows: Vec<(QueueId, SeatId)> = bind_ids(select, &super::queue_ids(requests))
+            .fetch_all(conn)
+            .await?;
+        let mut seats: HashMap<QueueId, Vec<SeatId>> = HashMap::new();
+        for (queue_id, seat) in rows {
+            seats.entry(queue_id).or_default().push(seat);
+        }
+        Ok(seats)
+    }
+    .instrument(super::span("SELECT", "request_seats"))
+    .await
+}
+
+/// Closes the rows of decided requests: their seats leave the users' open
+/// seats and the seats' lines. Call in the transaction that decided them.
+/// (By primary key alone: a join to the queue would read, and lock, rows of
+/// other workers' batches.)
+pub async fn close(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
+    async move {
+        if requests.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE request_seats SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({})",
+            in_placeholders(requests.len())
+        )));
+        Ok(bind_ids_exec(update, &super::queue_ids(requests))
+            .execute(conn)
+            .await?
+            .rows_affected())
+    }
+    .instrument(super::span("UPDATE", "request_seats"))
+    .await
+}
+
+/// Removes the rows of requests being taken back (written in the caller's
+/// transaction and refused before its commit).
+pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
+    async move {
+        if requests.is_empty() {
+            return Ok(0);
+        }
+        let delete = sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM request_seats WHERE queue_id IN ({})",
+            in_placeholders(requests.len())
+        )));
+        Ok(bind_ids_exec(delete, &super::queue_ids(requests))
+            .execute(conn)
+            .await?
+            .rows_affected())
+    }
+    .instrument(super::span("DELETE", "request_seats"))
+    .await
+}

@@ -1,0 +1,168 @@
+//! What a buyer asks for and what a concert allows per order.
+
+use super::{FieldError, SeatId, char_len};
+
+/// The seats of one request: 1 to [`SeatIds::MAX`] distinct seats, kept in
+/// id order (the order seats are locked in). Whether they belong to one
+/// concert, and to no more than that concert's `maxSeatsPerOrder`, is known
+/// only from the database.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SeatIds(Vec<SeatId>);
+
+impl SeatIds {
+    /// The most any concert allows (`maxSeatsPerOrder` ≤ 10).
+    pub const MAX: usize = MaxSeatsPerOrder::MOST as usize;
+
+    pub fn parse(raw: &[u64]) -> Result<Self, FieldError> {
+        if raw.is_empty() {
+            return Err(FieldError::new("seatIds", "must name at least one seat"));
+        }
+        if raw.len() > Self::MAX {
+            return Err(FieldError::new(
+                "seatIds",
+                format!("must name at most {} seats", Self::MAX),
+            ));
+        }
+        let mut seats: Vec<SeatId> = raw.iter().copied().map(SeatId).collect();
+        seats.sort_unstable();
+        if seats.windows(2).any(|pair| pair[0] == pair[1]) {
+            return Err(FieldError::new("seatIds", "must not name a seat twice"));
+        }
+        Ok(Self(seats))
+    }
+
+    pub fn one(seat: SeatId) -> Self {
+        Self(vec![seat])
+    }
+
+    /// The lowest seat id: the request's `seatId` for one-seat clients.
+    pub fn first(&self) -> SeatId {
+        self.0[0]
+    }
+
+    pub fn as_slice(&self) -> &[SeatId] {
+        &self.0
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Never true: a `SeatIds` names at least one seat.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+/// How long a won request holds its seats before it must be confirmed:
+/// 0 (the default) confirms at once, as the original flow did; at most an
+/// hour (pretix holds carts 30 minutes, alf.io 25, Hi.Events 15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HoldDuration(u32);
+
+impl HoldDuration {
+    pub const MAX_SECONDS: u32 = 3_600;
+
+    pub fn parse(seconds: u64) -> Result<Self, FieldError> {
+        match u32::try_from(seconds) {
+            Ok(s) if s <= Self::MAX_SECONDS => Ok(Self(s)),
+            _ => Err(FieldError::new(
+                "holdSeconds",
+                format!("must be 0 to {}", Self::MAX_SECONDS),
+            )),
+        }
+    }
+
+    pub fn seconds(self) -> u32 {
+        self.0
+    }
+
+    pub fn is_hold(self) -> bool {
+        self.0 > 0
+    }
+}
+
+/// How many seats one request of a concert may name (1–10, default 4;
+/// pretix caps orders at 10 tickets, alf.io at 5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxSeatsPerOrder(u8);
+
+impl MaxSeatsPerOrder {
+    pub const MOST: u8 = 10;
+    pub const DEFAULT: Self = Self(4);
+
+    pub fn parse(n: u64) -> Result<Self, FieldError> {
+        match u8::try_from(n) {
+            Ok(n) if (1..=Self::MOST).contains(&n) => Ok(Self(n)),
+            _ => Err(FieldError::new(
+                "maxSeatsPerOrder",
+                format!("must be 1 to {}", Self::MOST),
+            )),
+        }
+    }
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
+impl Default for MaxSeatsPerOrder {
+    fn default() -> Self {
+        Self::DEFAULT
+    }
+}
+
+/// The buyer's reference for the payment that confirms a hold (a payment
+/// provider's id): 1–128 visible ASCII characters, kept and echoed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PaymentReference(String);
+
+impl PaymentReference {
+    pub const MAX_CHARS: usize = 128;
+
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        let len = char_len(raw);
+        if len == 0 || len > Self::MAX_CHARS || !raw.chars().all(|c| c.is_ascii_graphic()) {
+            return Err(FieldError::new(
+                "paymentReference",
+                format!("must be 1 to {} visible ASCII characters", Self::MAX_CHARS),
+            ));
+        }
+        Ok(Self(raw.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seat_lists_are_distinct_bounded_and_sorted() {
+        let seats = SeatIds::parse(&[7, 3, 5]).unwrap();
+        assert_eq!(seats.as_slice(), &[SeatId(3), SeatId(5), SeatId(7)]);
+        assert_eq!(seats.first(), SeatId(3));
+        assert!(SeatIds::parse(&[]).is_err());
+        assert!(SeatIds::parse(&[1, 2, 1]).is_err());
+        assert!(SeatIds::parse(&(1..=10).collect::<Vec<_>>()).is_ok());
+        assert!(SeatIds::parse(&(1..=11).collect::<Vec<_>>()).is_err());
+    }
+
+    #[test]
+    fn settings_are_bounded() {
+        assert_eq!(HoldDuration::parse(0).unwrap().seconds(), 0);
+        assert!(!HoldDuration::parse(0).unwrap().is_hold());
+        assert!(HoldDuration::parse(3_600).is_ok());
+        assert!(HoldDuration::parse(3_601).is_err());
+        assert!(HoldDuration::parse(u64::MAX).is_err());
+        assert!(MaxSeatsPerOrder::parse(0).is_err());
+        assert!(MaxSeatsPerOrder::parse(11).is_err());
+        assert_eq!(MaxSeatsPerOrder::parse(10).unwrap().get(), 10);
+        assert!(PaymentReference::parse("pi_3N2x").is_ok());
+        assert!(PaymentReference::parse("").is_err());
+        assert!(PaymentReference::parse("has space").is_err());
+    }
+}
