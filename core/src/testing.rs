@@ -287,6 +287,71 @@ pub mod seed {
         seats_of_requests(conn).await
     }
 
+    /// PENDING orders of one or more seats each (ids sorted, distinct),
+    /// queued in the order given; returns their queue ids.
+    pub async fn orders(
+        conn: &mut MySqlConnection,
+        orders: &[(UserId, Vec<SeatId>)],
+    ) -> Result<Vec<crate::domain::QueueId>, sqlx::Error> {
+        let concerts =
+            concerts_of(conn, orders.iter().flat_map(|(_, s)| s.iter().copied())).await?;
+        let now = db::now().naive_utc();
+        let mut ids = Vec::with_capacity(orders.len());
+        for chunk in orders.chunks(2_000) {
+            let mut insert = QueryBuilder::new(
+                "INSERT INTO reservation_queue (user_id, concert_id, seat_id, seat_count, status, created_at, updated_at) ",
+            );
+            insert.push_values(chunk, |mut row, (user, seats)| {
+                row.push_bind(*user)
+                    .push_bind(
+                        concerts
+                            .get(&seats[0])
+                            .copied()
+                            .unwrap_or(crate::domain::ConcertId(0)),
+                    )
+                    .push_bind(seats[0])
+                    .push_bind(seats.len() as u8)
+                    .push_bind("PENDING")
+                    .push_bind(now)
+                    .push_bind(now);
+            });
+            let first = insert.build().execute(&mut *conn).await?.last_insert_id();
+            // One writer: the rows got consecutive ids, in the order given.
+            let written: Vec<(crate::domain::QueueId, UserId)> = sqlx::query_as(
+                "SELECT id, user_id FROM reservation_queue WHERE id >= ? ORDER BY id LIMIT ?",
+            )
+            .bind(first)
+            .bind(chunk.len() as u64)
+            .fetch_all(&mut *conn)
+            .await?;
+            let mut seats = QueryBuilder::new(
+                "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) ",
+            );
+            let rows: Vec<_> = written
+                .iter()
+                .zip(chunk)
+                .flat_map(|((id, user), (_, wanted))| {
+                    wanted.iter().map(move |seat| (*id, *seat, *user))
+                })
+                .collect();
+            seats.push_values(&rows, |mut row, (id, seat, user)| {
+                row.push_bind(*id)
+                    .push_bind(*seat)
+                    .push_bind(*user)
+                    .push_bind(
+                        concerts
+                            .get(seat)
+                            .copied()
+                            .unwrap_or(crate::domain::ConcertId(0)),
+                    )
+                    .push_bind(1_i8);
+            });
+            seats.build().execute(&mut *conn).await?;
+            ids.extend(written.into_iter().map(|(id, _)| id));
+        }
+        Ok(ids)
+    }
+
     /// The concert of each seat.
     pub async fn concerts_of(
         conn: &mut MySqlConnection,

@@ -5,6 +5,7 @@ mod accounts;
 mod auth;
 mod authorization;
 mod binaries;
+mod checkout;
 mod concerts;
 mod deletes;
 mod enqueue_groups;
