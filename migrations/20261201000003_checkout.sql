@@ -112,6 +112,7 @@ ALTER TABLE outbox
     ADD COLUMN lease_until     DATETIME(6)     NULL,
     ADD COLUMN failed_at       DATETIME(6)     NULL,
     ADD COLUMN last_error      VARCHAR(255)    NULL,
-    ADD INDEX idx_outbox_reservation (aggregate_id, id);
+    ADD INDEX idx_outbox_reservation (aggregate_id, id),
+    ADD INDEX idx_outbox_failed (failed_at);
 UPDATE outbox o JOIN reservations r ON r.id = o.aggregate_id SET o.concert_id = r.concert_id;
 UPDATE outbox SET event_type = 'ReservationConfirmed' WHERE event_type = 'ReservationSucceeded';

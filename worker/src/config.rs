@@ -86,6 +86,23 @@ pub struct Cli {
           default_value_t = ticket_core::db::retention::DEFAULT_IDEMPOTENCY_KEY_HOURS,
           value_parser = clap::value_parser!(u32).range(0..=876_000))]
     pub idempotency_key_hours: u32,
+
+    /// Where events (ReservationHeld, …Confirmed, …Expired, …Cancelled) are
+    /// POSTed as signed webhooks, with the secret TICKET_WEBHOOK_SECRET (or
+    /// _FILE). Without it, events are kept for the retention period only.
+    #[arg(long, env = "TICKET_WEBHOOK_URL")]
+    pub webhook_url: Option<reqwest::Url>,
+
+    /// One delivery's time limit (ms), connecting included.
+    #[arg(long, env = "TICKET_WEBHOOK_TIMEOUT_MS", default_value_t = 10_000,
+          value_parser = clap::value_parser!(u64).range(100..=120_000))]
+    pub webhook_timeout_ms: u64,
+
+    /// Hours an undeliverable event is retried (with exponential backoff)
+    /// before it is marked failed.
+    #[arg(long, env = "TICKET_WEBHOOK_RETRY_HOURS", default_value_t = 72,
+          value_parser = clap::value_parser!(u64).range(24..=720))]
+    pub webhook_retry_hours: u64,
 }
 
 impl Cli {
@@ -96,7 +113,29 @@ impl Cli {
         crate::retention::Retention {
             decided: (self.retention_days > 0).then_some(days),
             idempotency_keys: (self.idempotency_key_hours > 0).then_some(hours),
+            events: if self.webhook_url.is_some() {
+                ticket_core::db::retention::EventsKept::UntilDelivered
+            } else {
+                ticket_core::db::retention::EventsKept::ForTheRetentionOnly
+            },
         }
+    }
+
+    /// The webhook relay's settings, when a URL is configured.
+    pub fn webhook(&self) -> anyhow::Result<Option<crate::relay::WebhookConfig>> {
+        let Some(url) = self.webhook_url.clone() else {
+            return Ok(None);
+        };
+        anyhow::ensure!(
+            matches!(url.scheme(), "https" | "http"),
+            "TICKET_WEBHOOK_URL must be an http(s) URL"
+        );
+        let secret = ticket_core::secret::required("TICKET_WEBHOOK_SECRET")?;
+        let mut config = crate::relay::WebhookConfig::new(url, secret);
+        config.timeout = Duration::from_millis(self.webhook_timeout_ms);
+        config.lease = config.timeout * 3;
+        config.give_up_after = Duration::from_secs(self.webhook_retry_hours * 3600);
+        Ok(Some(config))
     }
 }
 

@@ -9,6 +9,7 @@ pub mod holds;
 pub mod live_config;
 pub mod observability;
 mod random;
+pub mod relay;
 pub mod retention;
 mod set_aside;
 

@@ -55,6 +55,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
+    let relay = match cli.webhook()? {
+        Some(config) => {
+            let relay = ticket_worker::relay::Relay::new(pool.clone(), config)?
+                .counted_in(worker.metrics());
+            Some(tokio::spawn(relay.run(shutdown.clone())))
+        }
+        None => {
+            tracing::info!("no TICKET_WEBHOOK_URL: events are kept for the retention period only");
+            None
+        }
+    };
     let expiry = tokio::spawn(
         ticket_worker::holds::HoldSweeper::new(pool.clone())
             .counted_in(worker.metrics())
@@ -63,6 +74,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     worker.run(shutdown).await;
     sweeper.await?;
     expiry.await?;
+    if let Some(relay) = relay {
+        relay.await?;
+    }
     server.await??;
     Ok(())
 }

@@ -45,7 +45,9 @@ pub struct WorkerMetrics {
     dead_lettered: IntCounter,
     retention_removed: IntCounterVec,
     holds_expired: IntCounter,
+    webhooks: IntCounterVec,
     queue_depth: IntGaugeVec,
+    outbox: IntGaugeVec,
     pool: PoolGauges,
 }
 
@@ -92,11 +94,23 @@ impl WorkerMetrics {
                 "ticket_worker_holds_expired_total",
                 "Holds this worker's expiry sweep set EXPIRED (their seats AVAILABLE again)",
             ),
+            webhooks: metrics::counter_vec(
+                &registry,
+                "ticket_webhook_deliveries_total",
+                "Webhook deliveries by outcome: delivered, retried (failed, tried again later), failed (given up after the retry period)",
+                &["outcome"],
+            ),
             queue_depth: metrics::gauge_vec(
                 &registry,
                 "ticket_queue_depth",
                 "Open requests in the queue by status (PENDING, PROCESSING), counted at scrape time",
                 &["status"],
+            ),
+            outbox: metrics::gauge_vec(
+                &registry,
+                "ticket_outbox_events",
+                "Events in the outbox by state: undelivered (waiting or being retried), failed (given up after the retry period), counted at scrape time",
+                &["state"],
             ),
             pool: PoolGauges::new(&registry),
             registry,
@@ -126,6 +140,16 @@ impl WorkerMetrics {
             ("idempotency_keys", swept.keys_forgotten),
         ] {
             self.retention_removed.with_label_values(&[kind]).inc_by(n);
+        }
+    }
+
+    pub(crate) fn webhooks(&self, round: &crate::relay::Round) {
+        for (outcome, n) in [
+            ("delivered", round.delivered),
+            ("retried", round.retried),
+            ("failed", round.failed),
+        ] {
+            self.webhooks.with_label_values(&[outcome]).inc_by(n as u64);
         }
     }
 
@@ -160,11 +184,17 @@ impl WorkerMetrics {
     pub async fn render(&self, pool: &MySqlPool) -> String {
         let depth = tokio::time::timeout(DEPTH_TIMEOUT, async {
             let mut conn = pool.acquire().await?;
-            queue::open_depth(&mut conn).await
+            let depth = queue::open_depth(&mut conn).await?;
+            let backlog = ticket_core::db::outbox::backlog(&mut conn).await?;
+            Ok::<_, sqlx::Error>((depth, backlog))
         })
         .await;
         match depth {
-            Ok(Ok(rows)) => {
+            Ok(Ok((rows, (undelivered, failed)))) => {
+                self.outbox
+                    .with_label_values(&["undelivered"])
+                    .set(undelivered);
+                self.outbox.with_label_values(&["failed"]).set(failed);
                 for status in [QueueStatus::Pending, QueueStatus::Processing] {
                     let n = rows
                         .iter()

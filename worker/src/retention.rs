@@ -16,6 +16,9 @@ use tokio_util::sync::CancellationToken;
 pub struct Retention {
     pub decided: Option<chrono::Duration>,
     pub idempotency_keys: Option<chrono::Duration>,
+    /// Whether undelivered events are kept until delivered (a webhook is
+    /// configured) or only for the retention period (nobody receives them).
+    pub events: kept::EventsKept,
 }
 
 /// Rows looked at (and at most removed) per statement.
@@ -107,7 +110,8 @@ impl Sweeper {
                 .collect();
             let mut tx = conn.begin().await?;
             swept.requests_deleted = kept::delete_decided(&mut tx, &decided, cutoff).await?;
-            swept.events_deleted = kept::delete_delivered_events(&mut tx, cutoff, BATCH).await?;
+            swept.events_deleted =
+                kept::delete_events(&mut tx, cutoff, self.retention.events, BATCH).await?;
             tx.commit().await?;
             if let Some(last) = older.last() {
                 self.rows_after = last.id;

@@ -148,6 +148,11 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[KeptSince],
     ),
     (
+        "an event could not be delivered within its retry period",
+        "SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL",
+        &[],
+    ),
+    (
         "a PROCESSING request's lease expired long ago",
         "SELECT COUNT(*) FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ?",
         &[Stale],

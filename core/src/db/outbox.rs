@@ -130,3 +130,149 @@ pub async fn record(
     .instrument(super::span("INSERT", "outbox"))
     .await
 }
+
+/// An event claimed for delivery.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Deliverable {
+    pub id: u64,
+    pub event_type: String,
+    pub aggregate_id: u64,
+    pub payload: String,
+    pub created_at: DateTime<Utc>,
+    /// Deliveries tried so far, this one included.
+    pub attempts: u32,
+}
+
+/// Claims up to `limit` events for delivery under a lease (`token` until
+/// `lease_until`), in a short transaction of the caller's that commits at
+/// once. An event is due when it is neither delivered nor given up, its
+/// next attempt is due and no lease on it runs; of each reservation only
+/// the earliest undelivered event is ever claimed, so its events go out in
+/// order (a later one waits while an earlier one is retried). Rows another
+/// relay holds are skipped, not waited for.
+pub async fn claim_deliverable(
+    conn: &mut sqlx::MySqlConnection,
+    token: u64,
+    lease_until: DateTime<Utc>,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<Deliverable>, sqlx::Error> {
+    async move {
+        let due: Vec<(u64, u64)> = sqlx::query_as(
+            "SELECT id, aggregate_id FROM outbox \
+             WHERE published_at IS NULL AND failed_at IS NULL \
+               AND (next_attempt_at IS NULL OR next_attempt_at <= ?) \
+               AND (lease_until IS NULL OR lease_until < ?) \
+             ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+        if due.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut aggregates: Vec<u64> = due.iter().map(|(_, a)| *a).collect();
+        aggregates.sort_unstable();
+        aggregates.dedup();
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT aggregate_id, MIN(id) FROM outbox WHERE aggregate_id IN ({}) \
+             AND published_at IS NULL AND failed_at IS NULL GROUP BY aggregate_id",
+            super::in_placeholders(aggregates.len())
+        )));
+        let first: std::collections::HashMap<u64, u64> = super::bind_ids(select, &aggregates)
+            .fetch_all(&mut *conn)
+            .await?
+            .into_iter()
+            .collect();
+        let ids: Vec<u64> = due
+            .iter()
+            .filter(|(id, aggregate)| first.get(aggregate) == Some(id))
+            .map(|(id, _)| *id)
+            .collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE outbox SET lease_token = ?, lease_until = ?, attempts = attempts + 1 WHERE id IN ({})",
+            super::in_placeholders(ids.len())
+        )))
+        .bind(token)
+        .bind(lease_until.naive_utc());
+        super::bind_ids_exec(update, &ids)
+            .execute(&mut *conn)
+            .await?;
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, event_type, aggregate_id, payload, created_at, attempts FROM outbox \
+             WHERE id IN ({}) ORDER BY id",
+            super::in_placeholders(ids.len())
+        )));
+        super::bind_ids(select, &ids).fetch_all(conn).await
+    }
+    .instrument(super::span("UPDATE", "outbox"))
+    .await
+}
+
+/// How a delivery ended.
+#[derive(Debug, Clone)]
+pub enum Delivery {
+    Delivered,
+    /// Try again at the given time.
+    Retry {
+        at: DateTime<Utc>,
+        error: String,
+    },
+    /// Given up: undeliverable within the retry period.
+    Failed {
+        error: String,
+    },
+}
+
+/// Records how the delivery of an event under this lease ended; false when
+/// the lease was lost (another relay took the event over after it ran out).
+pub async fn record_delivery(
+    conn: &mut sqlx::MySqlConnection,
+    id: u64,
+    token: u64,
+    outcome: &Delivery,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    async move {
+        let (published, next, failed, error) = match outcome {
+            Delivery::Delivered => (Some(now), None, None, None),
+            Delivery::Retry { at, error } => (None, Some(*at), None, Some(error.as_str())),
+            Delivery::Failed { error } => (None, None, Some(now), Some(error.as_str())),
+        };
+        let done = sqlx::query(
+            "UPDATE outbox SET published_at = ?, next_attempt_at = ?, failed_at = ?, last_error = ?, \
+             lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?",
+        )
+        .bind(published.map(|t| t.naive_utc()))
+        .bind(next.map(|t| t.naive_utc()))
+        .bind(failed.map(|t| t.naive_utc()))
+        .bind(error.map(|e| e.chars().take(255).collect::<String>()))
+        .bind(id)
+        .bind(token)
+        .execute(conn)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+    .instrument(super::span("UPDATE", "outbox"))
+    .await
+}
+
+/// How many events wait for delivery and how many were given up.
+pub async fn backlog(conn: &mut sqlx::MySqlConnection) -> Result<(i64, i64), sqlx::Error> {
+    async move {
+        // Each through its own index: the outbox keeps a month of events.
+        sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM outbox WHERE published_at IS NULL AND failed_at IS NULL), \
+                    (SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL)",
+        )
+        .fetch_one(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "outbox"))
+    .await
+}

@@ -95,23 +95,52 @@ pub async fn forget_idempotency_keys(
     .await
 }
 
-/// Deletes up to `limit` events delivered before `delivered_before` that
-/// nobody holds; undelivered events stay, however old. Call inside a
-/// transaction.
-pub async fn delete_delivered_events(
+/// Which events the retention may remove.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EventsKept {
+    /// Events are delivered (a webhook is configured): those delivered or
+    /// given up before the cutoff go; undelivered ones stay, however old.
+    UntilDelivered,
+    /// Nobody receives them: every event written before the cutoff goes.
+    ForTheRetentionOnly,
+}
+
+/// Deletes up to `limit` events that `kept` lets go as of `before` and that
+/// nobody holds. Call inside a transaction.
+pub async fn delete_events(
     conn: &mut MySqlConnection,
-    delivered_before: DateTime<Utc>,
+    before: DateTime<Utc>,
+    kept: EventsKept,
     limit: u32,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        let locked: Vec<(u64,)> = sqlx::query_as(
-            "SELECT id FROM outbox WHERE published_at < ? ORDER BY published_at, id LIMIT ? \
-             FOR UPDATE SKIP LOCKED",
-        )
-        .bind(delivered_before.naive_utc())
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?;
+        let condition = match kept {
+            EventsKept::UntilDelivered => {
+                "SELECT id FROM outbox WHERE published_at < ? ORDER BY published_at, id LIMIT ? \
+                 FOR UPDATE SKIP LOCKED"
+            }
+            // Ids follow time: the oldest come first in the primary key.
+            EventsKept::ForTheRetentionOnly => {
+                "SELECT id FROM outbox WHERE created_at < ? ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED"
+            }
+        };
+        let mut locked: Vec<(u64,)> = sqlx::query_as(condition)
+            .bind(before.naive_utc())
+            .bind(limit)
+            .fetch_all(&mut *conn)
+            .await?;
+        if kept == EventsKept::UntilDelivered {
+            let room = limit.saturating_sub(u32::try_from(locked.len()).unwrap_or(limit));
+            let given_up: Vec<(u64,)> = sqlx::query_as(
+                "SELECT id FROM outbox WHERE failed_at < ? ORDER BY failed_at, id LIMIT ? \
+                 FOR UPDATE SKIP LOCKED",
+            )
+            .bind(before.naive_utc())
+            .bind(room)
+            .fetch_all(&mut *conn)
+            .await?;
+            locked.extend(given_up);
+        }
         on_locked(conn, &["DELETE FROM outbox WHERE id = ?"], locked).await
     }
     .instrument(super::span("DELETE", "outbox"))

@@ -12,6 +12,9 @@ use ticket_core::domain::{SeatId, UserId};
 use ticket_core::testing::prometheus_text::{self, Samples};
 use ticket_core::testing::{TestDatabase, seed};
 use ticket_worker::{Mode, Worker, WorkerConfig, observability};
+
+pub mod process;
+pub mod receiver;
 use tower::ServiceExt as _;
 
 pub struct Queue {

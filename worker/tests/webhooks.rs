@@ -1,0 +1,279 @@
+//! The outbox relay against a real local HTTP receiver that fails first
+//! attempts, is slow, and goes down for a while: every event arrives, signed,
+//! in order per reservation; what cannot be delivered is given up, counted
+//! and reported; a relay killed mid-delivery loses nothing.
+
+mod common;
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use common::receiver::{self, Behaviour, Receiver};
+use sqlx::MySqlPool;
+use ticket_core::db::outbox::{self, EventKind, ReservationEvent, Subject};
+use ticket_core::db::reservations::ReservedSeat;
+use ticket_core::domain::{ConcertId, ReservationId, SeatId, UserId};
+use ticket_core::secret::Secret;
+use ticket_core::testing::TestDatabase;
+use ticket_worker::relay::{Relay, WebhookConfig};
+use tokio_util::sync::CancellationToken;
+
+/// Three events (held, confirmed, cancelled) for each of `reservations`
+/// reservations, written as the application writes them.
+async fn events(pool: &MySqlPool, reservations: u64) -> Vec<u64> {
+    let seats = [ReservedSeat {
+        seat_id: SeatId(7),
+        seat_number: "A7".into(),
+    }];
+    let now = ticket_core::db::now();
+    let mut conn = pool.acquire().await.unwrap();
+    for kind in [EventKind::Held, EventKind::Confirmed, EventKind::Cancelled] {
+        let batch: Vec<ReservationEvent> = (1..=reservations)
+            .map(|r| {
+                ReservationEvent::new(
+                    kind,
+                    &Subject {
+                        reservation_id: ReservationId(r),
+                        queue_id: None,
+                        user_id: UserId(1),
+                        concert_id: ConcertId(1),
+                        seats: &seats,
+                        hold_expires_at: None,
+                        payment_reference: None,
+                    },
+                    now,
+                )
+            })
+            .collect();
+        outbox::record(&mut conn, &batch, now).await.unwrap();
+    }
+    let ids: Vec<(u64,)> = sqlx::query_as("SELECT id FROM outbox ORDER BY id")
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+    ids.into_iter().map(|(id,)| id).collect()
+}
+
+fn config(receiver: &Receiver) -> WebhookConfig {
+    let mut config = WebhookConfig::new(
+        receiver.url().parse().unwrap(),
+        Secret::new(receiver::SECRET),
+    );
+    config.timeout = Duration::from_millis(300);
+    config.lease = Duration::from_secs(2);
+    config.poll_interval = Duration::from_millis(20);
+    config.first_backoff = Duration::from_millis(40);
+    config.max_backoff = Duration::from_millis(200);
+    config.give_up_after = Duration::from_secs(120);
+    config
+}
+
+async fn undelivered(pool: &MySqlPool) -> i64 {
+    let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE published_at IS NULL")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    n
+}
+
+async fn wait_until_delivered(pool: &MySqlPool, within: Duration) {
+    let deadline = Instant::now() + within;
+    while undelivered(pool).await > 0 {
+        assert!(
+            Instant::now() < deadline,
+            "{} events undelivered",
+            undelivered(pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Every event was accepted at least once; per reservation, the first
+/// acceptance of each event came in event order.
+fn assert_all_arrived_in_order(receiver: &Receiver, ids: &[u64]) {
+    let accepted = receiver.accepted();
+    let mut first: Vec<u64> = Vec::new();
+    for a in &accepted {
+        if !first.contains(&a.event_id) {
+            first.push(a.event_id);
+        }
+    }
+    let mut expected = ids.to_vec();
+    let mut got = first.clone();
+    expected.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(got, expected, "every event arrived");
+    let mut by_reservation: HashMap<u64, Vec<u64>> = HashMap::new();
+    for id in &first {
+        let reservation = accepted
+            .iter()
+            .find(|a| a.event_id == *id)
+            .unwrap()
+            .reservation_id;
+        by_reservation.entry(reservation).or_default().push(*id);
+    }
+    for (reservation, order) in by_reservation {
+        let mut sorted = order.clone();
+        sorted.sort_unstable();
+        assert_eq!(
+            order, sorted,
+            "reservation {reservation}'s events out of order"
+        );
+    }
+    assert_eq!(receiver.bad_signatures(), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn every_event_arrives_signed_and_in_order_through_failures_slowness_and_an_outage() {
+    let (_db, pool) = TestDatabase::migrated().await;
+    let ids = events(&pool, 40).await;
+    let receiver = Receiver::start(Behaviour {
+        fail_first: 2,
+        slow_every: Some(7),
+        slow_for: Duration::from_millis(600),
+        always_fail: false,
+    })
+    .await;
+    let shutdown = CancellationToken::new();
+    // Two relays share the outbox.
+    let relays: Vec<_> = (0..2)
+        .map(|_| {
+            let relay = Relay::new(pool.clone(), config(&receiver)).unwrap();
+            tokio::spawn(relay.run(shutdown.clone()))
+        })
+        .collect();
+    // Down for a second once deliveries are under way.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while receiver.accepted().len() < 20 {
+        assert!(Instant::now() < deadline, "nothing was delivered");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    receiver.down();
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let during = receiver.requests();
+    receiver.up().await;
+
+    wait_until_delivered(&pool, Duration::from_secs(60)).await;
+    shutdown.cancel();
+    for r in relays {
+        r.await.unwrap();
+    }
+    assert_all_arrived_in_order(&receiver, &ids);
+    assert!(
+        during < receiver.requests(),
+        "deliveries resumed after the outage"
+    );
+    let (fewest,): (u32,) = sqlx::query_as("SELECT MIN(attempts) FROM outbox")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(fewest >= 3, "each event failed twice first ({fewest})");
+    let (failed, errors): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(failed_at), COUNT(last_error) FROM outbox",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!((failed, errors), (0, 0));
+}
+
+#[tokio::test]
+async fn an_event_undeliverable_for_its_retry_period_is_given_up_counted_and_reported() {
+    let (_db, pool) = TestDatabase::migrated().await;
+    events(&pool, 2).await;
+    let receiver = Receiver::start(Behaviour {
+        always_fail: true,
+        ..Behaviour::default()
+    })
+    .await;
+    let mut config = config(&receiver);
+    config.give_up_after = Duration::from_millis(800);
+    let metrics = ticket_worker::WorkerMetrics::new();
+    let relay = Relay::new(pool.clone(), config)
+        .unwrap()
+        .counted_in(metrics.clone());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        relay.deliver_once().await.unwrap();
+        let (failed,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL")
+                .fetch_one(&pool)
+                .await
+                .unwrap();
+        // The first event of each reservation is given up; the next ones
+        // follow it (in order, once the one before is settled).
+        if failed == 6 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "{failed} given up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = metrics.render(&pool).await;
+    assert!(
+        text.contains("ticket_webhook_deliveries_total{outcome=\"failed\"} 6"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ticket_outbox_events{state=\"failed\"} 6"),
+        "{text}"
+    );
+    let (error,): (String,) = sqlx::query_as("SELECT last_error FROM outbox LIMIT 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert!(error.contains("500"), "{error}");
+    let mut conn = pool.acquire().await.unwrap();
+    let violations = ticket_core::db::invariants::check(
+        &mut conn,
+        chrono::Utc::now(),
+        5,
+        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+    )
+    .await
+    .unwrap();
+    let reported: Vec<_> = violations.iter().map(|v| (v.invariant, v.rows)).collect();
+    assert_eq!(
+        reported,
+        [("an event could not be delivered within its retry period", 6)]
+    );
+}
+
+/// The real worker, SIGKILLed while its deliveries are in flight: what it
+/// had claimed is taken over once its leases run out, and every event
+/// arrives (at least once, in order per reservation).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_delivery_loses_no_event() {
+    let (db, pool) = TestDatabase::migrated().await;
+    let ids = events(&pool, 30).await;
+    let receiver = Receiver::start(Behaviour {
+        slow_every: Some(1),
+        slow_for: Duration::from_millis(300),
+        ..Behaviour::default()
+    })
+    .await;
+    let url = receiver.url();
+    let env = [
+        ("TICKET_WEBHOOK_URL", url.as_str()),
+        ("TICKET_WEBHOOK_SECRET", receiver::SECRET),
+        ("TICKET_WEBHOOK_TIMEOUT_MS", "1000"),
+    ];
+    let (mut first, _lines) = common::process::spawn_worker(&db.url(), &env);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while receiver.accepted().len() < 10 {
+        assert!(Instant::now() < deadline, "the relay never delivered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert!(
+        receiver.requests() as usize > receiver.accepted().len(),
+        "deliveries in flight"
+    );
+    common::process::signal(&first, "-KILL");
+    first.wait().unwrap();
+    assert!(undelivered(&pool).await > 0, "killed before the end");
+
+    let (mut second, _lines) = common::process::spawn_worker(&db.url(), &env);
+    wait_until_delivered(&pool, Duration::from_secs(60)).await;
+    common::process::signal(&second, "-TERM");
+    assert!(common::process::wait_for_exit(&mut second).success());
+    assert_all_arrived_in_order(&receiver, &ids);
+}
