@@ -54,6 +54,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "need {total} lines, have {}",
         lines.len()
     );
+    ticket_core::tls::install_crypto_provider();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(args.max_in_flight)
         .timeout(Duration::from_millis(args.timeout_ms))

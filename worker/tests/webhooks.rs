@@ -168,12 +168,11 @@ async fn every_event_arrives_signed_and_in_order_through_failures_slowness_and_a
         .await
         .unwrap();
     assert!(fewest >= 3, "each event failed twice first ({fewest})");
-    let (failed, errors): (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(failed_at), COUNT(last_error) FROM outbox",
-    )
-    .fetch_one(&pool)
-    .await
-    .unwrap();
+    let (failed, errors): (i64, i64) =
+        sqlx::query_as("SELECT COUNT(failed_at), COUNT(last_error) FROM outbox")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
     assert_eq!((failed, errors), (0, 0));
 }
 
@@ -259,14 +258,13 @@ async fn a_worker_killed_mid_delivery_loses_no_event() {
     ];
     let (mut first, _lines) = common::process::spawn_worker(&db.url(), &env);
     let deadline = Instant::now() + Duration::from_secs(30);
-    while receiver.accepted().len() < 10 {
+    // Some delivered, and some on their way (the receiver holds each 300 ms).
+    while receiver.accepted().len() < 10
+        || receiver.requests() as usize <= receiver.accepted().len()
+    {
         assert!(Instant::now() < deadline, "the relay never delivered");
-        tokio::time::sleep(Duration::from_millis(5)).await;
+        tokio::time::sleep(Duration::from_millis(2)).await;
     }
-    assert!(
-        receiver.requests() as usize > receiver.accepted().len(),
-        "deliveries in flight"
-    );
     common::process::signal(&first, "-KILL");
     first.wait().unwrap();
     assert!(undelivered(&pool).await > 0, "killed before the end");

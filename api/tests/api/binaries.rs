@@ -244,7 +244,7 @@ async fn json_logs_carry_the_trace_id_of_the_request_they_were_written_in() {
     let addr = listening["addr"].as_str().unwrap().to_owned();
 
     let trace = "5bf92f3577b34da6a3ce929d0e0e4736";
-    let answer = reqwest::Client::new()
+    let answer = crate::helpers::client()
         .get(format!("http://{addr}/api/concerts/1"))
         .header("traceparent", format!("00-{trace}-00f067aa0ba902b7-01"))
         .send()

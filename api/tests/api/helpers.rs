@@ -23,6 +23,7 @@ pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(3);
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 pub fn client() -> reqwest::Client {
+    ticket_core::tls::install_crypto_provider();
     reqwest::Client::builder()
         .pool_idle_timeout(Duration::from_secs(1))
         .build()

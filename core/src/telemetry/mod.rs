@@ -39,6 +39,7 @@ pub struct Telemetry {
 /// filtering (default `info`), logs on stderr in [`LogFormat::from_env`],
 /// and spans exported as the `OTEL_*` variables say.
 pub fn init(service: &'static str) -> Telemetry {
+    crate::tls::install_crypto_provider();
     if env_flag("OTEL_SDK_DISABLED") {
         // No spans at all (the baseline of the tracing-overhead benchmark).
         return install(service, None);
@@ -67,6 +68,7 @@ pub fn init_with_exporter(
     service: &'static str,
     exporter: impl opentelemetry_sdk::trace::SpanExporter + 'static,
 ) -> Telemetry {
+    crate::tls::install_crypto_provider();
     install(
         service,
         Some(SdkTracerProvider::builder().with_simple_exporter(exporter)),

@@ -62,4 +62,3 @@ pub fn signal(child: &Child, name: &str) {
             .success()
     );
 }
-
