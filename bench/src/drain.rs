@@ -30,6 +30,11 @@ pub struct Args {
     /// deciding side by side keep meeting the same seats (the fairness figure).
     #[arg(long, value_enum, default_value_t = Layout::Stride)]
     layout: Layout,
+    /// Seats each request names (an order, all or nothing). With N > 1 the
+    /// seats come in blocks of N neighbours, and request i wants block
+    /// 7919·i mod (seats / N) (stride layout only).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
+    seats_per_order: u32,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -55,8 +60,26 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             wanted
         }
     };
-    let pairs: Vec<(UserId, SeatId)> = users.iter().copied().zip(wanted).collect();
-    seed::traced_requests(&mut conn, &pairs, args.sampled).await?;
+    let order = args.seats_per_order as usize;
+    if order > 1 {
+        ensure!(
+            matches!(args.layout, Layout::Stride),
+            "orders of several seats use the stride layout"
+        );
+        let blocks = seats.len() / order;
+        let orders: Vec<(UserId, Vec<SeatId>)> = users
+            .iter()
+            .enumerate()
+            .map(|(i, user)| {
+                let b = i.wrapping_mul(7919) % blocks;
+                (*user, seats[b * order..b * order + order].to_vec())
+            })
+            .collect();
+        seed::orders(&mut conn, &orders).await?;
+    } else {
+        let pairs: Vec<(UserId, SeatId)> = users.iter().copied().zip(wanted).collect();
+        seed::traced_requests(&mut conn, &pairs, args.sampled).await?;
+    }
     drop(conn);
 
     let config = match args.mode {
@@ -111,15 +134,17 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let inverted = inversions(&mut conn).await?;
     let rate = args.requests as f64 / elapsed.as_secs_f64();
     println!(
-        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={}: {:.2} s, {:.0} decisions/s, {} SUCCESS, {} inversions, invariants hold",
+        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={} seats_per_order={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
         args.mode,
         args.layout,
         args.workers,
         config.batch_size,
         args.requests,
         args.seats,
+        order,
         elapsed.as_secs_f64(),
         rate,
+        rate * order as f64,
         succeeded,
         inverted
     );

@@ -1,6 +1,7 @@
 //! `ticket-bench`: measurements for docs/benchmarks.md. Each command makes a
 //! fresh database on the server DATABASE_URL names, so runs never interfere.
 
+mod checkout;
 mod drain;
 mod enqueue;
 mod latency;
@@ -23,6 +24,10 @@ struct Cli {
 enum Command {
     /// Decisions per second: queue N requests over M seats, let W workers drain them.
     Drain(drain::Args),
+    /// Holds per second the expiry sweep writes down: N ended holds, swept.
+    Expiry(checkout::ExpiryArgs),
+    /// Events per second the relay delivers to a local receiver.
+    Webhooks(checkout::WebhookArgs),
     /// Prepare a database, users, tokens and seats for an HTTP enqueue load test.
     PrepareEnqueue(enqueue::Args),
     /// Time from enqueue to decision, read from the queue rows of a finished run.
@@ -54,6 +59,8 @@ async fn main() -> anyhow::Result<()> {
     let telemetry = ticket_core::telemetry::init("ticket-bench");
     let result = match Cli::parse().command {
         Command::Drain(args) => drain::run(args).await,
+        Command::Expiry(args) => checkout::expiry(args).await,
+        Command::Webhooks(args) => checkout::webhooks(args).await,
         Command::PrepareEnqueue(args) => enqueue::run(args).await,
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,

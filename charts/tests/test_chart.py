@@ -215,8 +215,10 @@ def test_optional_mysql_is_off_by_default_and_complete_when_on():
         {"logFormat": "xml"},
         {"api": {"limits": {"userRequestsPerSec": -1}}},
         {"metrics": {"serviceMonitor": {"interval": "soon"}}},
+        {"webhook": {"url": "ftp://hooks"}},
+        {"webhook": {"retryHours": 12}},
     ],
-    ids=["mistyped", "zero", "no-attempts", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval", "negative-limit"],
+    ids=["mistyped", "zero", "no-attempts", "unknown-nested", "unknown-top", "weak-secret", "wrong-url", "log-format", "interval", "negative-limit", "webhook-scheme", "webhook-short-retry"],
 )
 def test_schema_rejects_bad_values(values):
     chart = helm.Chart.load(CHART)
@@ -419,6 +421,29 @@ def test_retention_reaches_the_workers():
     assert (env["TICKET_RETENTION_DAYS"], env["TICKET_IDEMPOTENCY_KEY_HOURS"]) == ("30", "24")
     env = env_of(find(render({"retention": {"days": 7, "idempotencyKeyHours": 48}}), "Deployment", "-worker"))
     assert (env["TICKET_RETENTION_DAYS"], env["TICKET_IDEMPOTENCY_KEY_HOURS"]) == ("7", "48")
+
+
+def test_webhooks_reach_the_workers_with_their_key_as_a_file():
+    env = env_of(find(render(), "Deployment", "-worker"))
+    assert "TICKET_WEBHOOK_URL" not in env
+    hooks = {"webhook": {"url": "https://hooks.example/ticket", "secret": "whsec_x", "retryHours": 48}}
+    docs = render(hooks)
+    worker = find(docs, "Deployment", "-worker")
+    env = env_of(worker)
+    assert env["TICKET_WEBHOOK_URL"] == "https://hooks.example/ticket"
+    assert env["TICKET_WEBHOOK_RETRY_HOURS"] == "48"
+    path = env["TICKET_WEBHOOK_SECRET_FILE"]
+    mounts = worker["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    mount = [m for m in mounts if path.startswith(m["mountPath"] + "/")]
+    assert len(mount) == 1 and mount[0]["readOnly"]
+    assert find(docs, "Secret", "-webhook")["stringData"]["secret"] == "whsec_x"
+    assert secret_env_names(docs) == []
+    # A Secret of one's own is used, not made; a url without any key fails.
+    own = render({"webhook": {"url": "https://hooks.example/ticket", "existingSecret": "hooks"}})
+    assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-webhook")]
+    volumes = find(own, "Deployment", "-worker")["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "webhook-secret", "secret": {"secretName": "hooks", "items": [{"key": "secret", "path": "secret"}]}} in volumes
+    assert "webhook.existingSecret" in render_error(with_key({"webhook": {"url": "https://hooks.example/ticket"}}))
 
 
 # checkov's findings on the rendered chart that stay, each with its reason.

@@ -228,3 +228,40 @@ async fn the_sweeper_runs_beside_deciding_workers_without_losing_a_request() {
         "and decided"
     );
 }
+
+/// Without a webhook nobody will ever receive the events: they go after the
+/// retention period whether delivered or not. With one, an undelivered
+/// event stays until it is delivered or given up.
+#[tokio::test]
+async fn undelivered_events_stay_only_while_someone_will_receive_them() {
+    let q = aged_history().await;
+    // A hundred more events as old, never delivered.
+    common::run(
+        &q.pool,
+        "UPDATE outbox SET created_at = created_at - INTERVAL 40 DAY \
+         WHERE published_at IS NULL ORDER BY id LIMIT 100",
+    )
+    .await;
+    let kept_until_delivered = Sweeper::new(q.pool.clone(), thirty_days_and_a_day())
+        .pass(Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(kept_until_delivered.events_deleted, 300);
+    let for_the_retention_only = Retention {
+        events: ticket_core::db::retention::EventsKept::ForTheRetentionOnly,
+        ..thirty_days_and_a_day()
+    };
+    let swept = Sweeper::new(q.pool.clone(), for_the_retention_only)
+        .pass(Utc::now())
+        .await
+        .unwrap();
+    assert_eq!(swept.events_deleted, 100, "the old undelivered ones go too");
+    assert_eq!(
+        scalar(
+            &q.pool,
+            "SELECT COUNT(*) FROM outbox WHERE created_at < UTC_TIMESTAMP() - INTERVAL 30 DAY"
+        )
+        .await,
+        0
+    );
+}

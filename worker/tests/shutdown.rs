@@ -149,3 +149,48 @@ async fn a_worker_killed_while_sweeping_leaves_no_half_done_batch() {
     .unwrap();
     assert!(violations.is_empty(), "{violations:?}");
 }
+
+/// The real worker SIGKILLed while its expiry sweep works through a backlog
+/// of ended holds: each hold is either expired whole (status, claims, seats
+/// and its one event) or untouched, and the next sweep finishes the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_while_expiring_holds_leaves_each_hold_whole() {
+    let q = queue(1_000, 1_000).await;
+    common::run(&q.pool, "UPDATE concerts SET hold_seconds = 1").await;
+    common::drain_with_workers(&q.db, 1, 1000).await;
+    let held = "SELECT COUNT(*) FROM reservations WHERE status = 'HELD'";
+    assert_eq!(common::scalar(&q.pool, held).await, 1_000);
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+
+    let expired = "SELECT COUNT(*) FROM reservations WHERE status = 'EXPIRED'";
+    let (mut child, _lines) = spawn_worker(&q.db.url(), &[]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while common::scalar(&q.pool, expired).await == 0 {
+        assert!(Instant::now() < deadline, "the expiry sweep never started");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    signal(&child, "-KILL");
+    child.wait().unwrap();
+    let done = common::scalar(&q.pool, expired).await;
+    assert!(done > 0 && done < 1_000, "killed mid-backlog ({done})");
+    // Whole or untouched: an expired hold has its event and free seats; a
+    // hold still HELD keeps its claims and HELD seats.
+    let events = "SELECT COUNT(*) FROM outbox WHERE event_type = 'ReservationExpired'";
+    assert_eq!(common::scalar(&q.pool, events).await, done);
+    let freed = "SELECT COUNT(*) FROM seats WHERE status = 'AVAILABLE'";
+    assert_eq!(common::scalar(&q.pool, freed).await, done);
+    let live = "SELECT COUNT(*) FROM reservation_seats WHERE status = 'HELD'";
+    assert_eq!(common::scalar(&q.pool, live).await, 1_000 - done);
+
+    let sweeper = ticket_worker::holds::HoldSweeper::new(q.pool.clone());
+    while sweeper
+        .sweep_once(ticket_core::db::now())
+        .await
+        .unwrap()
+        .holds
+        > 0
+    {}
+    assert_eq!(common::scalar(&q.pool, expired).await, 1_000);
+    assert_eq!(common::scalar(&q.pool, events).await, 1_000);
+    ticket_core::testing::assert_invariants(&q.pool).await;
+}

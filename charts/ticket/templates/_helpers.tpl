@@ -32,6 +32,10 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.auth.existingSecret | default (printf "%s-auth" (include "ticket.fullname" .)) }}
 {{- end -}}
 
+{{- define "ticket.webhookSecret" -}}
+{{ .Values.webhook.existingSecret | default (printf "%s-webhook" (include "ticket.fullname" .)) }}
+{{- end -}}
+
 {{- define "ticket.workerConfigMap" -}}
 {{ include "ticket.fullname" . }}-worker
 {{- end -}}
