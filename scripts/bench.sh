@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -64,6 +64,24 @@ drain() {
   done
   echo "## baseline (--mode=per-request: the original's algorithm, 50 rows every 250 ms; 2,000 requests)"
   RUST_LOG=warn "$bin/ticket-bench" drain --requests 2000 --seats 200 --workers 1 --mode per-request
+}
+
+# Checkout: orders of four seats against one-seat requests (same number of
+# requests, four times the seats, so that every seat is wanted as often),
+# alternating; then the expiry sweep and the webhook relay, each alone.
+checkout() {
+  echo "## drain: 100,000 one-seat requests / 10,000 seats against 100,000 four-seat orders / 40,000 seats (alternating, 2 pairs)"
+  local run
+  for run in 1 2; do
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 10000 --workers 1
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 40000 --workers 1 --seats-per-order 4
+  done
+  echo "## expiry sweep: 20,000 ended holds of 2 seats"
+  RUST_LOG=warn "$bin/ticket-bench" expiry --holds 20000 --seats-per-hold 2 --sweepers 1
+  RUST_LOG=warn "$bin/ticket-bench" expiry --holds 20000 --seats-per-hold 2 --sweepers 2
+  echo "## webhooks: 30,000 events to a local receiver"
+  RUST_LOG=warn "$bin/ticket-bench" webhooks --events 30000 --relays 1
+  RUST_LOG=warn "$bin/ticket-bench" webhooks --events 30000 --relays 2
 }
 
 # One enqueue run: wrk for 15 s against a fresh database, no worker; extra
@@ -248,6 +266,7 @@ case "$what" in
   sampled) caller_sampled ;;
   retention) retention_cost ;;
   clean) enqueue_clean ;;
+  checkout) checkout ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|all]" >&2; exit 2 ;;
 esac

@@ -154,10 +154,14 @@ impl Relay {
         // One event per reservation in a claim: they may go out together.
         let posts = events.iter().map(|event| self.post(event));
         let outcomes = futures::future::join_all(posts).await;
+        let mut delivered = Vec::with_capacity(events.len());
         for (event, outcome) in events.iter().zip(outcomes) {
             let outcome = self.judge(event, outcome);
             match &outcome {
-                Delivery::Delivered => round.delivered += 1,
+                Delivery::Delivered => {
+                    delivered.push(event.id);
+                    continue;
+                }
                 Delivery::Retry { error, .. } => {
                     round.retried += 1;
                     tracing::debug!(
@@ -180,6 +184,9 @@ impl Relay {
             outbox::record_delivery(&mut conn, event.id, token, &outcome, ticket_core::db::now())
                 .await?;
         }
+        // The common case, in one statement.
+        round.delivered = delivered.len();
+        outbox::mark_delivered(&mut conn, &delivered, token, ticket_core::db::now()).await?;
         if let Some(metrics) = &self.metrics {
             metrics.webhooks(&round);
         }

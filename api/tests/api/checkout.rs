@@ -488,3 +488,43 @@ async fn confirm_cancel_and_expiry_racing_on_a_hold_have_one_outcome() {
     }
     app.assert_invariants().await;
 }
+
+/// One user's two orders sharing a seat, sent at the same instant (two tabs,
+/// a double click): exactly one is queued, and the other names it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn two_orders_of_one_user_sharing_a_seat_at_once_queue_exactly_one() {
+    let app = Arc::new(spawn_app().await);
+    let (_, seats) = concert_with(&app, 40, json!({})).await;
+    let (_, token) = app.user("alice").await;
+    for round in 0..10 {
+        let orders = [
+            vec![seats[4 * round], seats[4 * round + 1]],
+            vec![seats[4 * round + 1], seats[4 * round + 2]],
+        ];
+        let start = Arc::new(Barrier::new(2));
+        let sent: Vec<_> = orders
+            .into_iter()
+            .map(|o| {
+                let (app, token, start) = (app.clone(), token.clone(), start.clone());
+                tokio::spawn(async move {
+                    start.wait().await;
+                    order(&app, &token, &o).await
+                })
+            })
+            .collect();
+        let mut replies = Vec::new();
+        for s in sent {
+            replies.push(s.await.unwrap());
+        }
+        replies.sort_by_key(|r| r.status.as_u16());
+        let queued = replies[0].assert_status(201)["queueId"].clone();
+        assert_eq!(
+            replies[1].assert_problem(409, "QUEUE_DUPLICATED")["queueId"],
+            queued
+        );
+    }
+    assert_eq!(app.count("reservation_queue").await, 10);
+    assert_eq!(app.count("request_seats").await, 20);
+    app.drain().await;
+    app.assert_invariants().await;
+}

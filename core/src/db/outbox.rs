@@ -262,6 +262,34 @@ pub async fn record_delivery(
     .await
 }
 
+/// Marks events delivered under this lease, all in one statement; returns
+/// how many were still ours.
+pub async fn mark_delivered(
+    conn: &mut sqlx::MySqlConnection,
+    ids: &[u64],
+    token: u64,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE outbox SET published_at = ?, next_attempt_at = NULL, last_error = NULL, \
+             lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND id IN ({})",
+            super::in_placeholders(ids.len())
+        )))
+        .bind(now.naive_utc())
+        .bind(token);
+        Ok(super::bind_ids_exec(update, ids)
+            .execute(conn)
+            .await?
+            .rows_affected())
+    }
+    .instrument(super::span("UPDATE", "outbox"))
+    .await
+}
+
 /// How many events wait for delivery and how many were given up.
 pub async fn backlog(conn: &mut sqlx::MySqlConnection) -> Result<(i64, i64), sqlx::Error> {
     async move {
