@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 use std::sync::RwLock;
 
-use sqlx::MySqlConnection;
+use sqlx::MySqlPool;
 use ticket_core::db;
 use ticket_core::domain::{ConcertId, SeatId, SeatIds};
 
@@ -25,15 +25,14 @@ pub struct SeatDirectory {
 impl SeatDirectory {
     /// The concert of the one seat; 404 when there is no such seat. A seat
     /// deleted since it was remembered is caught by the queue's foreign key.
-    pub async fn concert_of(
-        &self,
-        conn: &mut MySqlConnection,
-        seat: SeatId,
-    ) -> ApiResult<ConcertId> {
+    /// A remembered seat costs no connection (taking one from the pool and
+    /// giving it back is a round trip to the database).
+    pub async fn concert_of(&self, pool: &MySqlPool, seat: SeatId) -> ApiResult<ConcertId> {
         if let Some(&concert) = self.read().get(&seat) {
             return Ok(concert);
         }
-        let facts = db::seats::order_facts(conn, &[seat]).await?;
+        let mut conn = pool.acquire().await?;
+        let facts = db::seats::order_facts(&mut conn, &[seat]).await?;
         let (_, concert, _) = facts
             .first()
             .ok_or_else(crate::routes::seats::seat_not_found)?;
@@ -46,10 +45,11 @@ impl SeatDirectory {
     /// `maxSeatsPerOrder` (400).
     pub async fn concert_of_order(
         &self,
-        conn: &mut MySqlConnection,
+        pool: &MySqlPool,
         seats: &SeatIds,
     ) -> ApiResult<ConcertId> {
-        let facts = db::seats::order_facts(conn, seats.as_slice()).await?;
+        let mut conn = pool.acquire().await?;
+        let facts = db::seats::order_facts(&mut conn, seats.as_slice()).await?;
         if facts.len() < seats.len() {
             return Err(crate::routes::seats::seat_not_found());
         }

@@ -55,9 +55,12 @@ impl HoldSweeper {
         let mut tx = conn.begin().await?;
         let expired = holds::expire(&mut tx, &due, now).await?;
         tx.commit().await?;
+        // A full batch of which nothing could be taken is another sweeper's
+        // (or a decision's) right now: wait like an idle sweep rather than
+        // spin against it.
         let swept = Expired {
             holds: expired.len() as u64,
-            more: due.len() == BATCH as usize,
+            more: due.len() == BATCH as usize && !expired.is_empty(),
         };
         if let Some(metrics) = &self.metrics {
             metrics.holds_expired(swept.holds);

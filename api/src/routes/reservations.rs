@@ -207,13 +207,10 @@ pub async fn enqueue(
             return Err(FieldError::new("seatIds", "give seatId or seatIds, not both").into());
         }
     };
-    let concert = {
-        let mut conn = state.pool.acquire().await?;
-        if seats.len() == 1 {
-            state.seats.concert_of(&mut conn, seats.first()).await?
-        } else {
-            state.seats.concert_of_order(&mut conn, &seats).await?
-        }
+    let concert = if seats.len() == 1 {
+        state.seats.concert_of(&state.pool, seats.first()).await?
+    } else {
+        state.seats.concert_of_order(&state.pool, &seats).await?
     };
     let order = Order {
         user: caller.id,
