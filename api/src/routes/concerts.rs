@@ -170,16 +170,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
-        let hold = keep(
-            req.hold_seconds.map(HoldDuration::parse).transpose(),
-            &mut errors,
-        );
-        let max_seats = keep(
-            req.max_seats_per_order
-                .map(MaxSeatsPerOrder::parse)
-                .transpose(),
-            &mut errors,
-        );
+        let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
         match (title, venue, date, layout, hold, max_seats) {
             (Some(title), Some(venue), Some(date), Some(layout), Some(hold), Some(max_seats)) => {
                 Ok(Self {
@@ -196,6 +187,24 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             _ => Err(errors),
         }
     }
+}
+
+/// The sale settings of a create or a change, each kept when given and
+/// valid (`Some(None)`: not given), or recorded in `errors`.
+fn settings(
+    hold_seconds: Option<u64>,
+    max_seats_per_order: Option<u64>,
+    errors: &mut Vec<FieldError>,
+) -> (
+    Option<Option<HoldDuration>>,
+    Option<Option<MaxSeatsPerOrder>>,
+) {
+    let hold = keep(hold_seconds.map(HoldDuration::parse).transpose(), errors);
+    let max_seats = keep(
+        max_seats_per_order.map(MaxSeatsPerOrder::parse).transpose(),
+        errors,
+    );
+    (hold, max_seats)
 }
 
 /// A valid change to a concert; absent fields stay as they are.
@@ -221,16 +230,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
-        let hold = keep(
-            req.hold_seconds.map(HoldDuration::parse).transpose(),
-            &mut errors,
-        );
-        let max_seats = keep(
-            req.max_seats_per_order
-                .map(MaxSeatsPerOrder::parse)
-                .transpose(),
-            &mut errors,
-        );
+        let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
         match (title, venue, date, hold, max_seats) {
             (Some(title), Some(venue), Some(date), Some(hold), Some(max_seats)) => {
                 Ok(Self(db::concerts::Changes {

@@ -528,3 +528,48 @@ async fn two_orders_of_one_user_sharing_a_seat_at_once_queue_exactly_one() {
     app.drain().await;
     app.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn a_concerts_sale_settings_are_bounded_and_changed_by_an_admin() {
+    let app = spawn_app().await;
+    let base = json!({"title": "T", "venue": "V", "concertDate": "2099-01-01T00:00:00Z"});
+    for (extra, field) in [
+        (json!({"holdSeconds": 3601}), "holdSeconds"),
+        (json!({"holdSeconds": -1}), "holdSeconds"),
+        (json!({"maxSeatsPerOrder": 0}), "maxSeatsPerOrder"),
+        (json!({"maxSeatsPerOrder": 11}), "maxSeatsPerOrder"),
+    ] {
+        let mut body = base.clone();
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let reply = app
+            .post("/api/concerts", Some(&app.admin_token), body)
+            .await;
+        reply.assert_problem(400, "VALIDATION_ERROR");
+        assert_eq!(reply.error_fields(), [field]);
+    }
+    assert_eq!(app.count("concerts").await, 0);
+    let (id, _) = concert_with(&app, 1, json!({})).await;
+    let path = format!("/api/concerts/{id}");
+    let changed = app
+        .patch(
+            &path,
+            Some(&app.admin_token),
+            json!({"holdSeconds": 900, "maxSeatsPerOrder": 2}),
+        )
+        .await;
+    let body = changed.assert_status(200);
+    assert_eq!(
+        (
+            body["holdSeconds"].as_u64(),
+            body["maxSeatsPerOrder"].as_u64()
+        ),
+        (Some(900), Some(2))
+    );
+    let (_, user) = app.user("alice").await;
+    app.patch(&path, Some(&user), json!({"holdSeconds": 0}))
+        .await
+        .assert_problem(403, "FORBIDDEN");
+    assert_eq!(app.get(&path, None).await.body["holdSeconds"], 900);
+}
