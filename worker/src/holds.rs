@@ -49,9 +49,10 @@ impl HoldSweeper {
     /// Expires one batch of the holds that ended by `now`, of one concert.
     pub async fn sweep_once(&self, now: DateTime<Utc>) -> Result<Expired, sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
-        let Some((_concert, due)) = holds::due(&mut conn, now, BATCH).await? else {
+        let due = holds::due(&mut conn, now, BATCH).await?;
+        if due.is_empty() {
             return Ok(Expired::default());
-        };
+        }
         let mut tx = conn.begin().await?;
         let expired = holds::expire(&mut tx, &due, now).await?;
         tx.commit().await?;

@@ -107,7 +107,6 @@ pub struct Round {
 
 impl Relay {
     pub fn new(pool: MySqlPool, config: WebhookConfig) -> anyhow::Result<Self> {
-        ticket_core::tls::install_crypto_provider();
         let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))

@@ -340,13 +340,19 @@ pub async fn status(
         .await?
         .filter(|row| caller.can_act_on(row.user_id))
         .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))?;
-    let seat_ids = request_seats::of_requests(&mut conn, &[row.id])
-        .await?
-        .remove(&row.id)
-        .map_or_else(
-            || vec![row.seat_id.get()],
-            |s| s.iter().map(|s| s.get()).collect(),
-        );
+    // The status is what clients poll: a one-seat request (its first seat
+    // is its only one) costs no second query.
+    let seat_ids = if row.seat_count <= 1 {
+        vec![row.seat_id.get()]
+    } else {
+        request_seats::of_requests(&mut conn, &[row.id])
+            .await?
+            .remove(&row.id)
+            .map_or_else(
+                || vec![row.seat_id.get()],
+                |s| s.iter().map(|s| s.get()).collect(),
+            )
+    };
     Ok(Json(QueueStatusResponse {
         queue_id: row.id.get(),
         status: row.status.as_str(),

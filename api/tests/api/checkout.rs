@@ -17,15 +17,7 @@ async fn concert_with(app: &TestApp, n: u32, settings: Value) -> (u64, Vec<u64>)
         .as_object_mut()
         .unwrap()
         .extend(settings.as_object().unwrap().clone());
-    let concert = app.concert(extra).await;
-    let id = concert["id"].as_u64().unwrap();
-    let seats = app
-        .seats(id)
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
-    (id, seats)
+    app.concert_and_seats(extra).await
 }
 
 async fn order(app: &TestApp, token: &str, seats: &[u64]) -> Reply {

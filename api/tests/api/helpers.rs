@@ -433,14 +433,26 @@ impl TestApp {
             .clone()
     }
 
-    /// The seat ids, in order, of a new concert with one row of `n` seats.
-    pub async fn seat_ids(&self, n: u32) -> Vec<u64> {
-        let concert = self.concert(json!({"rows": 1, "seatsPerRow": n})).await;
-        self.seats(concert["id"].as_u64().expect("no concert id"))
+    /// A new concert with the given extra fields: its id and its seat ids,
+    /// in order.
+    pub async fn concert_and_seats(&self, extra: Value) -> (u64, Vec<u64>) {
+        let id = self.concert(extra).await["id"]
+            .as_u64()
+            .expect("no concert id");
+        let seats = self
+            .seats(id)
             .await
             .iter()
             .map(|s| s["id"].as_u64().expect("no seat id"))
-            .collect()
+            .collect();
+        (id, seats)
+    }
+
+    /// The seat ids, in order, of a new concert with one row of `n` seats.
+    pub async fn seat_ids(&self, n: u32) -> Vec<u64> {
+        self.concert_and_seats(json!({"rows": 1, "seatsPerRow": n}))
+            .await
+            .1
     }
 
     /// Books a seat directly in the database, as a sale without holds

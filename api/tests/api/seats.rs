@@ -3,17 +3,8 @@ use serde_json::json;
 use crate::helpers::{TestApp, spawn_app};
 
 async fn concert_with_seats(app: &TestApp, rows: u32, per_row: u32) -> (u64, Vec<u64>) {
-    let concert = app
-        .concert(json!({"rows": rows, "seatsPerRow": per_row}))
-        .await;
-    let id = concert["id"].as_u64().unwrap();
-    let seats = app
-        .seats(id)
+    app.concert_and_seats(json!({"rows": rows, "seatsPerRow": per_row}))
         .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
-    (id, seats)
 }
 
 #[tokio::test]

@@ -3,6 +3,8 @@
 //! as free the moment the hold ends; the sweep makes statuses and counts
 //! say so within seconds, and emits the ReservationExpired event.
 
+use std::collections::{BTreeMap, HashMap};
+
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 use tracing::Instrument as _;
@@ -19,7 +21,7 @@ pub async fn due(
     conn: &mut MySqlConnection,
     now: DateTime<Utc>,
     limit: u32,
-) -> Result<Option<(ConcertId, Vec<ReservationId>)>, sqlx::Error> {
+) -> Result<Vec<ReservationId>, sqlx::Error> {
     async move {
         let first: Option<(ConcertId,)> = sqlx::query_as(
             "SELECT concert_id FROM reservations WHERE status = 'HELD' AND hold_expires_at <= ? \
@@ -29,7 +31,7 @@ pub async fn due(
         .fetch_optional(&mut *conn)
         .await?;
         let Some((concert,)) = first else {
-            return Ok(None);
+            return Ok(Vec::new());
         };
         let ids: Vec<(ReservationId,)> = sqlx::query_as(
             "SELECT id FROM reservations WHERE status = 'HELD' AND hold_expires_at <= ? AND concert_id = ? \
@@ -40,7 +42,7 @@ pub async fn due(
         .bind(limit)
         .fetch_all(conn)
         .await?;
-        Ok(Some((concert, ids.into_iter().map(|(id,)| id).collect())))
+        Ok(ids.into_iter().map(|(id,)| id).collect())
     }
     .instrument(super::span("SELECT", "reservations"))
     .await
@@ -69,14 +71,17 @@ pub async fn expire(
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let raw: Vec<u64> = ids.iter().map(|id| id.0).collect();
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT reservation_id, seat_id FROM reservation_seats WHERE reservation_id IN ({})",
-            in_placeholders(raw.len())
+            in_placeholders(ids.len())
         )));
         let claims: Vec<(ReservationId, SeatId)> =
-            bind_ids(select, &raw).fetch_all(&mut *conn).await?;
-        let mut seat_ids: Vec<u64> = claims.iter().map(|(_, s)| s.0).collect();
+            bind_ids(select, ids).fetch_all(&mut *conn).await?;
+        let mut seats_of: BTreeMap<ReservationId, Vec<SeatId>> = BTreeMap::new();
+        for (reservation, seat) in claims {
+            seats_of.entry(reservation).or_default().push(seat);
+        }
+        let mut seat_ids: Vec<SeatId> = seats_of.values().flatten().copied().collect();
         seat_ids.sort_unstable();
         seat_ids.dedup();
         // Seats first, in id order, as every writer; a seat someone holds
@@ -87,18 +92,12 @@ pub async fn expire(
         )));
         let locked: Vec<(SeatId, String)> =
             bind_ids(select, &seat_ids).fetch_all(&mut *conn).await?;
-        let numbers: std::collections::HashMap<SeatId, String> = locked.into_iter().collect();
-        let mut ready: Vec<u64> = ids
+        let numbers: HashMap<SeatId, String> = locked.into_iter().collect();
+        let ready: Vec<ReservationId> = seats_of
             .iter()
-            .filter(|id| {
-                claims
-                    .iter()
-                    .filter(|(r, _)| r == *id)
-                    .all(|(_, s)| numbers.contains_key(s))
-            })
-            .map(|id| id.0)
+            .filter(|(_, seats)| seats.iter().all(|s| numbers.contains_key(s)))
+            .map(|(id, _)| *id)
             .collect();
-        ready.sort_unstable();
         if ready.is_empty() {
             return Ok(Vec::new());
         }
@@ -113,19 +112,17 @@ pub async fn expire(
             .await?;
         let expired: Vec<ReservationId> = expiring.iter().map(|r| r.id).collect();
         reservations::end(conn, &expired, ReservationStatus::Expired, now).await?;
-        let freed: Vec<SeatId> = claims
+        let freed: Vec<SeatId> = expired
             .iter()
-            .filter(|(r, _)| expired.contains(r))
-            .map(|(_, s)| *s)
+            .flat_map(|id| seats_of[id].iter().copied())
             .collect();
         super::seats::free_unclaimed(conn, &freed, now).await?;
         let events: Vec<ReservationEvent> = expiring
             .iter()
             .map(|r| {
-                let seats: Vec<ReservedSeat> = claims
+                let seats: Vec<ReservedSeat> = seats_of[&r.id]
                     .iter()
-                    .filter(|(id, _)| *id == r.id)
-                    .map(|(_, s)| ReservedSeat {
+                    .map(|s| ReservedSeat {
                         seat_id: *s,
                         seat_number: numbers.get(s).cloned().unwrap_or_default(),
                     })

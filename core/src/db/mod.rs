@@ -166,32 +166,32 @@ fn padded_len(n: usize) -> usize {
     n.max(16).next_power_of_two()
 }
 
-/// Binds `ids` for [`in_placeholders`], repeating the last id as padding
-/// (a repeated value in an `IN` list changes nothing).
-pub(crate) fn bind_ids<'q, O>(
+/// `ids` as raw numbers, padded for [`in_placeholders`] by repeating the
+/// last one (a repeated value in an `IN` list changes nothing). Any id type
+/// of the domain goes, and plain `u64`s.
+fn padded<T: Copy + Into<u64>>(ids: &[T]) -> impl Iterator<Item = u64> + '_ {
+    let last = ids.last().copied().map_or(0, Into::into);
+    (0..padded_len(ids.len())).map(move |i| ids.get(i).copied().map_or(last, Into::into))
+}
+
+/// Binds `ids` for [`in_placeholders`].
+pub(crate) fn bind_ids<'q, O, T: Copy + Into<u64>>(
     mut query: sqlx::query::QueryAs<'q, sqlx::MySql, O, sqlx::mysql::MySqlArguments>,
-    ids: &[u64],
+    ids: &[T],
 ) -> sqlx::query::QueryAs<'q, sqlx::MySql, O, sqlx::mysql::MySqlArguments> {
-    let last = ids.last().copied().unwrap_or(0);
-    for i in 0..padded_len(ids.len()) {
-        query = query.bind(ids.get(i).copied().unwrap_or(last));
+    for id in padded(ids) {
+        query = query.bind(id);
     }
     query
 }
 
-/// The raw ids of queue rows, for [`bind_ids`].
-pub(crate) fn queue_ids(ids: &[crate::domain::QueueId]) -> Vec<u64> {
-    ids.iter().map(|id| id.0).collect()
-}
-
 /// [`bind_ids`] for statements without rows.
-pub(crate) fn bind_ids_exec<'q>(
+pub(crate) fn bind_ids_exec<'q, T: Copy + Into<u64>>(
     mut query: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
-    ids: &[u64],
+    ids: &[T],
 ) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
-    let last = ids.last().copied().unwrap_or(0);
-    for i in 0..padded_len(ids.len()) {
-        query = query.bind(ids.get(i).copied().unwrap_or(last));
+    for id in padded(ids) {
+        query = query.bind(id);
     }
     query
 }

@@ -23,8 +23,6 @@ pub enum EventKind {
 }
 
 impl EventKind {
-    pub const ALL: [Self; 4] = [Self::Held, Self::Confirmed, Self::Expired, Self::Cancelled];
-
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Held => "ReservationHeld",
@@ -136,7 +134,6 @@ pub async fn record(
 pub struct Deliverable {
     pub id: u64,
     pub event_type: String,
-    pub aggregate_id: u64,
     pub payload: String,
     pub created_at: DateTime<Utc>,
     /// Deliveries tried so far, this one included.
@@ -204,7 +201,7 @@ pub async fn claim_deliverable(
             .execute(&mut *conn)
             .await?;
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, event_type, aggregate_id, payload, created_at, attempts FROM outbox \
+            "SELECT id, event_type, payload, created_at, attempts FROM outbox \
              WHERE id IN ({}) ORDER BY id",
             super::in_placeholders(ids.len())
         )));

@@ -179,12 +179,11 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
     }
     request_seats::delete(conn, ids).await?;
     async move {
-        let ids = super::queue_ids(ids);
         let delete = sqlx::query(AssertSqlSafe(format!(
             "DELETE FROM reservation_queue WHERE status = 'PENDING' AND id IN ({})",
             in_placeholders(ids.len())
         )));
-        Ok(bind_ids_exec(delete, &ids)
+        Ok(bind_ids_exec(delete, ids)
             .execute(conn)
             .await?
             .rows_affected())
@@ -540,7 +539,7 @@ pub async fn claim(
         .bind(lease.token)
         .bind(lease.until.naive_utc())
         .bind(now.naive_utc());
-        bind_ids_exec(update, &super::queue_ids(&ids))
+        bind_ids_exec(update, &ids)
             .execute(&mut *conn)
             .await?;
         Ok(Claim {
@@ -583,7 +582,7 @@ pub async fn hand_back(
         .bind(retry_at.naive_utc())
         .bind(now.naive_utc())
         .bind(token);
-        Ok(bind_ids_exec(update, &super::queue_ids(ids))
+        Ok(bind_ids_exec(update, ids)
             .execute(conn)
             .await?
             .rows_affected())
@@ -674,7 +673,7 @@ pub async fn lock_leased(
             in_placeholders(ids.len())
         )))
         .bind(token);
-        let seats: Vec<LeasedSeat> = bind_ids(select, &super::queue_ids(ids))
+        let seats: Vec<LeasedSeat> = bind_ids(select, ids)
             .fetch_all(conn)
             .await?;
         let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
@@ -723,7 +722,7 @@ pub async fn mark_succeeded(
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .bind(token);
-        let done = bind_ids_exec(update, &super::queue_ids(ids))
+        let done = bind_ids_exec(update, ids)
             .execute(&mut *conn)
             .await?;
         close_if_all(conn, ids, done.rows_affected()).await?;
@@ -774,9 +773,7 @@ async fn fail(
     if let Some(token) = token {
         update = update.bind(token);
     }
-    let done = bind_ids_exec(update, &super::queue_ids(ids))
-        .execute(&mut *conn)
-        .await?;
+    let done = bind_ids_exec(update, ids).execute(&mut *conn).await?;
     close_if_all(conn, ids, done.rows_affected()).await?;
     Ok(done.rows_affected())
 }

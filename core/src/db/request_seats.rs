@@ -60,13 +60,12 @@ pub async fn open_of_users(
     users: &[UserId],
 ) -> Result<Vec<(UserId, SeatId, QueueId)>, sqlx::Error> {
     async move {
-        let ids: Vec<u64> = users.iter().map(|u| u.0).collect();
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT user_id, seat_id, queue_id FROM request_seats \
              WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
-            in_placeholders(ids.len())
+            in_placeholders(users.len())
         )));
-        bind_ids(select, &ids).fetch_all(conn).await
+        bind_ids(select, users).fetch_all(conn).await
     }
     .instrument(super::span("SELECT", "request_seats"))
     .await
@@ -92,13 +91,12 @@ pub async fn find_open(
     seats: &[SeatId],
 ) -> Result<Option<QueueId>, sqlx::Error> {
     async move {
-        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({})",
-            in_placeholders(ids.len())
+            in_placeholders(seats.len())
         )))
         .bind(user);
-        let (found,): (Option<QueueId>,) = bind_ids(select, &ids).fetch_one(conn).await?;
+        let (found,): (Option<QueueId>,) = bind_ids(select, seats).fetch_one(conn).await?;
         Ok(found)
     }
     .instrument(super::span("SELECT", "request_seats"))
@@ -118,7 +116,7 @@ pub async fn of_requests(
             "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({}) ORDER BY queue_id, seat_id",
             in_placeholders(requests.len())
         )));
-        let rows: Vec<(QueueId, SeatId)> = bind_ids(select, &super::queue_ids(requests))
+        let rows: Vec<(QueueId, SeatId)> = bind_ids(select, requests)
             .fetch_all(conn)
             .await?;
         let mut seats: HashMap<QueueId, Vec<SeatId>> = HashMap::new();
@@ -144,7 +142,7 @@ pub async fn close(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u
             "UPDATE request_seats SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({})",
             in_placeholders(requests.len())
         )));
-        Ok(bind_ids_exec(update, &super::queue_ids(requests))
+        Ok(bind_ids_exec(update, requests)
             .execute(conn)
             .await?
             .rows_affected())
@@ -164,7 +162,7 @@ pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<
             "DELETE FROM request_seats WHERE queue_id IN ({})",
             in_placeholders(requests.len())
         )));
-        Ok(bind_ids_exec(delete, &super::queue_ids(requests))
+        Ok(bind_ids_exec(delete, requests)
             .execute(conn)
             .await?
             .rows_affected())

@@ -111,7 +111,7 @@ pub async fn seats_of(
         in_placeholders(reservations.len())
     )));
     let rows: Vec<(ReservationId, SeatId, String)> =
-        bind_ids(select, &raw(reservations)).fetch_all(conn).await?;
+        bind_ids(select, reservations).fetch_all(conn).await?;
     let mut seats: HashMap<ReservationId, Vec<ReservedSeat>> = HashMap::new();
     for (id, seat_id, seat_number) in rows {
         seats.entry(id).or_default().push(ReservedSeat {
@@ -120,10 +120,6 @@ pub async fn seats_of(
         });
     }
     Ok(seats)
-}
-
-fn raw(ids: &[ReservationId]) -> Vec<u64> {
-    ids.iter().map(|id| id.0).collect()
 }
 
 /// A reservation locked for a change, as stored.
@@ -233,7 +229,7 @@ pub async fn insert_many(
             in_placeholders(queue_ids.len())
         )));
         let ids: HashMap<QueueId, ReservationId> =
-            bind_ids(select, &super::queue_ids(&queue_ids))
+            bind_ids(select, &queue_ids)
                 .fetch_all(&mut *conn)
                 .await?
                 .into_iter()
@@ -314,7 +310,7 @@ pub async fn end(
         )))
         .bind(status)
         .bind(now.naive_utc());
-        let ended = bind_ids_exec(update, &raw(ids))
+        let ended = bind_ids_exec(update, ids)
             .execute(&mut *conn)
             .await?
             .rows_affected();
@@ -324,7 +320,7 @@ pub async fn end(
             in_placeholders(ids.len())
         )))
         .bind(status);
-        bind_ids_exec(update, &raw(ids)).execute(conn).await?;
+        bind_ids_exec(update, ids).execute(conn).await?;
         Ok(ended)
     }
     .instrument(super::span("UPDATE", "reservations"))
@@ -348,8 +344,10 @@ pub async fn end_expired_claims(
             "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({})",
             in_placeholders(seats.len())
         )));
-        let ids: Vec<u64> = seats.iter().map(|s| s.0).collect();
-        Ok(bind_ids_exec(update, &ids).execute(conn).await?.rows_affected())
+        Ok(bind_ids_exec(update, seats)
+            .execute(conn)
+            .await?
+            .rows_affected())
     }
     .instrument(super::span("UPDATE", "reservation_seats"))
     .await

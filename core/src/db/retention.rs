@@ -164,9 +164,7 @@ async fn lock_free(
          AND {condition} FOR UPDATE SKIP LOCKED",
         in_placeholders(ids.len())
     )));
-    let mut lock = bind_ids(lock, &super::queue_ids(ids))
-        .bind(first)
-        .bind(last);
+    let mut lock = bind_ids(lock, ids).bind(first).bind(last);
     if let Some(at) = at {
         lock = lock.bind(at.naive_utc());
     }

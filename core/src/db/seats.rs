@@ -88,9 +88,7 @@ pub async fn order_facts(
              JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({})",
             super::in_placeholders(seats.len())
         )));
-        super::bind_ids(select, &seat_ids(seats))
-            .fetch_all(conn)
-            .await
+        super::bind_ids(select, seats).fetch_all(conn).await
     }
     .instrument(super::span("SELECT", "seats"))
     .await
@@ -241,9 +239,7 @@ pub async fn mark(
         .bind(status)
         .bind(held_until.map(|t| t.naive_utc()))
         .bind(now.naive_utc());
-        let done = super::bind_ids_exec(update, &seat_ids(seats))
-            .execute(conn)
-            .await?;
+        let done = super::bind_ids_exec(update, seats).execute(conn).await?;
         Ok(done.rows_affected())
     }
     .instrument(super::span("UPDATE", "seats"))
@@ -268,9 +264,7 @@ pub async fn free_unclaimed(
             super::in_placeholders(seats.len())
         )))
         .bind(now.naive_utc());
-        let done = super::bind_ids_exec(update, &seat_ids(seats))
-            .execute(conn)
-            .await?;
+        let done = super::bind_ids_exec(update, seats).execute(conn).await?;
         Ok(done.rows_affected())
     }
     .instrument(super::span("UPDATE", "seats"))
@@ -291,16 +285,10 @@ pub async fn lock_all(
             "SELECT id, seat_number FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE",
             super::in_placeholders(seats.len())
         )));
-        super::bind_ids(select, &seat_ids(seats))
-            .fetch_all(conn)
-            .await
+        super::bind_ids(select, seats).fetch_all(conn).await
     }
     .instrument(super::span("SELECT", "seats"))
     .await
-}
-
-fn seat_ids(seats: &[SeatId]) -> Vec<u64> {
-    seats.iter().map(|s| s.0).collect()
 }
 
 /// Who holds a seat a deciding worker locked as free to take.
@@ -380,8 +368,8 @@ pub async fn lock_free(
         )))
         .bind(now.naive_utc())
         .bind(up_to);
-        let select = super::bind_ids(select, &super::queue_ids(batch));
-        let rows: Vec<StandingRow> = super::bind_ids(select, &seat_ids(seats))
+        let select = super::bind_ids(select, batch);
+        let rows: Vec<StandingRow> = super::bind_ids(select, seats)
             .bind(now.naive_utc())
             .fetch_all(conn)
             .await?;
