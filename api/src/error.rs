@@ -3,9 +3,10 @@
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db;
-use ticket_core::domain::{FieldError, QueueId};
+use ticket_core::domain::{FieldError, QueueId, SaleWindow};
 use utoipa::ToSchema;
 
 /// Stable, documented error codes; clients switch on these, not on text.
@@ -43,6 +44,8 @@ pub enum ErrorCode {
     SeatsOfSeveralConcerts,
     /// An order names more seats than its concert's `maxSeatsPerOrder`.
     TooManySeats,
+    /// The concert's sale (or its lottery) has not begun; see `opensAt`.
+    SaleNotOpen,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -71,7 +74,8 @@ impl ErrorCode {
             | IdempotencyKeyReused
             | ReservationCancelForbidden
             | HoldExpired
-            | ReservationNotHeld => StatusCode::CONFLICT,
+            | ReservationNotHeld
+            | SaleNotOpen => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
@@ -103,6 +107,16 @@ pub struct Problem {
     /// (also in the `Location` header).
     #[serde(rename = "queueId", skip_serializing_if = "Option::is_none")]
     pub queue_id: Option<u64>,
+    /// With `SALE_NOT_OPEN`: when the sale opens.
+    #[serde(rename = "opensAt", skip_serializing_if = "Option::is_none")]
+    pub opens_at: Option<DateTime<Utc>>,
+    /// With `SALE_NOT_OPEN`: from when requests are taken (into the
+    /// pre-opening lottery when it is before `opensAt`).
+    #[serde(
+        rename = "acceptsRequestsFrom",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub accepts_requests_from: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug)]
@@ -116,6 +130,8 @@ pub struct ApiError {
     retry_after: Option<u64>,
     /// The open request a `QUEUE_DUPLICATED` refers to.
     queue_id: Option<QueueId>,
+    /// A `SALE_NOT_OPEN`'s opening and lottery start.
+    sale: Option<SaleWindow>,
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -129,6 +145,18 @@ impl ApiError {
             source: None,
             retry_after: None,
             queue_id: None,
+            sale: None,
+        }
+    }
+
+    /// 409 `SALE_NOT_OPEN`: too early, even for the lottery.
+    pub fn sale_not_open(sale: SaleWindow) -> Self {
+        Self {
+            sale: Some(sale),
+            ..Self::new(
+                ErrorCode::SaleNotOpen,
+                "the sale has not opened yet; requests are taken from acceptsRequestsFrom",
+            )
         }
     }
 
@@ -263,6 +291,8 @@ impl IntoResponse for ApiError {
             code: self.code,
             errors: self.errors,
             queue_id: self.queue_id.map(QueueId::get),
+            opens_at: self.sale.and_then(|sale| sale.opens_at),
+            accepts_requests_from: self.sale.and_then(SaleWindow::lottery_begins),
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();

@@ -9,6 +9,7 @@ pub mod limits;
 pub mod observability;
 pub mod openapi;
 pub mod routes;
+pub mod sale_windows;
 pub mod seat_directory;
 pub mod security;
 pub mod server;

@@ -76,6 +76,7 @@ impl Application {
                 ),
                 pool,
                 seats: Arc::default(),
+                sales: Arc::default(),
                 tokens: Arc::new(tokens),
                 revocations: Arc::new(Revocations::new(settings.token_ttl)),
                 passwords,

@@ -18,6 +18,8 @@ pub struct AppState {
     pub enqueuer: EnqueueBatcher,
     /// Which concert each seat asked for belongs to.
     pub seats: Arc<crate::seat_directory::SeatDirectory>,
+    /// When each concert's sale opens.
+    pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
     pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,

@@ -138,12 +138,14 @@ pub async fn assert_invariants(pool: &MySqlPool) {
     assert!(violations.is_empty(), "invariants violated: {violations:?}");
 }
 
-/// Seats whose SUCCESS is not their earliest request: first come, first
-/// served broken (0 unless a seat was cancelled and sold again).
+/// Seats whose SUCCESS is not the first of their requests in line
+/// ((line key, id) order: a lottery's draw, then arrival): first in line
+/// wins broken (0 unless a seat was cancelled and sold again).
 pub async fn inversions(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::Error> {
     let (n,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
-         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.id < w.id)",
+         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id \
+          AND (e.line_key < w.line_key OR (e.line_key = w.line_key AND e.id < w.id)))",
     )
     .fetch_one(conn)
     .await?;

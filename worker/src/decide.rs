@@ -12,7 +12,7 @@ use ticket_core::db::queue::TraceContext;
 use ticket_core::db::reservations::ReservedSeat;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{
-    FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
+    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
 };
 
 /// What deciding a batch did.
@@ -43,6 +43,7 @@ impl std::ops::AddAssign for Decided {
 #[derive(Debug, Clone)]
 pub struct RowDecision {
     pub id: QueueId,
+    pub concert_id: ConcertId,
     pub seat_id: SeatId,
     pub succeeded: bool,
     pub requested_at: DateTime<Utc>,
@@ -71,7 +72,7 @@ pub struct Report {
 }
 
 /// Decides the claimed rows in one transaction, all or nothing per request:
-/// in queue order, a request wins if every seat it names is free (no live
+/// in line order, a request wins if every seat it names is free (no live
 /// claim; a hold that has ended is none) and not taken by an earlier request
 /// of the batch; else it fails with SEAT_TAKEN and takes nothing, and the
 /// seats it did not lose stay free for the requests behind it. First come,
@@ -81,7 +82,9 @@ pub struct Report {
 /// so is any later request of the batch sharing a seat with it.
 ///
 /// A won request of a concert with holds is HELD until now + its hold;
-/// without holds it is CONFIRMED at once, as the original flow.
+/// without holds it is CONFIRMED at once, as the original flow. A request of
+/// a sale that has not opened yet (its opening moved, or the API's clock ran
+/// ahead) is handed back until the opening: nothing is decided before it.
 pub async fn batch(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -91,8 +94,30 @@ pub async fn batch(
     let lock_started = SystemTime::now();
     let mut tx = conn.begin().await?;
     let now = db::now();
-    let rows = queue::lock_leased(&mut tx, ids, token).await?;
+    let locked = queue::lock_leased(&mut tx, ids, token).await?;
     let lock = (lock_started, SystemTime::now());
+    let lost = ids.len() - locked.len();
+    let (rows, early): (Vec<_>, Vec<_>) = locked
+        .into_iter()
+        .partition(|row| row.opens_at.is_none_or(|at| at <= now));
+    let mut not_open: HashMap<DateTime<Utc>, Vec<QueueId>> = HashMap::new();
+    for row in &early {
+        if let Some(at) = row.opens_at {
+            not_open.entry(at).or_default().push(row.id);
+        }
+    }
+    let mut held_until_open = 0;
+    for (opens_at, ids) in &not_open {
+        held_until_open += queue::hand_back(
+            &mut tx,
+            ids,
+            token,
+            *opens_at,
+            queue::Attempt::Refunded,
+            now,
+        )
+        .await?;
+    }
 
     let seats_started = SystemTime::now();
     let plan = plan(&mut tx, &rows, now).await?;
@@ -126,6 +151,7 @@ pub async fn batch(
     let expected = winners.len() as u64;
     let won_seats = plan.won_seats() as u64;
     let consistent = marked == won_seats
+        && held_until_open == early.len() as u64
         && reservation_ids.len() as u64 == expected
         && succeeded == expected
         && recorded == expected
@@ -148,8 +174,8 @@ pub async fn batch(
         decided: Decided {
             succeeded: winners.len(),
             failed: plan.failed.len(),
-            lost: ids.len() - rows.len(),
-            deferred: plan.deferred.len(),
+            lost,
+            deferred: plan.deferred.len() + early.len(),
             dead_lettered: 0,
         },
         rows: rows
@@ -158,6 +184,7 @@ pub async fn batch(
             .map(|row| RowDecision {
                 succeeded: won.contains(&row.id),
                 id: row.id,
+                concert_id: row.concert_id,
                 seat_id: row.seats.first().copied().unwrap_or(SeatId(0)),
                 requested_at: row.created_at,
                 trace: TraceContext {
@@ -257,7 +284,7 @@ impl Plan {
 }
 
 /// Locks the free seats our rows want (in id order, like every other writer
-/// of seats) and decides each row's fate, in queue order (`rows` are).
+/// of seats) and decides each row's fate, in line order (`rows` are).
 async fn plan(
     tx: &mut MySqlConnection,
     rows: &[queue::LeasedRow],
@@ -267,8 +294,7 @@ async fn plan(
     wanted.sort_unstable();
     wanted.dedup();
     let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
-    let latest = batch.iter().copied().max().unwrap_or(QueueId(0));
-    let standing = seats::lock_free(tx, &wanted, &batch, latest, now).await?;
+    let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
     let mut plan = Plan::default();
     let mut free: HashMap<SeatId, seats::Standing> = HashMap::with_capacity(standing.len());
     for s in standing {
@@ -296,7 +322,7 @@ async fn plan(
                 || free
                     .get(s)
                     .and_then(|st| st.first_open_elsewhere)
-                    .is_some_and(|first| first < row.id)
+                    .is_some_and(|first| first < row.line.place(row.id))
         });
         if lost {
             plan.failed.push(row.id);

@@ -4,11 +4,14 @@
 
 pub mod config;
 pub mod decide;
+mod every;
 pub mod health;
 pub mod holds;
 pub mod live_config;
 pub mod observability;
+pub mod opening;
 mod random;
+pub mod rates;
 pub mod relay;
 pub mod retention;
 mod set_aside;
@@ -57,8 +60,12 @@ pub struct Worker {
     mode: Mode,
     config: watch::Receiver<WorkerConfig>,
     metrics: Arc<WorkerMetrics>,
-    /// When the last claim looked for expired leases (None: never).
-    expired_looked_at: std::sync::Mutex<Option<std::time::Instant>>,
+    /// Claims look for expired leases now and then.
+    expired_look: every::Every,
+    /// Sales that have opened are looked for now and then.
+    opening_look: every::Every,
+    rates: rates::DecisionRates,
+    publishing: every::Every,
 }
 
 /// How often a claim looks for rows whose lease ran out: a crashed worker's
@@ -96,7 +103,10 @@ impl Worker {
             mode,
             config,
             metrics: WorkerMetrics::new(),
-            expired_looked_at: std::sync::Mutex::new(None),
+            expired_look: every::Every::new(EXPIRED_LOOK_EVERY),
+            opening_look: every::Every::new(opening::LOOK_EVERY),
+            rates: rates::DecisionRates::default(),
+            publishing: every::Every::new(rates::PUBLISH_EVERY),
         }
     }
 
@@ -160,8 +170,14 @@ impl Worker {
             until: now
                 + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30)),
         };
-        let look_for_expired = self.expired_look_due();
+        let look_for_expired = self.expired_look.due();
         let mut conn = self.connections.take().await?;
+        if self.opening_look.due() {
+            opening::admit_opened(&mut conn, now).await?;
+        }
+        if self.publishing.due() {
+            self.rates.publish(&mut conn, &self.owner, now).await?;
+        }
         let mut tx = conn.begin().await?;
         let claim = queue::claim(
             &mut tx,
@@ -175,7 +191,7 @@ impl Worker {
         tx.commit().await?;
         self.connections.keep(conn);
         if claim.more_expired {
-            self.look_for_expired_next_time();
+            self.expired_look.again();
         }
         set_aside::report_expired(&claim.dead_lettered, config.max_attempts);
         Ok(ClaimedBatch {
@@ -186,25 +202,6 @@ impl Worker {
             claim_started,
             claim_finished: SystemTime::now(),
         })
-    }
-
-    /// Whether this claim should look for expired leases; if so, the next
-    /// look is due in [`EXPIRED_LOOK_EVERY`].
-    fn expired_look_due(&self) -> bool {
-        let Ok(mut last) = self.expired_looked_at.lock() else {
-            return true;
-        };
-        let due = last.is_none_or(|at| at.elapsed() >= EXPIRED_LOOK_EVERY);
-        if due {
-            *last = Some(std::time::Instant::now());
-        }
-        due
-    }
-
-    fn look_for_expired_next_time(&self) {
-        if let Ok(mut last) = self.expired_looked_at.lock() {
-            *last = None;
-        }
     }
 
     /// Decides a claimed batch. A batch that fails for a reason in its rows
@@ -292,6 +289,8 @@ impl Worker {
             match result {
                 Ok(report) => {
                     self.metrics.decided(&report);
+                    self.rates
+                        .count(report.rows.iter().map(|row| row.concert_id));
                     observability::record_batch(batch, &report, &self.owner);
                     return Ok(report.decided);
                 }

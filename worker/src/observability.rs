@@ -195,7 +195,11 @@ impl WorkerMetrics {
                     .with_label_values(&["undelivered"])
                     .set(undelivered);
                 self.outbox.with_label_values(&["failed"]).set(failed);
-                for status in [QueueStatus::Pending, QueueStatus::Processing] {
+                for status in [
+                    QueueStatus::Waiting,
+                    QueueStatus::Pending,
+                    QueueStatus::Processing,
+                ] {
                     let n = rows
                         .iter()
                         .find(|(s, _)| *s == status)

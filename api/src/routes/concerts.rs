@@ -7,8 +7,8 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, concerts::ConcertRow};
 use ticket_core::domain::{
-    ConcertDate, ConcertId, ConcertTitle, FieldError, HoldDuration, MaxSeatsPerOrder, PageRequest,
-    SeatLayout, Venue, keep,
+    ConcertDate, ConcertId, ConcertTitle, FieldError, HoldDuration, LotteryWindow,
+    MaxSeatsPerOrder, OpensAt, PageRequest, SeatLayout, Venue, keep,
 };
 use utoipa::{IntoParams, ToSchema};
 
@@ -54,6 +54,17 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 10)]
     max_seats_per_order: Option<u64>,
+    /// When the sale opens (RFC 3339); requests before it are refused with
+    /// SALE_NOT_OPEN, or join the lottery inside `lotteryWindowSeconds`.
+    /// Absent or null: on sale at once.
+    #[schema(example = "2030-04-01T10:00:00+09:00", format = DateTime)]
+    opens_at: Option<String>,
+    /// 0 (default) to 86,400: requests placed this long before `opensAt`
+    /// are put in a uniformly random order at the opening, ahead of every
+    /// later request. Needs `opensAt`.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 86400)]
+    lottery_window_seconds: Option<u64>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -83,6 +94,22 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 10)]
     max_seats_per_order: Option<u64>,
+    /// A new opening time (RFC 3339), or null for on sale now. Requests
+    /// already in line keep their places.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(format = DateTime, nullable)]
+    opens_at: Option<Option<String>>,
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 86400)]
+    lottery_window_seconds: Option<u64>,
+}
+
+/// A field that may be given as null (`Some(None)`), unlike an absent one
+/// (`None`, with `#[serde(default)]`).
+fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -107,6 +134,9 @@ pub struct ConcertResponse {
     seat_count: u32,
     hold_seconds: u32,
     max_seats_per_order: u8,
+    /// When the sale opens; null: on sale.
+    opens_at: Option<DateTime<Utc>>,
+    lottery_window_seconds: u32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -143,6 +173,8 @@ impl From<ConcertRow> for ConcertResponse {
             seat_count: c.seat_count,
             hold_seconds: c.hold_seconds,
             max_seats_per_order: c.max_seats_per_order,
+            opens_at: c.opens_at,
+            lottery_window_seconds: c.lottery_window_seconds,
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -171,19 +203,46 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
         let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
-        match (title, venue, date, layout, hold, max_seats) {
-            (Some(title), Some(venue), Some(date), Some(layout), Some(hold), Some(max_seats)) => {
-                Ok(Self {
-                    title,
-                    venue,
-                    date,
-                    layout,
-                    settings: db::concerts::Settings {
-                        hold: hold.unwrap_or_default(),
-                        max_seats_per_order: max_seats.unwrap_or_default(),
-                    },
-                })
-            }
+        let opens_at = keep(
+            req.opens_at.as_deref().map(OpensAt::parse).transpose(),
+            &mut errors,
+        );
+        let lottery = keep(
+            req.lottery_window_seconds
+                .map(LotteryWindow::parse)
+                .transpose(),
+            &mut errors,
+        );
+        if req.opens_at.is_none() && req.lottery_window_seconds.is_some_and(|s| s > 0) {
+            errors.push(FieldError::new(
+                "lotteryWindowSeconds",
+                "a lottery needs opensAt",
+            ));
+        }
+        match (
+            title, venue, date, layout, hold, max_seats, opens_at, lottery,
+        ) {
+            (
+                Some(title),
+                Some(venue),
+                Some(date),
+                Some(layout),
+                Some(hold),
+                Some(max_seats),
+                Some(opens_at),
+                Some(lottery),
+            ) if errors.is_empty() => Ok(Self {
+                title,
+                venue,
+                date,
+                layout,
+                settings: db::concerts::Settings {
+                    hold: hold.unwrap_or_default(),
+                    max_seats_per_order: max_seats.unwrap_or_default(),
+                    opens_at,
+                    lottery: lottery.unwrap_or_default(),
+                },
+            }),
             _ => Err(errors),
         }
     }
@@ -231,16 +290,36 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
             &mut errors,
         );
         let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
-        match (title, venue, date, hold, max_seats) {
-            (Some(title), Some(venue), Some(date), Some(hold), Some(max_seats)) => {
-                Ok(Self(db::concerts::Changes {
-                    title,
-                    venue,
-                    date,
-                    hold,
-                    max_seats_per_order: max_seats,
-                }))
-            }
+        let opens_at = keep(
+            req.opens_at
+                .map(|at| at.as_deref().map(OpensAt::parse).transpose())
+                .transpose(),
+            &mut errors,
+        );
+        let lottery = keep(
+            req.lottery_window_seconds
+                .map(LotteryWindow::parse)
+                .transpose(),
+            &mut errors,
+        );
+        match (title, venue, date, hold, max_seats, opens_at, lottery) {
+            (
+                Some(title),
+                Some(venue),
+                Some(date),
+                Some(hold),
+                Some(max_seats),
+                Some(opens_at),
+                Some(lottery),
+            ) => Ok(Self(db::concerts::Changes {
+                title,
+                venue,
+                date,
+                hold,
+                max_seats_per_order: max_seats,
+                opens_at,
+                lottery,
+            })),
             _ => Err(errors),
         }
     }
@@ -314,7 +393,7 @@ pub async fn show(
     }))
 }
 
-/// Changes a concert's title, venue, date, hold or order size (admin).
+/// Changes a concert's title, venue, date, hold, order size or opening (admin).
 #[utoipa::path(patch, path = "/api/concerts/{id}", tag = "concerts", security(("bearer" = [])), params(("id" = u64, Path)),
     request_body = UpdateConcertRequest,
     responses((status = 200, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    ConcertId, FieldError, IdempotencyKey, PageRequest, QueueId, ReservationId, SeatId, SeatIds,
-    UserId,
+    Admission, ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, QueueStatus,
+    ReservationId, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -51,6 +51,7 @@ pub struct ReserveRequest {
 #[serde(rename_all = "camelCase")]
 pub struct ReserveResponse {
     queue_id: u64,
+    /// PENDING, or WAITING when placed in the pre-opening lottery.
     #[schema(example = "PENDING")]
     status: &'static str,
 }
@@ -59,7 +60,8 @@ pub struct ReserveResponse {
 #[serde(rename_all = "camelCase")]
 pub struct QueueStatusResponse {
     queue_id: u64,
-    /// PENDING, PROCESSING, SUCCESS or FAILED.
+    /// WAITING (in the pre-opening lottery), PENDING, PROCESSING, SUCCESS
+    /// or FAILED.
     #[schema(example = "SUCCESS")]
     status: &'static str,
     /// Set on SUCCESS.
@@ -161,7 +163,7 @@ pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<(
     }
 }
 
-fn accepted(queue_id: QueueId, replayed: bool) -> Response {
+fn accepted(queue_id: QueueId, status: QueueStatus, replayed: bool) -> Response {
     let mut response = (
         StatusCode::CREATED,
         [(
@@ -170,7 +172,7 @@ fn accepted(queue_id: QueueId, replayed: bool) -> Response {
         )],
         Json(ReserveResponse {
             queue_id: queue_id.get(),
-            status: "PENDING",
+            status: status.as_str(),
         }),
     )
         .into_response();
@@ -212,17 +214,28 @@ pub async fn enqueue(
     } else {
         state.seats.concert_of_order(&state.pool, &seats).await?
     };
+    let sale = state.sales.of(&state.pool, concert).await?;
+    let line = match sale.admission(db::now()) {
+        Admission::NotYet { .. } => return Err(ApiError::sale_not_open(sale)),
+        admission => LineKey::for_admission(admission),
+    };
+    let status = if line.is_lottery() {
+        QueueStatus::Waiting
+    } else {
+        QueueStatus::Pending
+    };
     let order = Order {
         user: caller.id,
         concert,
         seats,
+        line,
     };
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
     let current = tracing::Span::current().context();
     if !current.span().span_context().is_sampled() {
         let (id, replayed) = place(&state, order, key, current).await?;
-        return Ok(accepted(id, replayed));
+        return Ok(accepted(id, status, replayed));
     }
     // The producer span: the queue row carries its context to the worker,
     // whose processing of the row continues this trace.
@@ -234,7 +247,7 @@ pub async fn enqueue(
     if let Ok((id, _)) = &placed {
         send.record("messaging.message.id", id.get());
     }
-    placed.map(|(id, replayed)| accepted(id, replayed))
+    placed.map(|(id, replayed)| accepted(id, status, replayed))
 }
 
 fn too_many_open() -> ApiError {
@@ -259,6 +272,7 @@ struct Order {
     user: UserId,
     concert: ConcertId,
     seats: SeatIds,
+    line: LineKey,
 }
 
 /// Queues the request; `(queue id, replayed)`.
@@ -272,6 +286,7 @@ async fn place(
         user: order.user,
         concert: order.concert,
         seats: order.seats,
+        line: order.line,
         trace: propagation::stored_form(&context),
     };
     let Some(key) = key else {

@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use ticket_core::db::queue::{self, NewRequest, Outcome, TraceContext};
-use ticket_core::domain::{ConcertId, QueueId, SeatId, SeatIds, UserId};
+use ticket_core::domain::{ConcertId, LineKey, QueueId, SeatId, SeatIds, UserId};
 
 use crate::helpers::spawn_app;
 
@@ -20,6 +20,7 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
         user,
         concert: CONCERT,
         seats: SeatIds::parse(&raw).unwrap(),
+        line: LineKey::AFTER_OPENING,
         trace: TraceContext::default(),
     }
 }

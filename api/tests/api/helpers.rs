@@ -588,8 +588,10 @@ impl TestApp {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
         loop {
             let counts = self.queue_counts().await;
-            if counts.get("PENDING").copied().unwrap_or(0)
-                + counts.get("PROCESSING").copied().unwrap_or(0)
+            if ["WAITING", "PENDING", "PROCESSING"]
+                .iter()
+                .map(|s| counts.get(*s).copied().unwrap_or(0))
+                .sum::<i64>()
                 == 0
             {
                 break;

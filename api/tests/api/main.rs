@@ -12,6 +12,7 @@ mod enqueue_groups;
 mod health;
 mod helpers;
 mod limits;
+mod lottery;
 mod metrics;
 mod openapi;
 mod otlp;

@@ -3,8 +3,8 @@ use sqlx::{MySqlConnection, QueryBuilder};
 use tracing::Instrument as _;
 
 use crate::domain::{
-    ConcertDate, ConcertId, ConcertTitle, HoldDuration, MaxSeatsPerOrder, PageRequest, SeatLayout,
-    SeatStatus, Venue,
+    ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder, OpensAt,
+    PageRequest, SaleWindow, SeatLayout, SeatStatus, Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -16,18 +16,31 @@ pub struct ConcertRow {
     pub seat_count: u32,
     pub hold_seconds: u32,
     pub max_seats_per_order: u8,
+    pub opens_at: Option<DateTime<Utc>>,
+    pub lottery_window_seconds: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-                       created_at, updated_at";
+impl ConcertRow {
+    pub fn sale(&self) -> SaleWindow {
+        SaleWindow {
+            opens_at: self.opens_at,
+            lottery: LotteryWindow::parse(self.lottery_window_seconds.into()).unwrap_or_default(),
+        }
+    }
+}
 
-/// How a concert sells: its hold and its order size.
+const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
+                       opens_at, lottery_window_seconds, created_at, updated_at";
+
+/// How a concert sells: its hold, its order size, and when its sale opens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Settings {
     pub hold: HoldDuration,
     pub max_seats_per_order: MaxSeatsPerOrder,
+    pub opens_at: Option<OpensAt>,
+    pub lottery: LotteryWindow,
 }
 
 /// Seats per multi-row INSERT: 6 placeholders each stays far below the
@@ -48,7 +61,7 @@ pub async fn insert_with_seats(
     async move {
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-             created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+             opens_at, lottery_window_seconds, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -56,6 +69,8 @@ pub async fn insert_with_seats(
         .bind(layout.seat_count())
         .bind(settings.hold.seconds())
         .bind(settings.max_seats_per_order.get())
+        .bind(settings.opens_at.map(|at| at.get().naive_utc()))
+        .bind(settings.lottery.seconds())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -191,6 +206,9 @@ pub struct Changes {
     pub date: Option<ConcertDate>,
     pub hold: Option<HoldDuration>,
     pub max_seats_per_order: Option<MaxSeatsPerOrder>,
+    /// `Some(None)`: no opening time any more (on sale now).
+    pub opens_at: Option<Option<OpensAt>>,
+    pub lottery: Option<LotteryWindow>,
 }
 
 /// Changes what is given and leaves the rest.
@@ -204,13 +222,18 @@ pub async fn update(
         sqlx::query(
             "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
              concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
-             max_seats_per_order = COALESCE(?, max_seats_per_order), updated_at = ? WHERE id = ?",
+             max_seats_per_order = COALESCE(?, max_seats_per_order), \
+             opens_at = IF(?, ?, opens_at), lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
+             updated_at = ? WHERE id = ?",
         )
         .bind(changes.title.as_ref().map(ConcertTitle::as_str))
         .bind(changes.venue.as_ref().map(Venue::as_str))
         .bind(changes.date.map(|d| d.get().naive_utc()))
         .bind(changes.hold.map(HoldDuration::seconds))
         .bind(changes.max_seats_per_order.map(MaxSeatsPerOrder::get))
+        .bind(changes.opens_at.is_some())
+        .bind(changes.opens_at.flatten().map(|at| at.get().naive_utc()))
+        .bind(changes.lottery.map(LotteryWindow::seconds))
         .bind(now.naive_utc())
         .bind(id)
         .execute(conn)
@@ -308,5 +331,37 @@ pub async fn delete_with_seats(
         Ok(done.rows_affected() == 1)
     }
     .instrument(super::span("DELETE", "concerts"))
+    .await
+}
+
+/// The sale window of each of `concerts` that exists.
+pub async fn sale_windows(
+    conn: &mut MySqlConnection,
+    concerts: &[ConcertId],
+) -> Result<Vec<(ConcertId, SaleWindow)>, sqlx::Error> {
+    async move {
+        if concerts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, opens_at, lottery_window_seconds FROM concerts WHERE id IN ({})",
+            super::in_placeholders(concerts.len())
+        )));
+        let rows: Vec<(ConcertId, Option<DateTime<Utc>>, u32)> =
+            super::bind_ids(select, concerts).fetch_all(conn).await?;
+        Ok(rows
+            .into_iter()
+            .map(|(id, opens_at, window)| {
+                (
+                    id,
+                    SaleWindow {
+                        opens_at,
+                        lottery: LotteryWindow::parse(window.into()).unwrap_or_default(),
+                    },
+                )
+            })
+            .collect())
+    }
+    .instrument(super::span("SELECT", "concerts"))
     .await
 }

@@ -107,7 +107,7 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
     ),
     (
         "an open request has no open seats",
-        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('PENDING', 'PROCESSING') AND NOT EXISTS \
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('WAITING', 'PENDING', 'PROCESSING') AND NOT EXISTS \
          (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1)",
         &[],
     ),
@@ -151,6 +151,18 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         "an event could not be delivered within its retry period",
         "SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL",
         &[],
+    ),
+    (
+        "a lottery request was decided before its sale opened",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN concerts c ON c.id = q.concert_id \
+         WHERE q.line_key < 4611686018427387904 AND q.decided_at < c.opens_at",
+        &[],
+    ),
+    (
+        "a lottery request is still WAITING longer than an opening takes after its sale opened",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN concerts c ON c.id = q.concert_id \
+         WHERE q.status = 'WAITING' AND (c.opens_at IS NULL OR c.opens_at < ?)",
+        &[Stale],
     ),
     (
         "a PROCESSING request's lease expired long ago",

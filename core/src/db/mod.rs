@@ -6,6 +6,7 @@ pub mod concerts;
 pub mod holds;
 pub mod invariants;
 pub mod kept;
+pub mod line;
 pub mod outbox;
 pub mod queue;
 pub mod request_seats;

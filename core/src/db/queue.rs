@@ -9,8 +9,8 @@ use tracing::Instrument as _;
 use super::request_seats::{self, RequestSeat};
 use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
-    ConcertId, FailureReason, HoldDuration, IdempotencyKey, QueueId, QueueStatus, ReservationId,
-    SeatId, SeatIds, UserId,
+    ConcertId, FailureReason, HoldDuration, IdempotencyKey, LineKey, QueueId, QueueStatus,
+    ReservationId, SeatId, SeatIds, UserId,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -42,7 +42,8 @@ pub struct TraceContext {
     pub tracestate: Option<String>,
 }
 
-/// Adds a PENDING request with its seats; call inside a transaction. Fails
+/// Adds a request with its seats (WAITING in a lottery, else PENDING);
+/// call inside a transaction. Fails
 /// with a violation of `uq_request_seats_open` when the user already has an
 /// open request for one of the seats, of `uq_queue_idempotency` when the
 /// key was used before, and with a foreign key error (1452) when a seat or
@@ -56,14 +57,16 @@ pub async fn enqueue(
     async move {
         let done = sqlx::query(
             "INSERT INTO reservation_queue \
-             (user_id, concert_id, seat_id, seat_count, status, idempotency_key, traceparent, tracestate, \
-              created_at, updated_at) \
-             VALUES (?, ?, ?, ?, 'PENDING', ?, ?, ?, ?, ?)",
+             (user_id, concert_id, seat_id, seat_count, line_key, status, idempotency_key, traceparent, \
+              tracestate, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(request.user)
         .bind(request.concert)
         .bind(request.seats.first())
         .bind(request.seat_count())
+        .bind(request.line)
+        .bind(request.status())
         .bind(key.map(IdempotencyKey::as_str))
         .bind(request.trace.traceparent.as_deref())
         .bind(request.trace.tracestate.as_deref())
@@ -85,12 +88,23 @@ pub struct NewRequest {
     pub user: UserId,
     pub concert: ConcertId,
     pub seats: SeatIds,
+    /// Its key in the concert's line (a lottery draw, or after opening).
+    pub line: LineKey,
     pub trace: TraceContext,
 }
 
 impl NewRequest {
     fn seat_count(&self) -> u8 {
         u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
+    }
+
+    /// A lottery request waits for its sale to open; any other is due now.
+    fn status(&self) -> QueueStatus {
+        if self.line.is_lottery() {
+            QueueStatus::Waiting
+        } else {
+            QueueStatus::Pending
+        }
     }
 
     fn seat_rows(&self, queue_id: QueueId) -> Vec<RequestSeat> {
@@ -102,6 +116,7 @@ impl NewRequest {
                 seat,
                 user: self.user,
                 concert: self.concert,
+                line: self.line,
             })
             .collect()
     }
@@ -170,7 +185,7 @@ pub struct Enqueued {
     pub open_seats_per_user: HashMap<UserId, u64>,
 }
 
-/// Takes back PENDING requests written in the caller's transaction (refused
+/// Takes back WAITING or PENDING requests written in the caller's transaction (refused
 /// after all, or a user over the open-seat limit), with their seats;
 /// returns how many requests were removed.
 pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64, sqlx::Error> {
@@ -180,7 +195,7 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
     request_seats::delete(conn, ids).await?;
     async move {
         let delete = sqlx::query(AssertSqlSafe(format!(
-            "DELETE FROM reservation_queue WHERE status = 'PENDING' AND id IN ({})",
+            "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({})",
             in_placeholders(ids.len())
         )));
         Ok(bind_ids_exec(delete, ids)
@@ -192,7 +207,7 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
     .await
 }
 
-/// Adds many PENDING requests, each with its seats, in a few multi-row
+/// Adds many requests (WAITING or PENDING), each with its seats, in a few multi-row
 /// statements; call inside a transaction. A request that cannot be written
 /// (one of its seats already open in another request of its user, an
 /// unknown seat, a deleted user) is left out and reported in its outcome,
@@ -237,14 +252,16 @@ pub async fn enqueue_many(
         }
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT IGNORE INTO reservation_queue \
-             (user_id, concert_id, seat_id, seat_count, status, traceparent, tracestate, created_at, updated_at) ",
+             (user_id, concert_id, seat_id, seat_count, line_key, status, traceparent, tracestate, \
+              created_at, updated_at) ",
         );
         insert.push_values(&written, |mut row, r| {
             row.push_bind(r.user)
                 .push_bind(r.concert)
                 .push_bind(r.seats.first())
                 .push_bind(r.seat_count())
-                .push_bind("PENDING")
+                .push_bind(r.line)
+                .push_bind(r.status())
                 .push_bind(r.trace.traceparent.clone())
                 .push_bind(r.trace.tracestate.clone())
                 .push_bind(now.naive_utc())
@@ -255,7 +272,10 @@ pub async fn enqueue_many(
 
         let seat_rows: Vec<RequestSeat> = written
             .iter()
-            .filter_map(|r| ids.get(&(r.user, r.seats.first())).map(|&id| r.seat_rows(id)))
+            .filter_map(|r| {
+                ids.get(&(r.user, r.seats.first()))
+                    .map(|&id| r.seat_rows(id))
+            })
             .flatten()
             .collect();
         request_seats::insert(conn, &seat_rows, true).await?;
@@ -388,14 +408,14 @@ async fn existing_seats_and_users(
     ))
 }
 
-/// How many requests are PENDING and how many PROCESSING (the queue depth).
+/// How many requests are WAITING, PENDING and PROCESSING (the queue depth).
 pub async fn open_depth(
     conn: &mut MySqlConnection,
 ) -> Result<Vec<(QueueStatus, i64)>, sqlx::Error> {
     async move {
         sqlx::query_as(
             "SELECT status, COUNT(*) FROM reservation_queue \
-             WHERE status IN ('PENDING', 'PROCESSING') GROUP BY status",
+             WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') GROUP BY status",
         )
         .fetch_all(conn)
         .await
@@ -451,7 +471,7 @@ pub struct Lease {
 /// What a claim took.
 #[derive(Debug, Default)]
 pub struct Claim {
-    /// In queue order.
+    /// In id order.
     pub ids: Vec<QueueId>,
     /// How many of them were PROCESSING under a lease that had run out.
     pub reclaimed: usize,
@@ -464,7 +484,8 @@ pub struct Claim {
 }
 
 /// Claims up to `limit` rows: first rows whose lease ran out (their worker
-/// died or stalled), then the oldest PENDING ones that are due; rows another
+/// died or stalled), then the first PENDING ones in line that are due
+/// (WAITING ones wait for their sale to open); rows another
 /// transaction holds are skipped, not waited for. Run in its own short
 /// transaction and commit at once: the lease, not the lock, keeps the rows
 /// ours afterwards. An expired row already claimed `max_attempts` times is
@@ -488,7 +509,7 @@ pub async fn claim(
         } else {
             sqlx::query_as(
             "SELECT id, attempts FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
-             ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+             ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
         )
         .bind(now.naive_utc())
         .bind(limit)
@@ -509,7 +530,7 @@ pub async fn claim(
             sqlx::query_as(
                 "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
                  AND (retry_at IS NULL OR retry_at <= ?) \
-                 ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+                 ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
             )
             .bind(now.naive_utc())
             .bind(room)
@@ -632,6 +653,9 @@ pub struct LeasedRow {
     pub seats: Vec<SeatId>,
     /// The concert's hold, as it is set now.
     pub hold: HoldDuration,
+    /// When the concert's sale opens, as it is set now.
+    pub opens_at: Option<DateTime<Utc>>,
+    pub line: LineKey,
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
     pub created_at: DateTime<Utc>,
@@ -644,16 +668,19 @@ struct LeasedSeat {
     concert_id: ConcertId,
     seat_id: Option<SeatId>,
     hold_seconds: Option<u32>,
+    opens_at: Option<DateTime<Utc>>,
+    line_key: LineKey,
     traceparent: Option<String>,
     tracestate: Option<String>,
     created_at: DateTime<Utc>,
 }
 
 /// Locks the rows of `ids` that are still PROCESSING under this lease token,
-/// with their seats, in queue order. Rows missing from the answer were lost
+/// with their seats, in line order. Rows missing from the answer were lost
 /// (re-claimed by another worker, or already decided) and must not be
-/// touched. The concert's hold is read, not locked: a concert's row is
-/// every decision's, and a changed setting applies from the next decision.
+/// touched. The concert's hold and opening are read, not locked: a
+/// concert's row is every decision's, and a changed setting applies from
+/// the next decision.
 pub async fn lock_leased(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -666,10 +693,11 @@ pub async fn lock_leased(
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
                     (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
-                    q.traceparent, q.tracestate, q.created_at \
+                    (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
+                    q.line_key, q.traceparent, q.tracestate, q.created_at \
              FROM reservation_queue q LEFT JOIN request_seats rs ON rs.queue_id = q.id \
              WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({}) \
-             ORDER BY q.id, rs.seat_id FOR UPDATE",
+             ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
             in_placeholders(ids.len())
         )))
         .bind(token);
@@ -687,6 +715,8 @@ pub async fn lock_leased(
                     seats: seat.seat_id.into_iter().collect(),
                     hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
                         .unwrap_or_default(),
+                    opens_at: seat.opens_at,
+                    line: seat.line_key,
                     traceparent: seat.traceparent,
                     tracestate: seat.tracestate,
                     created_at: seat.created_at,

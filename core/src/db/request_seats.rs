@@ -1,7 +1,7 @@
 //! The seats each request names. A row is open while its request is
 //! (PENDING or PROCESSING); (user, open seat) is unique, which is "one open
-//! request per user and seat", and the open rows of a seat in queue order
-//! are its line.
+//! request per user and seat", and the open rows of a seat in line order
+//! ((line key, queue id), see `LineKey`) are its line.
 
 use std::collections::HashMap;
 
@@ -9,7 +9,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 use tracing::Instrument as _;
 
 use super::{bind_ids, bind_ids_exec, in_placeholders};
-use crate::domain::{ConcertId, QueueId, SeatId, UserId};
+use crate::domain::{ConcertId, LineKey, QueueId, SeatId, UserId};
 
 /// One seat of one request, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,6 +18,7 @@ pub struct RequestSeat {
     pub seat: SeatId,
     pub user: UserId,
     pub concert: ConcertId,
+    pub line: LineKey,
 }
 
 /// Writes open rows; with `skip_conflicts`, a row that would break a key
@@ -37,15 +38,16 @@ pub async fn insert(
         let mut sorted = rows.to_vec();
         sorted.sort_by_key(|r| (r.seat, r.queue_id));
         let mut insert = sqlx::QueryBuilder::new(if skip_conflicts {
-            "INSERT IGNORE INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) "
+            "INSERT IGNORE INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
         } else {
-            "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) "
+            "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
         });
         insert.push_values(&sorted, |mut row, r| {
             row.push_bind(r.queue_id)
                 .push_bind(r.seat)
                 .push_bind(r.user)
                 .push_bind(r.concert)
+                .push_bind(r.line)
                 .push_bind(1_i8);
         });
         Ok(insert.build().execute(conn).await?.rows_affected())

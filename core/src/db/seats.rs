@@ -311,10 +311,11 @@ pub struct Standing {
     pub seat: SeatId,
     pub seat_number: String,
     pub claim: Claim,
-    /// The earliest open (PENDING or PROCESSING, under any lease) request
-    /// for the seat outside the caller's batch, if it is at most `up_to`.
-    /// A request of the batch later than it waits: it is ahead in line.
-    pub first_open_elsewhere: Option<QueueId>,
+    /// The place in line (`LineKey::place`) of the first open (WAITING,
+    /// PENDING or PROCESSING, under any lease) request for the seat outside
+    /// the caller's batch. A request of the batch behind it waits: that one
+    /// is ahead in line.
+    pub first_open_elsewhere: Option<u64>,
 }
 
 #[derive(sqlx::FromRow)]
@@ -322,7 +323,7 @@ struct StandingRow {
     seat: SeatId,
     seat_number: String,
     claim: Option<i64>,
-    first_open_elsewhere: Option<QueueId>,
+    first_open_elsewhere: Option<u64>,
 }
 
 /// Locks those of `seats` that are free (AVAILABLE, or HELD by a hold that
@@ -337,15 +338,14 @@ struct StandingRow {
 /// new request for a seat waits for the seat's lock (its foreign key), and
 /// a claim changes only under its seat's lock.
 ///
-/// The earliest open request is read through the open-seat index, which
+/// The first open request is read through the seats' line index, which
 /// holds open requests only, so a seat's decided history costs nothing.
-/// The index is forced: for `ORDER BY queue_id LIMIT 1` the optimizer might
-/// rather walk the primary key.
+/// The index is forced: for `ORDER BY line_key, queue_id LIMIT 1` the
+/// optimizer might rather walk the primary key.
 pub async fn lock_free(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
     batch: &[QueueId],
-    up_to: QueueId,
     now: DateTime<Utc>,
 ) -> Result<Vec<Standing>, sqlx::Error> {
     async move {
@@ -357,17 +357,18 @@ pub async fn lock_free(
                     (SELECT IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 1, 2) \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
-                    (SELECT o.queue_id FROM request_seats o FORCE INDEX (idx_request_seats_open) \
-                      WHERE o.open_seat_id = s.id AND o.queue_id <= ? AND o.queue_id NOT IN ({}) \
-                      ORDER BY o.queue_id LIMIT 1) AS first_open_elsewhere \
+                    (SELECT IF(o.line_key < {after}, o.line_key, {after} + o.queue_id) \
+                       FROM request_seats o FORCE INDEX (idx_request_seats_line) \
+                      WHERE o.open_seat_id = s.id AND o.queue_id NOT IN ({}) \
+                      ORDER BY o.line_key, o.queue_id LIMIT 1) AS first_open_elsewhere \
              FROM seats s WHERE s.id IN ({}) \
                AND (s.status = 'AVAILABLE' OR (s.status = 'HELD' AND s.held_until <= ?)) \
              ORDER BY s.id FOR UPDATE",
             super::in_placeholders(batch.len()),
-            super::in_placeholders(seats.len())
+            super::in_placeholders(seats.len()),
+            after = crate::domain::LineKey::AFTER_OPENING.get(),
         )))
-        .bind(now.naive_utc())
-        .bind(up_to);
+        .bind(now.naive_utc());
         let select = super::bind_ids(select, batch);
         let rows: Vec<StandingRow> = super::bind_ids(select, seats)
             .bind(now.naive_utc())

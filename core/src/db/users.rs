@@ -120,7 +120,7 @@ pub async fn holds_tickets_or_requests(
         let (held,): (bool,) = sqlx::query_as(
             "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status IN ('CONFIRMED', 'HELD')) \
                  OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
-                            AND status IN ('PENDING', 'PROCESSING'))",
+                            AND status IN ('WAITING', 'PENDING', 'PROCESSING'))",
         )
         .bind(id)
         .bind(id)

@@ -76,8 +76,10 @@ status_enum!(
     ReservationStatus { Held => "HELD", Confirmed => "CONFIRMED", Expired => "EXPIRED", Cancelled => "CANCELLED" }
 );
 status_enum!(
-    /// Lifecycle of a reservation request in the queue.
-    QueueStatus { Pending => "PENDING", Processing => "PROCESSING", Success => "SUCCESS", Failed => "FAILED" }
+    /// Lifecycle of a reservation request in the queue: WAITING (in a
+    /// pre-opening lottery, until the sale opens), PENDING, PROCESSING
+    /// (claimed by a worker), then SUCCESS or FAILED.
+    QueueStatus { Waiting => "WAITING", Pending => "PENDING", Processing => "PROCESSING", Success => "SUCCESS", Failed => "FAILED" }
 );
 status_enum!(
     /// What a user may do: admins manage concerts, seats and any user.

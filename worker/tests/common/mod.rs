@@ -133,7 +133,10 @@ pub async fn until_rows_are_claimed(pool: &MySqlPool) {
 
 pub async fn open_requests(pool: &MySqlPool) -> i64 {
     let c = counts(pool).await;
-    c.get("PENDING").copied().unwrap_or(0) + c.get("PROCESSING").copied().unwrap_or(0)
+    ["WAITING", "PENDING", "PROCESSING"]
+        .iter()
+        .map(|s| c.get(*s).copied().unwrap_or(0))
+        .sum()
 }
 
 pub use ticket_core::testing::assert_invariants;

@@ -1,0 +1,143 @@
+//! The line of each sale: opening it (its lottery's requests become due),
+//! reading who is still in it (positions), and the decision rate the
+//! workers measure (waits).
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+use tracing::Instrument as _;
+
+use super::{bind_ids, in_placeholders};
+use crate::domain::{ConcertId, LineKey, QueueId};
+
+/// Concerts with WAITING requests whose sale has opened at `now` (or no
+/// longer has an opening time). The WAITING entries are read from the
+/// claim index alone, which carries each row's concert.
+pub async fn opened_with_waiting(
+    conn: &mut MySqlConnection,
+    now: DateTime<Utc>,
+) -> Result<Vec<ConcertId>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT c.id FROM concerts c \
+             WHERE c.id IN (SELECT q.concert_id FROM reservation_queue q WHERE q.status = 'WAITING') \
+               AND (c.opens_at IS NULL OR c.opens_at <= ?)",
+        )
+        .bind(now.naive_utc())
+        .fetch_all(conn)
+        .await
+        .map(|rows: Vec<(ConcertId,)>| rows.into_iter().map(|(id,)| id).collect())
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// Makes up to `limit` of the concert's WAITING requests PENDING (their
+/// sale has opened); returns how many. Their place in line was drawn when
+/// they were written, so the order in which they are let in changes
+/// nothing, and two workers doing it at once only share the work.
+pub async fn admit_waiting(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        Ok(sqlx::query(
+            "UPDATE reservation_queue SET status = 'PENDING', updated_at = ? \
+             WHERE status = 'WAITING' AND concert_id = ? LIMIT ?",
+        )
+        .bind(now.naive_utc())
+        .bind(concert)
+        .bind(limit)
+        .execute(conn)
+        .await?
+        .rows_affected())
+    }
+    .instrument(super::span("UPDATE", "reservation_queue"))
+    .await
+}
+
+/// One open request in its concert's line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct InLine {
+    pub concert_id: ConcertId,
+    pub line_key: LineKey,
+    pub id: QueueId,
+}
+
+/// Every open request (WAITING, PENDING or PROCESSING) of `concerts`, in
+/// no particular order: read from the claim index alone (one range per
+/// status), never from the rows.
+pub async fn open_requests(
+    conn: &mut MySqlConnection,
+    concerts: &[ConcertId],
+) -> Result<Vec<InLine>, sqlx::Error> {
+    async move {
+        if concerts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT concert_id, line_key, id FROM reservation_queue FORCE INDEX (idx_queue_line) \
+             WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') AND concert_id IN ({})",
+            in_placeholders(concerts.len())
+        )));
+        bind_ids(select, concerts).fetch_all(conn).await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// Records what one worker measured: decisions per second for each concert
+/// it decided lately. Its rows older than a minute go.
+pub async fn publish_rates(
+    conn: &mut MySqlConnection,
+    worker: &str,
+    rates: &[(ConcertId, f64)],
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    async move {
+        if !rates.is_empty() {
+            let mut insert = sqlx::QueryBuilder::new(
+                "INSERT INTO decision_rates (concert_id, worker, decisions_per_sec, measured_at) ",
+            );
+            insert.push_values(rates, |mut row, (concert, rate)| {
+                row.push_bind(*concert)
+                    .push_bind(worker)
+                    .push_bind(*rate)
+                    .push_bind(now.naive_utc());
+            });
+            insert.push(
+                " ON DUPLICATE KEY UPDATE decisions_per_sec = VALUES(decisions_per_sec), \
+                 measured_at = VALUES(measured_at)",
+            );
+            insert.build().execute(&mut *conn).await?;
+        }
+        sqlx::query("DELETE FROM decision_rates WHERE worker = ? AND measured_at < ?")
+            .bind(worker)
+            .bind((now - chrono::Duration::minutes(1)).naive_utc())
+            .execute(conn)
+            .await?;
+        Ok(())
+    }
+    .instrument(super::span("INSERT", "decision_rates"))
+    .await
+}
+
+/// Each concert's decisions per second, summed over the workers that
+/// measured it since `since`.
+pub async fn decision_rates(
+    conn: &mut MySqlConnection,
+    since: DateTime<Utc>,
+) -> Result<Vec<(ConcertId, f64)>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT concert_id, SUM(decisions_per_sec) FROM decision_rates \
+             WHERE measured_at >= ? GROUP BY concert_id",
+        )
+        .bind(since.naive_utc())
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "decision_rates"))
+    .await
+}
