@@ -6,6 +6,7 @@ pub mod enqueue_batcher;
 pub mod error;
 pub mod extract;
 pub mod limits;
+pub mod line_watch;
 pub mod observability;
 pub mod openapi;
 pub mod routes;

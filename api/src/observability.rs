@@ -9,7 +9,7 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use opentelemetry::trace::TraceContextExt as _;
-use prometheus::{HistogramVec, IntCounterVec, Registry};
+use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
 use ticket_core::metrics::{self, PoolGauges};
 use ticket_core::telemetry::propagation;
 use tracing::Instrument as _;
@@ -22,6 +22,9 @@ pub struct ApiMetrics {
     requests: IntCounterVec,
     duration: HistogramVec,
     pool: PoolGauges,
+    /// Queries of the line watch (positions and streams).
+    pub line_queries: IntCounter,
+    pub event_streams: IntGauge,
 }
 
 impl ApiMetrics {
@@ -43,6 +46,16 @@ impl ApiMetrics {
                 labels,
             ),
             pool: PoolGauges::new(&registry),
+            line_queries: metrics::counter(
+                &registry,
+                "ticket_api_line_queries_total",
+                "Database queries made to follow the lines (positions, decisions of open streams)",
+            ),
+            event_streams: metrics::gauge(
+                &registry,
+                "ticket_api_status_streams",
+                "Open requests followed by event streams on this instance",
+            ),
             registry,
         })
     }

@@ -6,7 +6,7 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{auth, checkout, concerts, health, reservations, seats, users};
+use crate::routes::{auth, checkout, concerts, health, reservations, seats, status_events, users};
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -20,9 +20,11 @@ use crate::state::AppState;
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,
+        status_events::events,
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
     ),
-    components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField)),
+    components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
+                      status_events::PositionEvent, reservations::QueueStatusResponse)),
     modifiers(&BearerAuth, &RateLimited, &CommonProblems),
     tags(
         (name = "auth", description = "Log in for a bearer token"),

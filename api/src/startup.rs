@@ -64,6 +64,12 @@ impl Application {
             .metrics_addr
             .map(|addr| listen(addr).with_context(|| format!("binding {addr} for metrics")))
             .transpose()?;
+        let metrics = crate::observability::ApiMetrics::new();
+        let line = Arc::new(crate::line_watch::LineWatch::new(
+            pool.clone(),
+            metrics.line_queries.clone(),
+            metrics.event_streams.clone(),
+        ));
         Ok(Self {
             listener,
             metrics_listener,
@@ -77,10 +83,11 @@ impl Application {
                 pool,
                 seats: Arc::default(),
                 sales: Arc::default(),
+                line,
                 tokens: Arc::new(tokens),
                 revocations: Arc::new(Revocations::new(settings.token_ttl)),
                 passwords,
-                metrics: crate::observability::ApiMetrics::new(),
+                metrics,
                 limits: Arc::new(Limits::new(settings.limits)),
                 client_address_header: settings.client_address_header.map(Arc::new),
                 database_reached: Arc::default(),
@@ -135,6 +142,14 @@ impl Application {
                 reached.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         });
+        let line = self.state.line.clone();
+        let following = tokio::spawn(line.clone().follow());
+        // Event streams last until their decision: they end first, or the
+        // server would wait for them to finish.
+        let shutdown = async move {
+            shutdown.await;
+            line.close();
+        };
         let metrics = self
             .metrics_listener
             .map(|listener| (listener, routes::metrics_only(self.state.clone())));
@@ -163,6 +178,7 @@ impl Application {
         }
         forget.abort();
         revocations.abort();
+        following.abort();
         first_contact.abort();
         served
     }

@@ -18,6 +18,8 @@ pub struct AppState {
     pub enqueuer: EnqueueBatcher,
     /// Which concert each seat asked for belongs to.
     pub seats: Arc<crate::seat_directory::SeatDirectory>,
+    /// Where open requests stand in line (status polls, event streams).
+    pub line: Arc<crate::line_watch::LineWatch>,
     /// When each concert's sale opens.
     pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,

@@ -6,6 +6,7 @@ pub mod concerts;
 pub mod health;
 pub mod reservations;
 pub mod seats;
+pub mod status_events;
 pub mod users;
 
 use std::time::Duration;
@@ -38,6 +39,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(concerts::router())
         .merge(seats::router())
         .merge(reservations::router())
+        .merge(status_events::router())
         .merge(checkout::router())
         .merge(crate::openapi::router())
         .merge(metrics)

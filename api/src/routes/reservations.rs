@@ -21,6 +21,7 @@ use super::concerts::PageQuery;
 use crate::enqueue_batcher::EnqueueError;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::line_watch::Place;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -73,8 +74,94 @@ pub struct QueueStatusResponse {
     reason: Option<String>,
     /// When the request was accepted (server clock, UTC).
     requested_at: DateTime<Utc>,
-    /// When a worker decided it; null while PENDING or PROCESSING.
+    /// When a worker decided it; null while open.
     decided_at: Option<DateTime<Utc>>,
+    /// While PENDING or PROCESSING: 1 = next to be decided among the open
+    /// requests of the concert (about a second old at most); null while
+    /// WAITING (the lottery's order is taken at the opening) or decided.
+    position: Option<u64>,
+    /// The position over the decision rate the workers measure; null when
+    /// not measured yet.
+    estimated_wait_ms: Option<u64>,
+    /// While open: when to poll again (about 1 s near the front, up to 10 s
+    /// at the back, until the opening while WAITING).
+    poll_after_ms: Option<u64>,
+    /// While WAITING: when the sale opens.
+    opens_at: Option<DateTime<Utc>>,
+}
+
+/// Where an open request stands, for its status.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct LineFields {
+    pub place: Option<Place>,
+    pub opens_at: Option<DateTime<Utc>>,
+    pub poll_after_ms: Option<u64>,
+}
+
+impl LineFields {
+    /// Open requests have a place (once the line has been read) and a hint;
+    /// lottery requests wait for the opening instead.
+    pub(crate) async fn of(state: &AppState, row: &queue::QueueRow) -> ApiResult<Self> {
+        if !row.is_open() {
+            return Ok(Self::default());
+        }
+        if let Some(waiting) = Self::waiting(state, row).await? {
+            return Ok(waiting);
+        }
+        Ok(Self::placed(state.line.place(
+            row.concert_id,
+            row.line_key,
+            row.id,
+        )))
+    }
+
+    /// A lottery request before its sale opens: no place yet.
+    pub(crate) async fn waiting(
+        state: &AppState,
+        row: &queue::QueueRow,
+    ) -> ApiResult<Option<Self>> {
+        if !row.line_key.is_lottery() {
+            return Ok(None);
+        }
+        let sale = state.sales.of(&state.pool, row.concert_id).await?;
+        let now = db::now();
+        Ok(sale.opens_at.filter(|at| *at > now).map(|opens_at| {
+            let until = (opens_at - now).num_milliseconds().unsigned_abs();
+            Self {
+                place: None,
+                opens_at: Some(opens_at),
+                poll_after_ms: Some(until.clamp(1_000, 10_000)),
+            }
+        }))
+    }
+
+    /// In line, at `place` once the line has been read.
+    pub(crate) fn placed(place: Option<Place>) -> Self {
+        Self {
+            place,
+            opens_at: None,
+            poll_after_ms: Some(place.map_or(1_000, |p| p.poll_after_ms)),
+        }
+    }
+}
+
+impl QueueStatusResponse {
+    pub(crate) fn of(row: queue::QueueRow, seat_ids: Vec<u64>, line: LineFields) -> Self {
+        Self {
+            queue_id: row.id.get(),
+            status: row.status.as_str(),
+            reservation_id: row.reservation_id.map(ReservationId::get),
+            seat_id: row.seat_id.get(),
+            seat_ids,
+            reason: row.reason,
+            requested_at: row.created_at,
+            decided_at: row.decided_at,
+            position: line.place.map(|p| p.position),
+            estimated_wait_ms: line.place.and_then(|p| p.estimated_wait_ms),
+            poll_after_ms: line.poll_after_ms,
+            opens_at: line.opens_at,
+        }
+    }
 }
 
 #[derive(Serialize, ToSchema)]
@@ -340,7 +427,8 @@ async fn place(
     }
 }
 
-/// Where a queued request stands. Only its owner (or an admin) sees it.
+/// Where a queued request stands, and while it is open its place in line
+/// and when to ask again. Only its owner (or an admin) sees it.
 #[utoipa::path(get, path = "/api/reservations/status/{id}", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path, description = "queueId")),
     responses((status = 200, body = QueueStatusResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -351,10 +439,7 @@ pub async fn status(
     ApiPath(id): ApiPath<QueueId>,
 ) -> ApiResult<Json<QueueStatusResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let row = queue::find(&mut conn, id)
-        .await?
-        .filter(|row| caller.can_act_on(row.user_id))
-        .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))?;
+    let row = own_request(&mut conn, caller, id).await?;
     // The status is what clients poll: a one-seat request (its first seat
     // is its only one) costs no second query.
     let seat_ids = if row.seat_count <= 1 {
@@ -368,16 +453,21 @@ pub async fn status(
                 |s| s.iter().map(|s| s.get()).collect(),
             )
     };
-    Ok(Json(QueueStatusResponse {
-        queue_id: row.id.get(),
-        status: row.status.as_str(),
-        reservation_id: row.reservation_id.map(ReservationId::get),
-        seat_id: row.seat_id.get(),
-        seat_ids,
-        reason: row.reason,
-        requested_at: row.created_at,
-        decided_at: row.decided_at,
-    }))
+    drop(conn);
+    let line = LineFields::of(&state, &row).await?;
+    Ok(Json(QueueStatusResponse::of(row, seat_ids, line)))
+}
+
+/// The caller's request (or anyone's, for an admin); 404 otherwise.
+pub(crate) async fn own_request(
+    conn: &mut db::Conn,
+    caller: AuthUser,
+    id: QueueId,
+) -> ApiResult<queue::QueueRow> {
+    queue::find(conn, id)
+        .await?
+        .filter(|row| caller.can_act_on(row.user_id))
+        .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))
 }
 
 /// One reservation. Only its owner (or an admin) sees it.

@@ -123,6 +123,20 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::GET,
+            format!("/api/reservations/status/{pending}/events"),
+            None,
+            404,
+            "QUEUE_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/reservations/status/{booked}/events"),
+            None,
+            404,
+            "QUEUE_NOT_FOUND",
+        ),
+        (
+            Method::GET,
             format!("/api/reservations/{reservation}"),
             None,
             404,

@@ -18,5 +18,6 @@ mod openapi;
 mod otlp;
 mod reservations;
 mod seats;
+mod status_events;
 mod users;
 mod validation;

@@ -25,6 +25,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/seats/{id}"),
     ("post", "/api/reservations"),
     ("get", "/api/reservations/status/{id}"),
+    ("get", "/api/reservations/status/{id}/events"),
     ("get", "/api/reservations/{id}"),
     ("post", "/api/reservations/cancel"),
     ("post", "/api/reservations/{id}/confirm"),

@@ -13,7 +13,7 @@ use crate::domain::{
     ReservationId, SeatId, SeatIds, UserId,
 };
 
-#[derive(Debug, Clone, sqlx::FromRow)]
+#[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct QueueRow {
     pub id: QueueId,
     pub user_id: UserId,
@@ -21,6 +21,7 @@ pub struct QueueRow {
     /// The request's first (lowest) seat.
     pub seat_id: SeatId,
     pub seat_count: u8,
+    pub line_key: LineKey,
     pub status: QueueStatus,
     pub reservation_id: Option<ReservationId>,
     pub reason: Option<String>,
@@ -28,8 +29,17 @@ pub struct QueueRow {
     pub decided_at: Option<DateTime<Utc>>,
 }
 
-const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, status, reservation_id, reason, \
-                       created_at, decided_at";
+impl QueueRow {
+    pub fn is_open(&self) -> bool {
+        matches!(
+            self.status,
+            QueueStatus::Waiting | QueueStatus::Pending | QueueStatus::Processing
+        )
+    }
+}
+
+const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, line_key, status, reservation_id, \
+                       reason, created_at, decided_at";
 
 /// How many claims of one request may end without a decision before the
 /// request is set aside (the workers' TICKET_WORKER_MAX_ATTEMPTS default).
@@ -435,6 +445,26 @@ pub async fn find(
         .bind(id)
         .fetch_optional(conn)
         .await
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// The rows of `ids` that are decided (SUCCESS or FAILED).
+pub async fn decided_among(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+) -> Result<Vec<QueueRow>, sqlx::Error> {
+    async move {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT {COLUMNS} FROM reservation_queue \
+             WHERE id IN ({}) AND status IN ('SUCCESS', 'FAILED')",
+            in_placeholders(ids.len())
+        )));
+        bind_ids(select, ids).fetch_all(conn).await
     }
     .instrument(super::span("SELECT", "reservation_queue"))
     .await

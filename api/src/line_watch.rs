@@ -1,0 +1,363 @@
+//! Where open requests stand in their concert's line, for every status poll
+//! and event stream of this instance, from one read of the open lines per
+//! tick: positions come from a sorted copy (a binary search, no count per
+//! poll), and a stream's request that has left the line is looked up with
+//! the others that left in the same tick (one query, whatever the number of
+//! streams). A few queries per second per instance in all.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use prometheus::{IntCounter, IntGauge};
+use sqlx::MySqlPool;
+use ticket_core::db::{self, line, queue::QueueRow, request_seats};
+use ticket_core::domain::{ConcertId, LineKey, QueueId, SeatId};
+use tokio::sync::{Notify, watch};
+
+/// Between reads while streams are open: a decision reaches its stream
+/// within about this long after its commit.
+const STREAM_TICK: Duration = Duration::from_millis(150);
+/// Between reads while only polls ask: positions are this fresh.
+const POLL_TICK: Duration = Duration::from_secs(1);
+/// A concert nobody asked about for this long is no longer read.
+const FORGET_AFTER: Duration = Duration::from_secs(10);
+/// How often the workers' decision rates are read.
+const RATES_EVERY: Duration = Duration::from_secs(1);
+/// Rates older than this are not counted (their worker stopped).
+const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
+/// Ids looked up per statement (placeholders stay far below 65,535).
+const LOOKUP_CHUNK: usize = 8_192;
+
+/// A request's place in line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Place {
+    /// 1: next to be decided, among the concert's open requests.
+    pub position: u64,
+    /// The position over the workers' measured decision rate; None while
+    /// nothing has been measured for the concert.
+    pub estimated_wait_ms: Option<u64>,
+    /// When to ask again: about a second near the front, up to ten at the
+    /// back (as NetFUNNEL does).
+    pub poll_after_ms: u64,
+}
+
+impl Place {
+    fn new(position: u64, decisions_per_sec: Option<f64>) -> Self {
+        let estimated_wait_ms = decisions_per_sec
+            .filter(|rate| *rate > 0.0)
+            .map(|rate| (position as f64 / rate * 1000.0).round() as u64);
+        let hint = estimated_wait_ms.map_or(position.saturating_mul(5), |wait| wait / 4);
+        Self {
+            position,
+            estimated_wait_ms,
+            poll_after_ms: hint.clamp(1_000, 10_000),
+        }
+    }
+}
+
+/// What a stream is told.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Standing {
+    /// Still open; its place once a read has seen it.
+    Open(Option<Place>),
+    /// Decided: the row, with its seats.
+    Decided(Box<QueueRow>, Vec<SeatId>),
+    /// This instance is stopping: reconnect elsewhere.
+    Closed,
+}
+
+#[derive(Debug, Default)]
+struct Board {
+    /// Each concert's open requests by place (`LineKey::place`), sorted.
+    lines: HashMap<ConcertId, Vec<u64>>,
+    rates: HashMap<ConcertId, f64>,
+}
+
+impl Board {
+    fn place(&self, concert: ConcertId, place: u64) -> Option<Place> {
+        let line = self.lines.get(&concert)?;
+        let ahead = line.partition_point(|&p| p < place) as u64;
+        Some(Place::new(ahead + 1, self.rates.get(&concert).copied()))
+    }
+
+    fn contains(&self, concert: ConcertId, place: u64) -> bool {
+        self.lines
+            .get(&concert)
+            .is_some_and(|line| line.binary_search(&place).is_ok())
+    }
+}
+
+struct Stream {
+    concert: ConcertId,
+    place: u64,
+    sender: watch::Sender<Standing>,
+}
+
+#[derive(Default)]
+struct Watched {
+    /// Concerts asked about, and when last.
+    concerts: HashMap<ConcertId, Instant>,
+    streams: HashMap<QueueId, Stream>,
+}
+
+pub struct LineWatch {
+    pool: MySqlPool,
+    board: RwLock<Arc<Board>>,
+    watched: Mutex<Watched>,
+    wake: Notify,
+    closed: AtomicBool,
+    rates_read_at: Mutex<Option<Instant>>,
+    queries: IntCounter,
+    open_streams: IntGauge,
+}
+
+impl LineWatch {
+    pub fn new(pool: MySqlPool, queries: IntCounter, open_streams: IntGauge) -> Self {
+        Self {
+            pool,
+            board: RwLock::default(),
+            watched: Mutex::default(),
+            wake: Notify::new(),
+            closed: AtomicBool::new(false),
+            rates_read_at: Mutex::new(None),
+            queries,
+            open_streams,
+        }
+    }
+
+    /// Where an open request stands, as of the last read (at most about a
+    /// second old); None until a read has included its concert.
+    pub fn place(&self, concert: ConcertId, key: LineKey, id: QueueId) -> Option<Place> {
+        self.interested(concert);
+        let place = self.current().place(concert, key.place(id));
+        if place.is_none() {
+            self.wake.notify_one();
+        }
+        place
+    }
+
+    /// Follows an open request until it is decided.
+    pub fn watch(&self, row: &QueueRow) -> watch::Receiver<Standing> {
+        let place = row.line_key.place(row.id);
+        let now = self.current().place(row.concert_id, place);
+        let mut watched = self.lock();
+        watched.concerts.insert(row.concert_id, Instant::now());
+        let receiver = match watched.streams.get(&row.id) {
+            Some(stream) => stream.sender.subscribe(),
+            None => {
+                let (sender, receiver) = watch::channel(Standing::Open(now));
+                watched.streams.insert(
+                    row.id,
+                    Stream {
+                        concert: row.concert_id,
+                        place,
+                        sender,
+                    },
+                );
+                receiver
+            }
+        };
+        self.open_streams.set(watched.streams.len() as i64);
+        drop(watched);
+        if now.is_none() {
+            self.wake.notify_one();
+        }
+        receiver
+    }
+
+    /// Reads the lines until [`close`](Self::close); a failed read is
+    /// logged and tried again at the next tick.
+    pub async fn follow(self: Arc<Self>) {
+        while !self.closed.load(Ordering::Relaxed) {
+            let tick = if self.lock().streams.is_empty() {
+                POLL_TICK
+            } else {
+                STREAM_TICK
+            };
+            tokio::select! {
+                () = self.wake.notified() => {}
+                () = tokio::time::sleep(tick) => {}
+            }
+            if let Err(e) = self.read().await {
+                tracing::warn!(error = %e, "reading the lines failed; trying again");
+            }
+        }
+    }
+
+    /// Ends every stream (the server is stopping; their clients reconnect).
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Relaxed);
+        let mut watched = self.lock();
+        for (_, stream) in watched.streams.drain() {
+            stream.sender.send_replace(Standing::Closed);
+        }
+        self.open_streams.set(0);
+        self.wake.notify_one();
+    }
+
+    async fn read(&self) -> Result<(), sqlx::Error> {
+        let concerts = self.concerts_of_interest();
+        if concerts.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.pool.acquire().await?;
+        let open = line::open_requests(&mut conn, &concerts).await?;
+        self.queries.inc();
+        let previous = self.current();
+        let rates = if self.rates_due() {
+            self.queries.inc();
+            let since = db::now() - RATES_FRESH_FOR;
+            line::decision_rates(&mut conn, since)
+                .await?
+                .into_iter()
+                .collect()
+        } else {
+            previous.rates.clone()
+        };
+        let mut lines: HashMap<ConcertId, Vec<u64>> = HashMap::new();
+        for request in open {
+            lines
+                .entry(request.concert_id)
+                .or_default()
+                .push(request.line_key.place(request.id));
+        }
+        for line in lines.values_mut() {
+            line.sort_unstable();
+        }
+        for concert in concerts {
+            lines.entry(concert).or_default();
+        }
+        let board = Arc::new(Board { lines, rates });
+        *self
+            .board
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = board.clone();
+
+        let left = self.tell_streams(&board);
+        for chunk in left.chunks(LOOKUP_CHUNK) {
+            self.queries.inc();
+            let decided = db::queue::decided_among(&mut conn, chunk).await?;
+            let several: Vec<QueueId> = decided
+                .iter()
+                .filter(|row| row.seat_count > 1)
+                .map(|row| row.id)
+                .collect();
+            let mut seats = if several.is_empty() {
+                HashMap::new()
+            } else {
+                self.queries.inc();
+                request_seats::of_requests(&mut conn, &several).await?
+            };
+            let mut watched = self.lock();
+            for row in decided {
+                let seats = seats.remove(&row.id).unwrap_or_else(|| vec![row.seat_id]);
+                if let Some(stream) = watched.streams.remove(&row.id) {
+                    stream
+                        .sender
+                        .send_replace(Standing::Decided(Box::new(row), seats));
+                }
+            }
+            self.open_streams.set(watched.streams.len() as i64);
+        }
+        Ok(())
+    }
+
+    /// Gives each stream still in line its place; returns those no longer
+    /// in it (decided, to be looked up). Streams nobody listens to go.
+    fn tell_streams(&self, board: &Board) -> Vec<QueueId> {
+        let mut watched = self.lock();
+        watched
+            .streams
+            .retain(|_, stream| stream.sender.receiver_count() > 0);
+        self.open_streams.set(watched.streams.len() as i64);
+        let mut left = Vec::new();
+        for (id, stream) in &watched.streams {
+            if board.contains(stream.concert, stream.place) {
+                let now = Standing::Open(board.place(stream.concert, stream.place));
+                stream.sender.send_if_modified(|standing| {
+                    let changed = *standing != now;
+                    if changed {
+                        *standing = now.clone();
+                    }
+                    changed
+                });
+            } else {
+                left.push(*id);
+            }
+        }
+        left
+    }
+
+    fn concerts_of_interest(&self) -> Vec<ConcertId> {
+        let mut watched = self.lock();
+        let streamed: std::collections::HashSet<ConcertId> =
+            watched.streams.values().map(|s| s.concert).collect();
+        watched
+            .concerts
+            .retain(|concert, at| at.elapsed() < FORGET_AFTER || streamed.contains(concert));
+        watched.concerts.keys().copied().collect()
+    }
+
+    fn rates_due(&self) -> bool {
+        let Ok(mut last) = self.rates_read_at.lock() else {
+            return true;
+        };
+        let due = last.is_none_or(|at| at.elapsed() >= RATES_EVERY);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+
+    fn interested(&self, concert: ConcertId) {
+        self.lock().concerts.insert(concert, Instant::now());
+    }
+
+    fn current(&self) -> Arc<Board> {
+        self.board
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Watched> {
+        self.watched
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hint_grows_with_the_wait() {
+        let front = Place::new(1, Some(1_000.0));
+        assert_eq!(front.estimated_wait_ms, Some(1));
+        assert_eq!(front.poll_after_ms, 1_000);
+        let back = Place::new(100_000, Some(1_000.0));
+        assert_eq!(back.estimated_wait_ms, Some(100_000));
+        assert_eq!(back.poll_after_ms, 10_000);
+        let middle = Place::new(20_000, Some(1_000.0));
+        assert_eq!(middle.poll_after_ms, 5_000);
+        let unmeasured = Place::new(600, None);
+        assert_eq!(unmeasured.estimated_wait_ms, None);
+        assert_eq!(unmeasured.poll_after_ms, 3_000);
+    }
+
+    #[test]
+    fn positions_count_the_requests_ahead() {
+        let board = Board {
+            lines: HashMap::from([(ConcertId(1), vec![5, 9, 12, 40])]),
+            rates: HashMap::new(),
+        };
+        assert_eq!(board.place(ConcertId(1), 5).map(|p| p.position), Some(1));
+        assert_eq!(board.place(ConcertId(1), 12).map(|p| p.position), Some(3));
+        assert!(board.contains(ConcertId(1), 40));
+        assert!(!board.contains(ConcertId(1), 41));
+        assert_eq!(board.place(ConcertId(2), 5), None);
+    }
+}

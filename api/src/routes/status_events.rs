@@ -1,0 +1,180 @@
+//! A request's decision pushed live: Server-Sent Events with its place in
+//! line while it waits and its decision at the end. The streams of an
+//! instance are fed together by its line watch (a few queries a second in
+//! all), never by a query per stream.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use futures::Stream;
+use serde::Serialize;
+use ticket_core::domain::QueueId;
+use tokio::sync::watch;
+use utoipa::ToSchema;
+
+use super::reservations::{LineFields, QueueStatusResponse};
+use crate::error::{ApiResult, Problem};
+use crate::extract::{ApiPath, AuthUser};
+use crate::line_watch::Standing;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/reservations/status/{id}/events", get(events))
+}
+
+/// The id of the last event of a stream: a client that reconnects with it
+/// has everything and is told so with 204 (EventSource stops there).
+const DECISION_ID: &str = "decision";
+/// Comments sent while nothing changes, so that proxies keep the stream.
+const HEARTBEAT: Duration = Duration::from_secs(15);
+
+/// The data of a `position` or `waiting` event.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PositionEvent {
+    queue_id: u64,
+    /// WAITING, PENDING or PROCESSING.
+    status: &'static str,
+    position: Option<u64>,
+    estimated_wait_ms: Option<u64>,
+    poll_after_ms: Option<u64>,
+    opens_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// Server-Sent Events for one request: `waiting` (in the lottery, until
+/// the opening), `position` (with its place whenever it changes), then one
+/// `decision` (the body of the status poll, id `decision`) and the end.
+/// Heartbeat comments every 15 s. Reconnecting with `Last-Event-ID:
+/// decision` answers 204. Only its owner (or an admin) may follow it.
+#[utoipa::path(get, path = "/api/reservations/status/{id}/events", tag = "reservations", security(("bearer" = [])),
+    params(("id" = u64, Path, description = "queueId"),
+           ("Last-Event-ID" = Option<String>, Header, description = "the id of the last event received")),
+    responses((status = 200, content_type = "text/event-stream", body = String,
+               description = "events `waiting` and `position` (data: PositionEvent), then `decision` (data: QueueStatusResponse)"),
+              (status = 204, description = "the decision was already delivered"),
+              (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn events(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    headers: HeaderMap,
+    ApiPath(id): ApiPath<QueueId>,
+) -> ApiResult<Response> {
+    let mut conn = state.pool.acquire().await?;
+    let row = super::reservations::own_request(&mut conn, caller, id).await?;
+    let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
+    if last == Some(DECISION_ID) {
+        return Ok(StatusCode::NO_CONTENT.into_response());
+    }
+    if !row.is_open() {
+        let seats = ticket_core::db::request_seats::of_requests(&mut conn, &[row.id])
+            .await?
+            .remove(&row.id)
+            .unwrap_or_else(|| vec![row.seat_id]);
+        return Ok(sse(stream(Step::Decided(decision_event(row, seats)), None)));
+    }
+    drop(conn);
+    let line = LineFields::of(&state, &row).await?;
+    let first = Step::Open(position_event(&row, line));
+    let follow = Follow {
+        standing: state.line.watch(&row),
+        state: state.clone(),
+        row,
+    };
+    Ok(sse(stream(first, Some(follow))))
+}
+
+fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
+    Sse::new(events)
+        .keep_alive(KeepAlive::new().interval(HEARTBEAT))
+        .into_response()
+}
+
+enum Step {
+    Open(Event),
+    Decided(Event),
+    End,
+}
+
+struct Follow {
+    standing: watch::Receiver<Standing>,
+    state: AppState,
+    row: ticket_core::db::queue::QueueRow,
+}
+
+/// The first event, then one per change of the request's standing, until
+/// its decision (or this instance stops: the client reconnects elsewhere).
+fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Event, Infallible>> {
+    futures::stream::unfold((Some(first), follow), |(pending, mut follow)| async move {
+        if let Some(step) = pending {
+            return match step {
+                Step::Open(event) => Some((Ok(event), (None, follow))),
+                Step::Decided(event) => Some((Ok(event), (Some(Step::End), None))),
+                Step::End => None,
+            };
+        }
+        let f = follow.as_mut()?;
+        f.standing.changed().await.ok()?;
+        let standing = f.standing.borrow_and_update().clone();
+        match standing {
+            Standing::Open(place) => {
+                let line = match LineFields::waiting(&f.state, &f.row).await {
+                    Ok(Some(waiting)) => waiting,
+                    _ => LineFields::placed(place),
+                };
+                Some((Ok(position_event(&f.row, line)), (None, follow)))
+            }
+            Standing::Decided(row, seats) => {
+                let event = decision_event(*row, seats);
+                Some((Ok(event), (Some(Step::End), None)))
+            }
+            Standing::Closed => None,
+        }
+    })
+}
+
+fn position_event(row: &ticket_core::db::queue::QueueRow, line: LineFields) -> Event {
+    let waiting = line.opens_at.is_some();
+    let data = PositionEvent {
+        queue_id: row.id.get(),
+        status: if waiting {
+            "WAITING"
+        } else if row.status.as_str() == "WAITING" {
+            "PENDING"
+        } else {
+            row.status.as_str()
+        },
+        position: line.place.map(|p| p.position),
+        estimated_wait_ms: line.place.and_then(|p| p.estimated_wait_ms),
+        poll_after_ms: line.poll_after_ms,
+        opens_at: line.opens_at,
+    };
+    let event = Event::default().event(if waiting { "waiting" } else { "position" });
+    let event = match line.poll_after_ms {
+        Some(ms) => event.retry(Duration::from_millis(ms)),
+        None => event,
+    };
+    json_data(event, &data)
+}
+
+fn decision_event(
+    row: ticket_core::db::queue::QueueRow,
+    seats: Vec<ticket_core::domain::SeatId>,
+) -> Event {
+    let seat_ids = seats.iter().map(|s| s.get()).collect();
+    let body = QueueStatusResponse::of(row, seat_ids, LineFields::default());
+    json_data(Event::default().event("decision").id(DECISION_ID), &body)
+}
+
+fn json_data(event: Event, data: &impl Serialize) -> Event {
+    match event.json_data(data) {
+        Ok(event) => event,
+        // Our own types always serialize; an empty event is the fallback.
+        Err(_) => Event::default().comment("unserializable event"),
+    }
+}

@@ -1,0 +1,314 @@
+//! Positions and waits in status polls, and decisions pushed live over
+//! Server-Sent Events, read by a real HTTP client from the real server.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ticket_worker::Mode;
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{TestApp, spawn_app};
+
+/// One event of a stream.
+#[derive(Debug, Clone, Default)]
+struct Sse {
+    event: String,
+    id: Option<String>,
+    retry: Option<u64>,
+    data: Value,
+}
+
+/// A Server-Sent Events client over a streaming response.
+struct EventStream {
+    response: reqwest::Response,
+    buffer: String,
+}
+
+impl EventStream {
+    async fn open(
+        app: &TestApp,
+        token: &str,
+        queue_id: u64,
+        last_id: Option<&str>,
+    ) -> reqwest::Response {
+        let mut request = app
+            .client
+            .get(format!(
+                "{}/api/reservations/status/{queue_id}/events",
+                app.base
+            ))
+            .bearer_auth(token)
+            .header("accept", "text/event-stream");
+        if let Some(id) = last_id {
+            request = request.header("last-event-id", id);
+        }
+        request.send().await.expect("the stream request failed")
+    }
+
+    async fn follow(app: &TestApp, token: &str, queue_id: u64) -> Self {
+        let response = Self::open(app, token, queue_id, None).await;
+        assert_eq!(response.status(), 200);
+        assert_eq!(response.headers()["content-type"], "text/event-stream");
+        Self {
+            response,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event (comments skipped); None when the server ended the
+    /// stream. Fails after 30 s of silence.
+    async fn next(&mut self) -> Option<Sse> {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let block: String = self.buffer.drain(..end + 2).collect();
+                let mut event = Sse {
+                    event: "message".into(),
+                    ..Sse::default()
+                };
+                let mut data = String::new();
+                for line in block.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        event.event = v.trim().into();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push_str(v.trim());
+                    } else if let Some(v) = line.strip_prefix("id:") {
+                        event.id = Some(v.trim().into());
+                    } else if let Some(v) = line.strip_prefix("retry:") {
+                        event.retry = v.trim().parse().ok();
+                    }
+                }
+                if data.is_empty() {
+                    continue; // a heartbeat comment
+                }
+                event.data = serde_json::from_str(&data).expect("event data is JSON");
+                return Some(event);
+            }
+            let chunk = tokio::time::timeout(Duration::from_secs(30), self.response.chunk())
+                .await
+                .expect("the stream fell silent")
+                .expect("the stream broke");
+            match chunk {
+                Some(bytes) => self.buffer.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return None,
+            }
+        }
+    }
+}
+
+async fn metric(app: &TestApp, name: &str) -> f64 {
+    let text = app.get("/metrics", None).await;
+    let text = text.body.as_str().unwrap_or_default().to_owned();
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stream_tells_the_place_then_the_decision_and_ends() {
+    let app = spawn_app().await;
+    let seats = app.seat_ids(2).await;
+    let (_, first) = app.user("first").await;
+    let (_, second) = app.user("second").await;
+    let (_, stranger) = app.user("stranger").await;
+    let a = app.reserve(&first, seats[0]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    let b = app.reserve(&second, seats[0]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+
+    // Someone else's request is not found; without a token, 401.
+    assert_eq!(
+        EventStream::open(&app, &stranger, b, None).await.status(),
+        404
+    );
+    let anonymous = app
+        .get(&format!("/api/reservations/status/{b}/events"), None)
+        .await;
+    anonymous.assert_problem(401, "UNAUTHORIZED");
+
+    let mut stream = EventStream::follow(&app, &second, b).await;
+    let mut event = stream.next().await.expect("a first event");
+    assert_eq!(event.event, "position");
+    assert_eq!(event.data["queueId"], b);
+    while event.data["position"].is_null() {
+        event = stream
+            .next()
+            .await
+            .expect("the place once the line is read");
+    }
+    assert_eq!(event.data["position"], 2, "one request is ahead: {event:?}");
+    assert!(event.retry.is_some_and(|ms| (1_000..=10_000).contains(&ms)));
+
+    app.drain().await;
+    let decision = loop {
+        let event = stream.next().await.expect("the decision");
+        if event.event == "decision" {
+            break event;
+        }
+    };
+    assert_eq!(decision.id.as_deref(), Some("decision"));
+    assert_eq!(decision.data["status"], "FAILED");
+    assert_eq!(decision.data["reason"], "SEAT_TAKEN");
+    assert_eq!(decision.data["seatIds"], json!([seats[0]]));
+    assert!(
+        stream.next().await.is_none(),
+        "the stream ends after the decision"
+    );
+
+    // Reconnecting after the decision: told there is nothing more.
+    let again = EventStream::open(&app, &second, b, Some("decision")).await;
+    assert_eq!(again.status(), 204);
+    // A stream for a decided request gives the decision at once.
+    let mut decided = EventStream::follow(&app, &first, a).await;
+    let event = decided.next().await.expect("the decision");
+    assert_eq!(
+        (event.event.as_str(), &event.data["status"]),
+        ("decision", &json!("SUCCESS"))
+    );
+    assert!(decided.next().await.is_none());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_lottery_request_waits_for_the_opening() {
+    let app = spawn_app().await;
+    let opens_at = chrono::Utc::now() + chrono::Duration::hours(1);
+    let (_, seats) = app
+        .concert_and_seats(
+            json!({"rows": 1, "seatsPerRow": 1, "opensAt": opens_at.to_rfc3339(),
+                                  "lotteryWindowSeconds": 7200}),
+        )
+        .await;
+    let (_, token) = app.user("early").await;
+    let id = app.reserve(&token, seats[0]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    let status = app.queue_status(&token, id).await;
+    assert_eq!(status["status"], "WAITING");
+    assert_eq!(
+        status["position"],
+        Value::Null,
+        "the draw is taken at the opening"
+    );
+    assert_eq!(status["pollAfterMs"], 10_000);
+    assert!(status["opensAt"].is_string());
+    let mut stream = EventStream::follow(&app, &token, id).await;
+    let event = stream.next().await.expect("an event");
+    assert_eq!(event.event, "waiting");
+    assert_eq!(event.data["status"], "WAITING");
+    assert_eq!(event.data["opensAt"], status["opensAt"]);
+}
+
+/// Polls show the place among the concert's open requests, and once the
+/// workers have measured their pace, the wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_poll_shows_the_place_and_the_wait() {
+    let app = spawn_app().await;
+    let seats = app.seat_ids(1).await;
+    let users = app.many_users("p", 60).await;
+    let mut ids = Vec::new();
+    for (_, token) in &users {
+        let reply = app.reserve(token, seats[0]).await;
+        ids.push(reply.assert_status(201)["queueId"].as_u64().unwrap());
+    }
+    let (_, last_token) = users.last().unwrap();
+    let last = *ids.last().unwrap();
+    let place = until_poll(&app, last_token, last, |s| !s["position"].is_null()).await;
+    assert_eq!(place["position"], 60);
+    assert_eq!(
+        place["estimatedWaitMs"],
+        Value::Null,
+        "nothing measured yet"
+    );
+
+    // A worker decides part of the line, then publishes what it measured.
+    let worker = app.worker("w", Mode::Batch, 10, Duration::from_secs(30));
+    for _ in 0..2 {
+        worker.process_once().await.unwrap();
+    }
+    // A rate is a count over time: the worker publishes once a second.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    worker.process_once().await.unwrap();
+    let waited = until_poll(&app, last_token, last, |s| {
+        s["position"] == 30 && s["estimatedWaitMs"].as_u64().is_some()
+    })
+    .await;
+    assert!(
+        waited["pollAfterMs"]
+            .as_u64()
+            .is_some_and(|ms| (1_000..=10_000).contains(&ms))
+    );
+    let decided = until_poll(&app, &users[0].1, ids[0], |s| s["status"] != "PENDING").await;
+    assert_eq!(decided["position"], Value::Null);
+    assert_eq!(decided["pollAfterMs"], Value::Null);
+}
+
+async fn until_poll(app: &TestApp, token: &str, id: u64, done: impl Fn(&Value) -> bool) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let status = app.queue_status(token, id).await;
+        if done(&status) {
+            return status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never: {status}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Many streams on one instance while workers decide their requests: each
+/// gets its decision, and the instance follows them all with a bounded
+/// number of queries, not one per stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_streams_are_fed_by_a_few_queries() {
+    const STREAMS: usize = 300;
+    let app = spawn_app().await;
+    let seats = app.seat_ids(100).await;
+    let users = app.many_users("s", STREAMS).await;
+    let requests: Vec<(String, u64)> = users
+        .iter()
+        .enumerate()
+        .map(|(i, (_, token))| (token.clone(), seats[i % seats.len()]))
+        .collect();
+    let replies = app.reserve_all_at_once(requests).await;
+    let ids: Vec<u64> = replies
+        .iter()
+        .map(|r| r.assert_status(201)["queueId"].as_u64().unwrap())
+        .collect();
+    let mut streams = Vec::new();
+    for ((_, token), id) in users.iter().zip(&ids) {
+        streams.push(EventStream::follow(&app, token, *id).await);
+    }
+    let queries_before = metric(&app, "ticket_api_line_queries_total").await;
+    let started = std::time::Instant::now();
+    let shutdown = CancellationToken::new();
+    let worker = app.worker("w", Mode::Batch, 20, Duration::from_secs(30));
+    let running = tokio::spawn({
+        let shutdown = shutdown.clone();
+        async move { worker.run(shutdown).await }
+    });
+    let decisions = futures::future::join_all(streams.into_iter().map(|mut stream| async move {
+        loop {
+            match stream.next().await {
+                Some(event) if event.event == "decision" => return event.data["status"].clone(),
+                Some(_) => {}
+                None => panic!("a stream ended without its decision"),
+            }
+        }
+    }))
+    .await;
+    let elapsed = started.elapsed().as_secs_f64();
+    shutdown.cancel();
+    running.await.unwrap();
+    let won = decisions.iter().filter(|s| **s == "SUCCESS").count();
+    assert_eq!(won, 100, "one per seat");
+    assert_eq!(decisions.len() - won, STREAMS - 100);
+    let queries = metric(&app, "ticket_api_line_queries_total").await - queries_before;
+    println!("{STREAMS} streams decided in {elapsed:.2} s with {queries} queries");
+    // About 7 reads a second while streams are open (and the lookups of
+    // those that left the line): far fewer than one per stream.
+    assert!(
+        queries <= 15.0 * elapsed + 5.0 && queries < STREAMS as f64,
+        "{queries} queries in {elapsed:.2} s"
+    );
+    assert_eq!(metric(&app, "ticket_api_status_streams").await, 0.0);
+}
