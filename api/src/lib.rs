@@ -1,10 +1,12 @@
 //! The ticket HTTP API: feature routers over the shared `ticket-core` crate.
 
+pub mod availability_cache;
 pub mod bootstrap;
 pub mod config;
 pub mod enqueue_batcher;
 pub mod error;
 pub mod extract;
+pub mod fresh_cache;
 pub mod limits;
 pub mod line_watch;
 pub mod observability;

@@ -25,6 +25,8 @@ pub struct ApiMetrics {
     /// Queries of the line watch (positions and streams).
     pub line_queries: IntCounter,
     pub event_streams: IntGauge,
+    /// Reads of the seat availability (at most one per second and concert).
+    pub availability_queries: IntCounter,
 }
 
 impl ApiMetrics {
@@ -55,6 +57,11 @@ impl ApiMetrics {
                 &registry,
                 "ticket_api_status_streams",
                 "Open requests followed by event streams on this instance",
+            ),
+            availability_queries: metrics::counter(
+                &registry,
+                "ticket_api_availability_queries_total",
+                "Database reads of seat availability (at most one per second and concert)",
             ),
             registry,
         })

@@ -6,7 +6,9 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{auth, checkout, concerts, health, reservations, seats, status_events, users};
+use crate::routes::{
+    auth, availability, checkout, concerts, health, reservations, seats, status_events, users,
+};
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -18,6 +20,7 @@ use crate::state::AppState;
         auth::logout_all,
         users::create, users::me, users::show, users::update, users::remove,
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
+        availability::availability,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,
         status_events::events,

@@ -83,6 +83,9 @@ impl Application {
                 pool,
                 seats: Arc::default(),
                 sales: Arc::default(),
+                availability: Arc::new(crate::availability_cache::AvailabilityCache::new(
+                    metrics.availability_queries.clone(),
+                )),
                 line,
                 tokens: Arc::new(tokens),
                 revocations: Arc::new(Revocations::new(settings.token_ttl)),

@@ -20,6 +20,8 @@ pub struct AppState {
     pub seats: Arc<crate::seat_directory::SeatDirectory>,
     /// Where open requests stand in line (status polls, event streams).
     pub line: Arc<crate::line_watch::LineWatch>,
+    /// Every seat's state per concert, at most a second old.
+    pub availability: Arc<crate::availability_cache::AvailabilityCache>,
     /// When each concert's sale opens.
     pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,

@@ -1,6 +1,7 @@
 //! The HTTP surface, one router per feature, and what wraps them all.
 
 pub mod auth;
+pub mod availability;
 pub mod checkout;
 pub mod concerts;
 pub mod health;
@@ -37,6 +38,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(auth::router())
         .merge(users::router())
         .merge(concerts::router())
+        .merge(availability::router())
         .merge(seats::router())
         .merge(reservations::router())
         .merge(status_events::router())

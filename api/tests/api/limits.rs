@@ -262,10 +262,15 @@ async fn requests_without_a_valid_token_are_limited_per_client_address() {
     let (_, alice) = app.user("alice").await;
     let crowd = "198.51.100.20";
     // A burst of twice the rate passes, on any public route, then waits.
-    for path in ["/api/concerts", "/api/concerts/1", "/api/seats/1"]
-        .iter()
-        .cycle()
-        .take(10)
+    for path in [
+        "/api/concerts",
+        "/api/concerts/1",
+        "/api/seats/1",
+        "/api/concerts/1/availability",
+    ]
+    .iter()
+    .cycle()
+    .take(10)
     {
         let reply = get_from(&app, crowd, path, None).await;
         assert_ne!(reply.status, 429, "{path}");

@@ -4,6 +4,7 @@
 mod accounts;
 mod auth;
 mod authorization;
+mod availability;
 mod binaries;
 mod checkout;
 mod concerts;

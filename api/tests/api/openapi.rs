@@ -19,6 +19,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("patch", "/api/concerts/{id}"),
     ("delete", "/api/concerts/{id}"),
     ("get", "/api/concerts/{id}/seats"),
+    ("get", "/api/concerts/{id}/availability"),
     ("post", "/api/seats"),
     ("get", "/api/seats/{id}"),
     ("patch", "/api/seats/{id}"),

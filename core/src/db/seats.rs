@@ -391,3 +391,25 @@ pub async fn lock_free(
     .instrument(super::span("SELECT", "seats"))
     .await
 }
+
+/// Every seat of the concert with its stored status, in id order: what a
+/// seat map shows. Read from the (concert, status) index alone. A hold that
+/// has just ended shows HELD until the sweep frees it (about a second), as
+/// the concert's counts do.
+pub async fn states_of_concert(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Vec<(SeatId, SeatStatus)>, sqlx::Error> {
+    async move {
+        let mut seats: Vec<(SeatId, SeatStatus)> = sqlx::query_as(
+            "SELECT id, status FROM seats FORCE INDEX (idx_seats_concert_status) WHERE concert_id = ?",
+        )
+        .bind(concert)
+        .fetch_all(conn)
+        .await?;
+        seats.sort_unstable_by_key(|(id, _)| *id);
+        Ok(seats)
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}

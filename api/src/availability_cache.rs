@@ -1,0 +1,172 @@
+//! Every seat's state for seat maps, per concert, read at most once a second
+//! per instance and kept ready to send: the JSON body, its gzip, and a
+//! strong ETag. Any number of readers cost the database about one query per
+//! second per instance and concert; a CDN in front (`max-age=1`) takes the
+//! rest.
+
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Bytes;
+use prometheus::IntCounter;
+use serde::Serialize;
+use sha2::Digest as _;
+use sqlx::MySqlPool;
+use ticket_core::db;
+use ticket_core::domain::{ConcertId, SeatId, SeatStatus};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult};
+use crate::fresh_cache::FreshCache;
+
+/// How old an answer may be.
+pub const FRESH_FOR: Duration = Duration::from_secs(1);
+/// Concerts kept before the cache starts again empty.
+const MAX_CONCERTS: usize = 1_024;
+
+/// The seat map's state, in a form of about one byte per seat.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AvailabilityBody {
+    concert_id: u64,
+    /// The seats, in id order, as runs of consecutive ids: [first id, how many].
+    #[schema(value_type = Vec<Vec<u64>>, example = json!([[1, 100]]))]
+    seat_ranges: Vec<[u64; 2]>,
+    /// One letter per seat, in the order of `seatRanges`: A (available),
+    /// H (held) or R (reserved).
+    #[schema(example = "AAHRA")]
+    states: String,
+    available: u64,
+    held: u64,
+    reserved: u64,
+}
+
+impl AvailabilityBody {
+    fn of(concert: ConcertId, seats: &[(SeatId, SeatStatus)]) -> Self {
+        let mut seat_ranges: Vec<[u64; 2]> = Vec::new();
+        let mut states = String::with_capacity(seats.len());
+        let (mut available, mut held, mut reserved) = (0, 0, 0);
+        for &(id, status) in seats {
+            match seat_ranges.last_mut() {
+                Some([first, count]) if *first + *count == id.get() => *count += 1,
+                _ => seat_ranges.push([id.get(), 1]),
+            }
+            states.push(match status {
+                SeatStatus::Available => {
+                    available += 1;
+                    'A'
+                }
+                SeatStatus::Held => {
+                    held += 1;
+                    'H'
+                }
+                SeatStatus::Reserved => {
+                    reserved += 1;
+                    'R'
+                }
+            });
+        }
+        Self {
+            concert_id: concert.get(),
+            seat_ranges,
+            states,
+            available,
+            held,
+            reserved,
+        }
+    }
+}
+
+/// One concert's answer, ready to send.
+#[derive(Debug)]
+pub struct Snapshot {
+    pub json: Bytes,
+    pub gzip: Bytes,
+    /// Strong validators of the two representations (with and without gzip).
+    pub etag: String,
+    pub gzip_etag: String,
+}
+
+impl Snapshot {
+    fn of(body: &AvailabilityBody) -> Self {
+        let json = serde_json::to_vec(body).unwrap_or_default();
+        let digest = sha2::Sha256::digest(&json);
+        let hash: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
+        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        // Writing to memory does not fail; an empty gzip is never sent (the
+        // plain body goes instead).
+        let gzip: Vec<u8> = encoder
+            .write_all(&json)
+            .and_then(|()| encoder.finish())
+            .unwrap_or_default();
+        Self {
+            json: Bytes::from(json),
+            gzip: Bytes::from(gzip),
+            etag: format!("\"{hash}\""),
+            gzip_etag: format!("\"{hash}-gzip\""),
+        }
+    }
+}
+
+pub struct AvailabilityCache {
+    cache: FreshCache<ConcertId, Option<Arc<Snapshot>>>,
+    queries: IntCounter,
+}
+
+impl AvailabilityCache {
+    pub fn new(queries: IntCounter) -> Self {
+        Self {
+            cache: FreshCache::new(FRESH_FOR, MAX_CONCERTS),
+            queries,
+        }
+    }
+
+    /// The concert's availability, at most about a second old; None when
+    /// there is no such concert.
+    pub async fn get(
+        &self,
+        pool: &MySqlPool,
+        concert: ConcertId,
+    ) -> ApiResult<Option<Arc<Snapshot>>> {
+        self.cache
+            .get(concert, || async {
+                let mut conn = pool.acquire().await?;
+                self.queries.inc();
+                let seats = db::seats::states_of_concert(&mut conn, concert).await?;
+                if seats.is_empty() && db::concerts::find(&mut conn, concert).await?.is_none() {
+                    return Ok::<_, ApiError>(None);
+                }
+                Ok(Some(Arc::new(Snapshot::of(&AvailabilityBody::of(
+                    concert, &seats,
+                )))))
+            })
+            .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seats_come_as_runs_of_ids_and_a_letter_each() {
+        let seats = [
+            (SeatId(10), SeatStatus::Available),
+            (SeatId(11), SeatStatus::Held),
+            (SeatId(12), SeatStatus::Reserved),
+            (SeatId(20), SeatStatus::Available),
+        ];
+        let body = AvailabilityBody::of(ConcertId(3), &seats);
+        assert_eq!(body.seat_ranges, vec![[10, 3], [20, 1]]);
+        assert_eq!(body.states, "AHRA");
+        assert_eq!((body.available, body.held, body.reserved), (2, 1, 1));
+        let snapshot = Snapshot::of(&body);
+        assert_ne!(snapshot.etag, snapshot.gzip_etag);
+        assert_eq!(
+            snapshot.etag,
+            Snapshot::of(&body).etag,
+            "the same state, the same tag"
+        );
+    }
+}

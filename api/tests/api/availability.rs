@@ -1,0 +1,156 @@
+//! `GET /api/concerts/{id}/availability`: every seat's state in about a
+//! byte, cacheable, and read from the database at most once a second per
+//! instance, however many ask.
+
+use std::io::Read as _;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::helpers::{TestApp, spawn_app};
+
+async fn get(app: &TestApp, concert: u64, headers: &[(&str, &str)]) -> reqwest::Response {
+    let mut request = app
+        .client
+        .get(format!("{}/api/concerts/{concert}/availability", app.base));
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    request.send().await.expect("the request failed")
+}
+
+fn header(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+async fn queries(app: &TestApp) -> f64 {
+    let text = app.get("/metrics", None).await;
+    text.body
+        .as_str()
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("ticket_api_availability_queries_total")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn availability_shows_each_seat_and_is_cacheable() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 5, "holdSeconds": 600}))
+        .await;
+    let (user, token) = app.user("buyer").await;
+    app.book_directly(user, seats[0]).await;
+    app.reserve(&token, seats[2]).await.assert_status(201);
+    app.drain().await;
+
+    let plain = get(&app, concert, &[]).await;
+    assert_eq!(plain.status(), 200);
+    assert_eq!(header(&plain, "cache-control"), "public, max-age=1");
+    assert_eq!(header(&plain, "content-type"), "application/json");
+    assert_eq!(header(&plain, "vary"), "Accept-Encoding");
+    let etag = header(&plain, "etag");
+    assert!(
+        etag.starts_with('"') && etag.ends_with('"'),
+        "a strong ETag: {etag}"
+    );
+    let body: Value = plain.json().await.unwrap();
+    assert_eq!(body["concertId"], concert);
+    assert_eq!(body["states"], "RAHAA");
+    assert_eq!(body["seatRanges"], json!([[seats[0], 5]]));
+    assert_eq!(
+        (
+            body["available"].clone(),
+            body["held"].clone(),
+            body["reserved"].clone()
+        ),
+        (json!(3), json!(1), json!(1))
+    );
+
+    // The same state again: 304, for either encoding's tag.
+    let unchanged = get(&app, concert, &[("if-none-match", &etag)]).await;
+    assert_eq!(unchanged.status(), 304);
+    assert_eq!(header(&unchanged, "etag"), etag);
+    let gzipped = get(&app, concert, &[("accept-encoding", "br, gzip;q=0.8")]).await;
+    assert_eq!(gzipped.status(), 200);
+    assert_eq!(header(&gzipped, "content-encoding"), "gzip");
+    let gzip_etag = header(&gzipped, "etag");
+    assert_ne!(gzip_etag, etag, "each encoding has its own strong tag");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(&gzipped.bytes().await.unwrap()[..])
+        .read_to_string(&mut text)
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), body);
+    assert_eq!(
+        get(&app, concert, &[("if-none-match", &gzip_etag)])
+            .await
+            .status(),
+        304
+    );
+    let refused = get(&app, concert, &[("accept-encoding", "gzip;q=0")]).await;
+    assert_eq!(header(&refused, "content-encoding"), "");
+
+    // A change shows within about a second, under a new tag.
+    app.reserve(&token, seats[4]).await.assert_status(201);
+    app.drain().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let changed = loop {
+        let response = get(&app, concert, &[("if-none-match", &etag)]).await;
+        if response.status() == 200 {
+            break response;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the change never showed"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_ne!(header(&changed, "etag"), etag);
+    let body: Value = changed.json().await.unwrap();
+    assert_eq!(body["states"], "RAHAH");
+
+    let missing = app.get("/api/concerts/999999/availability", None).await;
+    missing.assert_problem(404, "CONCERT_NOT_FOUND");
+    app.get("/api/concerts/x/availability", None)
+        .await
+        .assert_problem(400, "VALIDATION_ERROR");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn many_readers_cost_one_read() {
+    let app = spawn_app().await;
+    let (concert, _) = app
+        .concert_and_seats(json!({"rows": 100, "seatsPerRow": 1000}))
+        .await;
+    let before = queries(&app).await;
+    let answers = futures::future::join_all(
+        (0..200).map(|_| get(&app, concert, &[("accept-encoding", "gzip")])),
+    )
+    .await;
+    let mut sizes = Vec::new();
+    for response in answers {
+        assert_eq!(response.status(), 200);
+        sizes.push(response.bytes().await.unwrap().len());
+    }
+    let reads = queries(&app).await - before;
+    assert!(reads <= 2.0, "{reads} reads for 200 readers");
+    println!("100,000 seats: {} bytes gzipped", sizes[0]);
+    assert!(
+        sizes.iter().all(|&n| n == sizes[0] && n < 100_000),
+        "{:?}",
+        &sizes[..3]
+    );
+    let plain = get(&app, concert, &[]).await.bytes().await.unwrap().len();
+    println!("100,000 seats: {plain} bytes plain");
+    assert!(plain < 1_000_000);
+}
