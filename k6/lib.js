@@ -23,8 +23,8 @@ export function adminToken() {
 }
 
 // A concert with `rows` × `perRow` seats; returns its id and seat ids in natural order.
-export function createConcert(admin, title, rows, perRow) {
-  const body = { title, venue: 'k6 Hall', concertDate: '2099-06-01T19:00:00Z', rows, seatsPerRow: perRow };
+export function createConcert(admin, title, rows, perRow, extra = {}) {
+  const body = { title, venue: 'k6 Hall', concertDate: '2099-06-01T19:00:00Z', rows, seatsPerRow: perRow, ...extra };
   const res = http.post(`${BASE}/api/concerts`, JSON.stringify(body), auth(admin));
   if (res.status !== 201) fail(`create concert: ${res.status} ${res.body}`);
   const id = res.json('id');
@@ -84,15 +84,24 @@ export function reserveAndWait(token, seatId, { timeoutMs = 30000, pollMs = 50 }
 // reserveAndWait for many users at once in one VU: requests and polls go out
 // concurrently (k6's event loop), so a few hundred VUs carry thousands of
 // waiting users.
-export async function reserveAndWaitAsync(token, seatId, { timeoutMs = 30000, pollMs = 50 } = {}) {
+// With `hinted`, each poll waits for the `pollAfterMs` of the previous
+// answer (the first waits `pollMs`) instead of `pollMs` every time.
+// `buyerRequests` (a Counter) counts the HTTP requests this buyer made.
+export async function reserveAndWaitAsync(token, seatId, { timeoutMs = 30000, pollMs = 50, hinted = false, expect = null, buyerRequests = null } = {}) {
   const started = Date.now();
   const res = await http.asyncRequest('POST', `${BASE}/api/reservations`, JSON.stringify({ seatId }), auth(token));
+  if (buyerRequests) buyerRequests.add(1);
   if (!check(res, { 'reservation accepted (201)': (r) => r.status === 201 })) return null;
+  if (expect) check(res, { [`accepted as ${expect}`]: (r) => r.json('status') === expect });
   const queueId = res.json('queueId');
+  let wait = pollMs;
   while (Date.now() - started < timeoutMs) {
-    await new Promise((resolve) => setTimeout(resolve, pollMs));
-    const decided = decisionOf(await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } }), started);
+    await new Promise((resolve) => setTimeout(resolve, wait));
+    const answer = await http.asyncRequest('GET', `${BASE}/api/reservations/status/${queueId}`, null, { ...auth(token), tags: { name: 'status' } });
+    if (buyerRequests) buyerRequests.add(1);
+    const decided = decisionOf(answer, started);
     if (decided) return decided;
+    if (hinted && answer.status === 200 && answer.json('pollAfterMs')) wait = answer.json('pollAfterMs');
   }
   return { status: 'TIMEOUT', ms: Date.now() - started };
 }

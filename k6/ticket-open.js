@@ -13,6 +13,13 @@
 //
 // Users and tokens come from TICKET_USERS_FILE, written through the API by
 // prepare-users.js (scripts/k6.sh ticket-open runs both).
+//
+// Variants: TICKET_LOTTERY=1 opens the sale at the end of the arrivals, so
+// that every user arrives inside the pre-opening lottery window (accepted as
+// WAITING, put in a random order at the opening); TICKET_POLL=hinted makes
+// each poll wait for the previous answer's pollAfterMs instead of polling
+// every TICKET_POLL_MS. `buyer_requests` counts the buyers' own HTTP
+// requests (reserve and polls, not the setup's or the teardown's).
 import http from 'k6/http';
 import { check, fail } from 'k6';
 import exec from 'k6/execution';
@@ -28,6 +35,8 @@ const ARRIVAL = __ENV.TICKET_ARRIVAL || '10s';
 const POLL_MS = Number(__ENV.TICKET_POLL_MS || 1000);
 const GROUP = Number(__ENV.TICKET_GROUP || 10);
 const VUS = Number(__ENV.TICKET_VUS || 2000);
+const LOTTERY = __ENV.TICKET_LOTTERY === '1';
+const HINTED = __ENV.TICKET_POLL === 'hinted';
 
 const tokens = new SharedArray('tokens', () => {
   const all = JSON.parse(open(__ENV.TICKET_USERS_FILE || fail('TICKET_USERS_FILE is required')));
@@ -71,20 +80,28 @@ export const options = {
 };
 
 const arrived = new Counter('users_arrived');
+const buyerRequests = new Counter('buyer_requests');
 const requestedAt = new Trend('requested_at');
 const soldAt = new Trend('sold_at');
 const decidedAt = new Trend('decided_at');
 
 export function setup() {
   const admin = adminToken();
-  const { id, seats } = createConcert(admin, `ticket-open-${Date.now()}`, Math.ceil(SEATS / 100), Math.min(SEATS, 100));
+  // With the lottery, the sale opens when the last users have arrived.
+  const arrivalMs = Number.parseFloat(ARRIVAL) * (ARRIVAL.endsWith('ms') ? 1 : ARRIVAL.endsWith('m') ? 60000 : 1000);
+  const sale = LOTTERY
+    ? { opensAt: new Date(Date.now() + arrivalMs + 2000).toISOString(), lotteryWindowSeconds: 3600 }
+    : {};
+  const { id, seats } = createConcert(admin, `ticket-open-${Date.now()}`, Math.ceil(SEATS / 100), Math.min(SEATS, 100), sale);
   if (seats.length !== SEATS) fail(`TICKET_SEATS must be a multiple of 100 or at most 100 (got ${SEATS})`);
   return { concertId: id, seats };
 }
 
 async function arrive(i, seats) {
   arrived.add(1);
-  const outcome = await reserveAndWaitAsync(tokens[i], seats[wanted[i]], { timeoutMs: 60000, pollMs: POLL_MS });
+  const outcome = await reserveAndWaitAsync(tokens[i], seats[wanted[i]], {
+    timeoutMs: 90000, pollMs: POLL_MS, hinted: HINTED, expect: LOTTERY ? 'WAITING' : null, buyerRequests,
+  });
   record(outcome);
   if (outcome && outcome.decidedAt !== undefined) {
     requestedAt.add(outcome.requestedAt);
@@ -125,5 +142,9 @@ export const handleSummary = summary('ticket-open', (data) => {
     arrival_ms: v('requested_at').max - v('requested_at').min,
     dropped_iterations: v('dropped_iterations').count || 0,
     users_arrived: v('users_arrived').count || 0,
+    buyer_requests: v('buyer_requests').count || 0,
+    requests_per_buyer: (v('buyer_requests').count || 0) / USERS,
+    lottery: LOTTERY,
+    polling: HINTED ? 'hinted' : `every ${POLL_MS} ms`,
   };
 });

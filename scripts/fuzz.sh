@@ -64,7 +64,11 @@ status=0
 for role in user admin; do
   start_stack "$role"
   echo "fuzz: as $role, $examples examples per operation" >&2
+  # The event stream of a request stays open until its decision (a lottery
+  # request's until its sale opens): a generated case would hang there. Its
+  # answers are tested in api/tests/api/status_events.rs.
   "$st" run "$api_url/api/openapi.json" -H "Authorization: Bearer $(token "$role")" \
+    --exclude-path '/api/reservations/status/{id}/events' \
     --checks all --max-examples "$examples" --workers 1 --baseline scripts/fuzz-baseline.json \
     --generation-database none ${seed:+--seed "$seed"} \
     ${FUZZ_UPDATE_BASELINE:+--baseline-update} \

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::http::HeaderValue;
 use prometheus::IntCounter;
 use serde::Serialize;
 use sha2::Digest as _;
@@ -84,8 +85,8 @@ pub struct Snapshot {
     pub json: Bytes,
     pub gzip: Bytes,
     /// Strong validators of the two representations (with and without gzip).
-    pub etag: String,
-    pub gzip_etag: String,
+    pub etag: HeaderValue,
+    pub gzip_etag: HeaderValue,
 }
 
 impl Snapshot {
@@ -103,8 +104,9 @@ impl Snapshot {
         Self {
             json: Bytes::from(json),
             gzip: Bytes::from(gzip),
-            etag: format!("\"{hash}\""),
-            gzip_etag: format!("\"{hash}-gzip\""),
+            etag: HeaderValue::from_str(&format!("\"{hash}\"")).unwrap_or(HeaderValue::from_static("\"\"")),
+            gzip_etag: HeaderValue::from_str(&format!("\"{hash}-gzip\""))
+                .unwrap_or(HeaderValue::from_static("\"\"")),
         }
     }
 }

@@ -18,7 +18,7 @@ use tokio::sync::{Notify, watch};
 
 /// Between reads while streams are open: a decision reaches its stream
 /// within about this long after its commit.
-const STREAM_TICK: Duration = Duration::from_millis(150);
+const STREAM_TICK: Duration = Duration::from_millis(120);
 /// Between reads while only polls ask: positions are this fresh.
 const POLL_TICK: Duration = Duration::from_secs(1);
 /// A concert nobody asked about for this long is no longer read.
@@ -93,6 +93,11 @@ struct Stream {
     concert: ConcertId,
     place: u64,
     sender: watch::Sender<Standing>,
+    /// When to tell it its place again: after its own `pollAfterMs`, as a
+    /// poller would ask (a place changes with every decision ahead, and
+    /// telling ten thousand streams every tick would cost more than it
+    /// tells them). Its decision goes out at once, whenever it comes.
+    next_place_at: Instant,
 }
 
 #[derive(Default)]
@@ -154,6 +159,7 @@ impl LineWatch {
                         concert: row.concert_id,
                         place,
                         sender,
+                        next_place_at: Instant::now(),
                     },
                 );
                 receiver
@@ -203,7 +209,14 @@ impl LineWatch {
             return Ok(());
         }
         let mut conn = self.pool.acquire().await?;
-        let open = line::open_requests(&mut conn, &concerts).await?;
+        let mut lines: HashMap<ConcertId, Vec<u64>> = HashMap::new();
+        line::open_requests(&mut conn, &concerts, |request| {
+            lines
+                .entry(request.concert_id)
+                .or_default()
+                .push(request.line_key.place(request.id));
+        })
+        .await?;
         self.queries.inc();
         let previous = self.current();
         let rates = if self.rates_due() {
@@ -216,13 +229,6 @@ impl LineWatch {
         } else {
             previous.rates.clone()
         };
-        let mut lines: HashMap<ConcertId, Vec<u64>> = HashMap::new();
-        for request in open {
-            lines
-                .entry(request.concert_id)
-                .or_default()
-                .push(request.line_key.place(request.id));
-        }
         for line in lines.values_mut() {
             line.sort_unstable();
         }
@@ -267,19 +273,28 @@ impl LineWatch {
     /// Gives each stream still in line its place; returns those no longer
     /// in it (decided, to be looked up). Streams nobody listens to go.
     fn tell_streams(&self, board: &Board) -> Vec<QueueId> {
+        let now = Instant::now();
         let mut watched = self.lock();
         watched
             .streams
             .retain(|_, stream| stream.sender.receiver_count() > 0);
         self.open_streams.set(watched.streams.len() as i64);
         let mut left = Vec::new();
-        for (id, stream) in &watched.streams {
+        for (id, stream) in &mut watched.streams {
             if board.contains(stream.concert, stream.place) {
-                let now = Standing::Open(board.place(stream.concert, stream.place));
+                if now < stream.next_place_at {
+                    continue;
+                }
+                let place = board.place(stream.concert, stream.place);
+                // Spread by up to half again, so that streams opened together
+                // are not all told in the same tick ever after.
+                let after = Duration::from_millis(place.map_or(1_000, |p| p.poll_after_ms));
+                stream.next_place_at = now + after.mul_f64(1.0 + (id.get() % 64) as f64 / 128.0);
+                let told = Standing::Open(place);
                 stream.sender.send_if_modified(|standing| {
-                    let changed = *standing != now;
+                    let changed = *standing != told;
                     if changed {
-                        *standing = now.clone();
+                        *standing = told.clone();
                     }
                     changed
                 });
@@ -301,14 +316,7 @@ impl LineWatch {
     }
 
     fn rates_due(&self) -> bool {
-        let Ok(mut last) = self.rates_read_at.lock() else {
-            return true;
-        };
-        let due = last.is_none_or(|at| at.elapsed() >= RATES_EVERY);
-        if due {
-            *last = Some(Instant::now());
-        }
-        due
+        due(&self.rates_read_at, RATES_EVERY)
     }
 
     fn interested(&self, concert: ConcertId) {
@@ -327,6 +335,18 @@ impl LineWatch {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+}
+
+/// Whether `period` has passed since `last` (then it starts again).
+fn due(last: &Mutex<Option<Instant>>, period: Duration) -> bool {
+    let Ok(mut last) = last.lock() else {
+        return true;
+    };
+    let due = last.is_none_or(|at| at.elapsed() >= period);
+    if due {
+        *last = Some(Instant::now());
+    }
+    due
 }
 
 #[cfg(test)]

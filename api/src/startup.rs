@@ -75,7 +75,7 @@ impl Application {
             metrics_listener,
             header_read_timeout: settings.header_read_timeout,
             request_timeout: settings.request_timeout,
-            state: AppState {
+            state: AppState::new(crate::state::Shared {
                 enqueuer: EnqueueBatcher::start(
                     pool.clone(),
                     settings.limits.max_open_requests_per_user,
@@ -94,7 +94,7 @@ impl Application {
                 limits: Arc::new(Limits::new(settings.limits)),
                 client_address_header: settings.client_address_header.map(Arc::new),
                 database_reached: Arc::default(),
-            },
+            }),
         })
     }
 

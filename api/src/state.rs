@@ -7,9 +7,27 @@ use crate::limits::Limits;
 use crate::observability::ApiMetrics;
 use crate::security::{PasswordHasher, Revocations, TokenKeys};
 
-/// What every handler may reach. Cheap to clone: everything is shared.
+/// What every handler may reach: one shared value, so that each of the
+/// several clones a request makes (every middleware and handler that takes
+/// `State`) is one reference count, not one per field.
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Shared>);
+
+impl AppState {
+    pub fn new(shared: Shared) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+pub struct Shared {
     pub pool: MySqlPool,
     pub tokens: Arc<TokenKeys>,
     /// Tokens voided before their expiry, followed from the database.

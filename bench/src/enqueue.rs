@@ -22,6 +22,11 @@ pub struct Args {
     /// users/seats lines spread over the file) instead of round-robin.
     #[arg(long)]
     shuffle: bool,
+    /// Queue each line's request too (PENDING, straight into the tables) and
+    /// write `token queueId` lines instead: open requests for status polls
+    /// and event streams.
+    #[arg(long)]
+    queued: bool,
 }
 
 /// Makes a migrated database with users and seats, writes request lines for
@@ -37,10 +42,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     if args.shuffle {
         shuffle(&mut wanted, 7);
     }
+    let pairs: Vec<_> = users.iter().copied().zip(wanted).collect();
+    let targets: Vec<u64> = if args.queued {
+        seed::requests(&mut conn, &pairs).await?;
+        let ids: Vec<(u64,)> = sqlx::query_as("SELECT id FROM reservation_queue ORDER BY id")
+            .fetch_all(&mut *conn)
+            .await?;
+        ids.into_iter().map(|(id,)| id).collect()
+    } else {
+        pairs.iter().map(|(_, seat)| seat.get()).collect()
+    };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args.out)?);
-    for (user, seat) in users.iter().zip(wanted) {
+    for ((user, _), target) in pairs.iter().zip(targets) {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
-        writeln!(out, "{token} {seat}")?;
+        writeln!(out, "{token} {target}")?;
     }
     out.flush()?;
     println!("{}", db.url());

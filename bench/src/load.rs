@@ -28,6 +28,10 @@ pub struct Args {
     /// A request without an answer after this long counts as hung.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Poll statuses instead: lines are `token queueId` (prepare-enqueue
+    /// --queued) and each request is GET /api/reservations/status/{id}.
+    #[arg(long)]
+    status: bool,
 }
 
 /// What the requests got back, by kind.
@@ -39,16 +43,22 @@ struct Outcomes {
     /// No answer in time, or the connection failed.
     failed: u64,
     queue_ids: Vec<u64>,
+    /// Status answers that carried a position.
+    placed: u64,
 }
 
-/// POSTs reservation requests at a fixed rate, each (user, seat) pair once.
+/// POSTs reservation requests at a fixed rate, each (user, seat) pair once;
+/// or polls statuses, going round the lines as often as needed.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let text = std::fs::read_to_string(&args.lines)?;
-    let lines: Vec<(String, String)> = text
+    let mut lines: Vec<(String, String)> = text
         .lines()
         .filter_map(|l| l.split_once(' ').map(|(t, s)| (t.to_owned(), s.to_owned())))
         .collect();
     let total = args.rate * args.seconds;
+    if args.status && !lines.is_empty() {
+        lines = lines.iter().cycle().take(total as usize).cloned().collect();
+    }
     anyhow::ensure!(
         lines.len() as u64 >= total,
         "need {total} lines, have {}",
@@ -60,7 +70,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .timeout(Duration::from_millis(args.timeout_ms))
         .build()?;
     let outcomes = Arc::new(std::sync::Mutex::new(Outcomes::default()));
-    let url = format!("{}/api/reservations", args.url);
+    let base = args.url.clone();
+    let polling = args.status;
+    let expected = if polling { 200 } else { 201 };
     let permits = Arc::new(Semaphore::new(args.max_in_flight));
     let (created, other, dropped) = (
         Arc::new(AtomicU64::new(0)),
@@ -78,32 +90,34 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             dropped.fetch_add(1, Ordering::Relaxed);
             continue;
         };
-        let (client, url) = (client.clone(), url.clone());
+        let (client, base) = (client.clone(), base.clone());
         let (created, other, latencies) = (created.clone(), other.clone(), latencies.clone());
         let outcomes = outcomes.clone();
         tasks.push(tokio::spawn(async move {
             let sent = Instant::now();
-            let body = format!("{{\"seatId\":{seat}}}");
-            let response = client
-                .post(url)
-                .bearer_auth(token)
-                .header("content-type", "application/json")
-                .body(body)
-                .send()
-                .await;
-            let ok = matches!(&response, Ok(r) if r.status() == 201);
+            let request = if polling {
+                client.get(format!("{base}/api/reservations/status/{seat}"))
+            } else {
+                client
+                    .post(format!("{base}/api/reservations"))
+                    .header("content-type", "application/json")
+                    .body(format!("{{\"seatId\":{seat}}}"))
+            };
+            let response = request.bearer_auth(token).send().await;
+            let ok = matches!(&response, Ok(r) if r.status() == expected);
             let mut queue_id = None;
             let mut status = None;
             let mut retry_after = false;
+            let mut placed = false;
             if let Ok(r) = response {
                 status = Some(r.status().as_u16());
                 retry_after = r.headers().contains_key("retry-after");
                 if let Ok(body) = r.bytes().await
                     && ok
                 {
-                    queue_id = serde_json::from_slice::<serde_json::Value>(&body)
-                        .ok()
-                        .and_then(|v| v["queueId"].as_u64());
+                    let answer = serde_json::from_slice::<serde_json::Value>(&body).ok();
+                    queue_id = answer.as_ref().and_then(|v| v["queueId"].as_u64());
+                    placed = answer.is_some_and(|v| v["position"].is_u64());
                 }
             }
             if let Ok(mut o) = outcomes.lock() {
@@ -117,6 +131,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     None => o.failed += 1,
                 }
                 o.queue_ids.extend(queue_id);
+                o.placed += u64::from(placed);
             }
             let elapsed = sent.elapsed();
             drop(permit);
@@ -144,7 +159,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .map_or(f64::NAN, |d| d.as_secs_f64() * 1000.0)
     };
     println!(
-        "load rate={}/s for {} s (sent in {:.2} s): 201={} other={} dropped={} http ms p50={:.1} p99={:.1} max={:.1}",
+        "{} rate={}/s for {} s (sent in {:.2} s): {expected}={} other={} dropped={} http ms p50={:.1} p99={:.1} max={:.1}",
+        if polling { "status polls" } else { "load" },
         args.rate,
         args.seconds,
         sending.as_secs_f64(),
@@ -168,6 +184,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.timeout_ms,
         outcomes.failed
     );
+    if polling {
+        println!("answers with a position: {}", outcomes.placed);
+    }
     if let Some(path) = &args.record {
         let ids: Vec<String> = outcomes.queue_ids.iter().map(u64::to_string).collect();
         std::fs::write(path, ids.join("\n") + "\n")?;

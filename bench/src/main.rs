@@ -7,6 +7,7 @@ mod enqueue;
 mod latency;
 mod load;
 mod otlp_sink;
+mod streams;
 
 use clap::{Parser, Subcommand};
 
@@ -32,8 +33,10 @@ enum Command {
     PrepareEnqueue(enqueue::Args),
     /// Time from enqueue to decision, read from the queue rows of a finished run.
     Latency(latency::Args),
-    /// POST reservation requests at a constant rate (open loop).
+    /// POST reservation requests (or poll statuses) at a constant rate (open loop).
     Load(load::Args),
+    /// Server-Sent Events: N streams on one API instance while a worker decides them.
+    Streams(streams::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -64,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
         Command::PrepareEnqueue(args) => enqueue::run(args).await,
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,
+        Command::Streams(args) => streams::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

@@ -69,9 +69,7 @@ pub async fn availability(
         HeaderValue::from_static("public, max-age=1"),
     );
     out.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
-    if let Ok(tag) = HeaderValue::from_str(etag) {
-        out.insert(header::ETAG, tag);
-    }
+    out.insert(header::ETAG, etag.clone());
     Ok(response)
 }
 

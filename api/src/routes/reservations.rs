@@ -125,14 +125,20 @@ impl LineFields {
         }
         let sale = state.sales.of(&state.pool, row.concert_id).await?;
         let now = db::now();
-        Ok(sale.opens_at.filter(|at| *at > now).map(|opens_at| {
-            let until = (opens_at - now).num_milliseconds().unsigned_abs();
-            Self {
-                place: None,
-                opens_at: Some(opens_at),
-                poll_after_ms: Some(until.clamp(1_000, 10_000)),
-            }
-        }))
+        Ok(sale
+            .opens_at
+            .filter(|at| *at > now)
+            .map(|opens_at| Self::until_opening(opens_at, now)))
+    }
+
+    /// Waiting for the opening: poll again then (within 1–10 s).
+    pub(crate) fn until_opening(opens_at: DateTime<Utc>, now: DateTime<Utc>) -> Self {
+        let until = (opens_at - now).num_milliseconds().unsigned_abs();
+        Self {
+            place: None,
+            opens_at: Some(opens_at),
+            poll_after_ms: Some(until.clamp(1_000, 10_000)),
+        }
     }
 
     /// In line, at `place` once the line has been read.

@@ -83,16 +83,22 @@ pub async fn events(
     let first = Step::Open(position_event(&row, line));
     let follow = Follow {
         standing: state.line.watch(&row),
-        state: state.clone(),
+        opens_at: line.opens_at,
         row,
     };
     Ok(sse(stream(first, Some(follow))))
 }
 
 fn sse(events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static) -> Response {
-    Sse::new(events)
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(HEARTBEAT))
-        .into_response()
+        .into_response();
+    // Proxies that buffer responses (nginx) would hold events back.
+    response.headers_mut().insert(
+        "x-accel-buffering",
+        axum::http::HeaderValue::from_static("no"),
+    );
+    response
 }
 
 enum Step {
@@ -101,9 +107,12 @@ enum Step {
     End,
 }
 
+/// What a stream keeps while it waits: no more than it needs, for there may
+/// be tens of thousands of them.
 struct Follow {
     standing: watch::Receiver<Standing>,
-    state: AppState,
+    /// While in the lottery: the opening, as it was when the stream began.
+    opens_at: Option<chrono::DateTime<chrono::Utc>>,
     row: ticket_core::db::queue::QueueRow,
 }
 
@@ -123,9 +132,10 @@ fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Even
         let standing = f.standing.borrow_and_update().clone();
         match standing {
             Standing::Open(place) => {
-                let line = match LineFields::waiting(&f.state, &f.row).await {
-                    Ok(Some(waiting)) => waiting,
-                    _ => LineFields::placed(place),
+                let now = ticket_core::db::now();
+                let line = match f.opens_at.filter(|at| *at > now) {
+                    Some(opens_at) => LineFields::until_opening(opens_at, now),
+                    None => LineFields::placed(place),
                 };
                 Some((Ok(position_event(&f.row, line)), (None, follow)))
             }

@@ -66,22 +66,35 @@ pub struct InLine {
 }
 
 /// Every open request (WAITING, PENDING or PROCESSING) of `concerts`, in
-/// no particular order: read from the claim index alone (one range per
-/// status), never from the rows.
+/// no particular order, handed to `each`: read from the claim index alone
+/// (one range per status), never from the rows. A long line is read in
+/// steps that give the runtime back, so that the requests served beside it
+/// do not wait for the whole of it.
 pub async fn open_requests(
     conn: &mut MySqlConnection,
     concerts: &[ConcertId],
-) -> Result<Vec<InLine>, sqlx::Error> {
+    mut each: impl FnMut(InLine),
+) -> Result<(), sqlx::Error> {
+    use futures::TryStreamExt as _;
     async move {
         if concerts.is_empty() {
-            return Ok(Vec::new());
+            return Ok(());
         }
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT concert_id, line_key, id FROM reservation_queue FORCE INDEX (idx_queue_line) \
              WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') AND concert_id IN ({})",
             in_placeholders(concerts.len())
         )));
-        bind_ids(select, concerts).fetch_all(conn).await
+        let mut rows = bind_ids(select, concerts).fetch(conn);
+        let mut read = 0_u32;
+        while let Some(row) = rows.try_next().await? {
+            each(row);
+            read += 1;
+            if read % 1024 == 0 {
+                tokio::task::yield_now().await;
+            }
+        }
+        Ok(())
     }
     .instrument(super::span("SELECT", "reservation_queue"))
     .await
