@@ -104,7 +104,8 @@ impl Snapshot {
         Self {
             json: Bytes::from(json),
             gzip: Bytes::from(gzip),
-            etag: HeaderValue::from_str(&format!("\"{hash}\"")).unwrap_or(HeaderValue::from_static("\"\"")),
+            etag: HeaderValue::from_str(&format!("\"{hash}\""))
+                .unwrap_or(HeaderValue::from_static("\"\"")),
             gzip_etag: HeaderValue::from_str(&format!("\"{hash}-gzip\""))
                 .unwrap_or(HeaderValue::from_static("\"\"")),
         }

@@ -96,7 +96,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     // The worker gets a thread and a runtime of its own, as a process of its
     // own would: its CPU work must not delay the streams' readers here.
     let deciding = std::thread::spawn({
-        let (shutdown, url, batch_size) = (shutdown.clone(), args.database_url.clone(), args.batch_size);
+        let (shutdown, url, batch_size) =
+            (shutdown.clone(), args.database_url.clone(), args.batch_size);
         move || -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -232,7 +233,12 @@ async fn line_queries(client: &reqwest::Client, url: &str) -> f64 {
     };
     let text = response.text().await.unwrap_or_default();
     text.lines()
-        .find_map(|l| l.strip_prefix("ticket_api_line_queries_total")?.trim().parse().ok())
+        .find_map(|l| {
+            l.strip_prefix("ticket_api_line_queries_total")?
+                .trim()
+                .parse()
+                .ok()
+        })
         .unwrap_or(0.0)
 }
 

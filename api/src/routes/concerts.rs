@@ -202,15 +202,14 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
-        let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
-        let opens_at = keep(
-            req.opens_at.as_deref().map(OpensAt::parse).transpose(),
+        let sale = settings(
+            req.hold_seconds,
+            req.max_seats_per_order,
+            req.lottery_window_seconds,
             &mut errors,
         );
-        let lottery = keep(
-            req.lottery_window_seconds
-                .map(LotteryWindow::parse)
-                .transpose(),
+        let opens_at = keep(
+            req.opens_at.as_deref().map(OpensAt::parse).transpose(),
             &mut errors,
         );
         if req.opens_at.is_none() && req.lottery_window_seconds.is_some_and(|s| s > 0) {
@@ -219,51 +218,57 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 "a lottery needs opensAt",
             ));
         }
-        match (
-            title, venue, date, layout, hold, max_seats, opens_at, lottery,
-        ) {
-            (
-                Some(title),
-                Some(venue),
-                Some(date),
-                Some(layout),
-                Some(hold),
-                Some(max_seats),
-                Some(opens_at),
-                Some(lottery),
-            ) if errors.is_empty() => Ok(Self {
-                title,
-                venue,
-                date,
-                layout,
-                settings: db::concerts::Settings {
-                    hold: hold.unwrap_or_default(),
-                    max_seats_per_order: max_seats.unwrap_or_default(),
-                    opens_at,
-                    lottery: lottery.unwrap_or_default(),
-                },
-            }),
+        match (title, venue, date, layout, sale, opens_at) {
+            (Some(title), Some(venue), Some(date), Some(layout), Some(sale), Some(opens_at))
+                if errors.is_empty() =>
+            {
+                Ok(Self {
+                    title,
+                    venue,
+                    date,
+                    layout,
+                    settings: db::concerts::Settings {
+                        hold: sale.hold.unwrap_or_default(),
+                        max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
+                        opens_at,
+                        lottery: sale.lottery.unwrap_or_default(),
+                    },
+                })
+            }
             _ => Err(errors),
         }
     }
 }
 
-/// The sale settings of a create or a change, each kept when given and
-/// valid (`Some(None)`: not given), or recorded in `errors`.
+/// The sale settings a create or a change gave (`None`: not given).
+struct GivenSettings {
+    hold: Option<HoldDuration>,
+    max_seats_per_order: Option<MaxSeatsPerOrder>,
+    lottery: Option<LotteryWindow>,
+}
+
+/// The sale settings of a create or a change, each parsed when given; None
+/// when any is invalid (each invalid one recorded in `errors`).
 fn settings(
     hold_seconds: Option<u64>,
     max_seats_per_order: Option<u64>,
+    lottery_window_seconds: Option<u64>,
     errors: &mut Vec<FieldError>,
-) -> (
-    Option<Option<HoldDuration>>,
-    Option<Option<MaxSeatsPerOrder>>,
-) {
+) -> Option<GivenSettings> {
     let hold = keep(hold_seconds.map(HoldDuration::parse).transpose(), errors);
     let max_seats = keep(
         max_seats_per_order.map(MaxSeatsPerOrder::parse).transpose(),
         errors,
     );
-    (hold, max_seats)
+    let lottery = keep(
+        lottery_window_seconds.map(LotteryWindow::parse).transpose(),
+        errors,
+    );
+    Some(GivenSettings {
+        hold: hold?,
+        max_seats_per_order: max_seats?,
+        lottery: lottery?,
+    })
 }
 
 /// A valid change to a concert; absent fields stay as they are.
@@ -289,37 +294,30 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
-        let (hold, max_seats) = settings(req.hold_seconds, req.max_seats_per_order, &mut errors);
+        let sale = settings(
+            req.hold_seconds,
+            req.max_seats_per_order,
+            req.lottery_window_seconds,
+            &mut errors,
+        );
         let opens_at = keep(
             req.opens_at
                 .map(|at| at.as_deref().map(OpensAt::parse).transpose())
                 .transpose(),
             &mut errors,
         );
-        let lottery = keep(
-            req.lottery_window_seconds
-                .map(LotteryWindow::parse)
-                .transpose(),
-            &mut errors,
-        );
-        match (title, venue, date, hold, max_seats, opens_at, lottery) {
-            (
-                Some(title),
-                Some(venue),
-                Some(date),
-                Some(hold),
-                Some(max_seats),
-                Some(opens_at),
-                Some(lottery),
-            ) => Ok(Self(db::concerts::Changes {
-                title,
-                venue,
-                date,
-                hold,
-                max_seats_per_order: max_seats,
-                opens_at,
-                lottery,
-            })),
+        match (title, venue, date, sale, opens_at) {
+            (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at)) => {
+                Ok(Self(db::concerts::Changes {
+                    title,
+                    venue,
+                    date,
+                    hold: sale.hold,
+                    max_seats_per_order: sale.max_seats_per_order,
+                    opens_at,
+                    lottery: sale.lottery,
+                }))
+            }
             _ => Err(errors),
         }
     }

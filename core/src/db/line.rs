@@ -90,7 +90,7 @@ pub async fn open_requests(
         while let Some(row) = rows.try_next().await? {
             each(row);
             read += 1;
-            if read % 1024 == 0 {
+            if read.is_multiple_of(1024) {
                 tokio::task::yield_now().await;
             }
         }
