@@ -28,13 +28,8 @@ impl SaleWindows {
         self.0
             .get(concert, || async {
                 let mut conn = pool.acquire().await?;
-                let windows = db::concerts::sale_windows(&mut conn, &[concert]).await?;
-                Ok::<_, ApiError>(
-                    windows
-                        .first()
-                        .map(|(_, window)| *window)
-                        .unwrap_or_default(),
-                )
+                let row = db::concerts::find(&mut conn, concert).await?;
+                Ok::<_, ApiError>(row.map(|c| c.sale()).unwrap_or_default())
             })
             .await
     }

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use clap::Args as ClapArgs;
+use ticket_core::testing::prometheus_text;
 use ticket_worker::{Mode, Worker, WorkerConfig};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
@@ -232,14 +233,8 @@ async fn line_queries(client: &reqwest::Client, url: &str) -> f64 {
         return 0.0;
     };
     let text = response.text().await.unwrap_or_default();
-    text.lines()
-        .find_map(|l| {
-            l.strip_prefix("ticket_api_line_queries_total")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0.0)
+    let samples = prometheus_text::parse(&text).unwrap_or_default();
+    prometheus_text::value(&samples, "ticket_api_line_queries_total", &[])
 }
 
 async fn questions(pool: &sqlx::MySqlPool) -> Result<i64, sqlx::Error> {

@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::Stream;
 use serde::Serialize;
-use ticket_core::domain::QueueId;
+use ticket_core::domain::{QueueId, QueueStatus};
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
@@ -154,7 +154,7 @@ fn position_event(row: &ticket_core::db::queue::QueueRow, line: LineFields) -> E
         queue_id: row.id.get(),
         status: if waiting {
             "WAITING"
-        } else if row.status.as_str() == "WAITING" {
+        } else if row.status == QueueStatus::Waiting {
             "PENDING"
         } else {
             row.status.as_str()

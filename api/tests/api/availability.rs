@@ -28,21 +28,6 @@ fn header(response: &reqwest::Response, name: &str) -> String {
         .to_owned()
 }
 
-async fn queries(app: &TestApp) -> f64 {
-    let text = app.get("/metrics", None).await;
-    text.body
-        .as_str()
-        .unwrap_or_default()
-        .lines()
-        .find_map(|l| {
-            l.strip_prefix("ticket_api_availability_queries_total")?
-                .trim()
-                .parse()
-                .ok()
-        })
-        .unwrap_or(0.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn availability_shows_each_seat_and_is_cacheable() {
     let app = spawn_app().await;
@@ -132,7 +117,7 @@ async fn many_readers_cost_one_read() {
     let (concert, _) = app
         .concert_and_seats(json!({"rows": 100, "seatsPerRow": 1000}))
         .await;
-    let before = queries(&app).await;
+    let before = app.metric("ticket_api_availability_queries_total").await;
     let answers = futures::future::join_all(
         (0..200).map(|_| get(&app, concert, &[("accept-encoding", "gzip")])),
     )
@@ -142,7 +127,7 @@ async fn many_readers_cost_one_read() {
         assert_eq!(response.status(), 200);
         sizes.push(response.bytes().await.unwrap().len());
     }
-    let reads = queries(&app).await - before;
+    let reads = app.metric("ticket_api_availability_queries_total").await - before;
     assert!(reads <= 2.0, "{reads} reads for 200 readers");
     println!("100,000 seats: {} bytes gzipped", sizes[0]);
     assert!(

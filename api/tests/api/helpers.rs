@@ -658,6 +658,29 @@ impl TestApp {
         reply.assert_status(200).clone()
     }
 
+    /// `GET /metrics`, parsed (its status and content type checked).
+    pub async fn scrape(&self) -> ticket_core::testing::prometheus_text::Samples {
+        let response = self
+            .client
+            .get(format!("{}/metrics", self.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        assert_eq!(
+            response.headers()["content-type"],
+            "text/plain; version=0.0.4; charset=utf-8"
+        );
+        let text = response.text().await.unwrap();
+        ticket_core::testing::prometheus_text::parse(&text)
+            .unwrap_or_else(|e| panic!("{e}\n{text}"))
+    }
+
+    /// One unlabelled sample of `/metrics` (0 when absent).
+    pub async fn metric(&self, name: &str) -> f64 {
+        ticket_core::testing::prometheus_text::value(&self.scrape().await, name, &[])
+    }
+
     /// Fails the test on any violated invariant of seats, reservations and queue.
     pub async fn assert_invariants(&self) {
         ticket_core::testing::assert_invariants(&self.pool).await;

@@ -1,28 +1,12 @@
 //! `GET /metrics`: Prometheus text whose counters follow the traffic.
 
 use serde_json::json;
-use ticket_core::testing::prometheus_text::{self, Samples, value};
+use ticket_core::testing::prometheus_text::value;
 
 use ticket_api::limits::LimitSettings;
 use ticket_api::startup::{Application, Settings};
 
 use crate::helpers::{TestApp, spawn_app, test_settings};
-
-async fn scrape(app: &TestApp) -> Samples {
-    let response = app
-        .client
-        .get(format!("{}/metrics", app.base))
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.status(), 200);
-    assert_eq!(
-        response.headers()["content-type"],
-        "text/plain; version=0.0.4; charset=utf-8"
-    );
-    let text = response.text().await.unwrap();
-    prometheus_text::parse(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
 
 #[tokio::test]
 async fn request_counters_and_latencies_follow_the_traffic_by_route_template() {
@@ -32,7 +16,7 @@ async fn request_counters_and_latencies_follow_the_traffic_by_route_template() {
     let seat = app.seats(concert["id"].as_u64().unwrap()).await[0]["id"]
         .as_u64()
         .unwrap();
-    let before = scrape(&app).await;
+    let before = app.scrape().await;
 
     let accepted = app.reserve(&token, seat).await;
     let queue_id = accepted.assert_status(201)["queueId"].as_u64().unwrap();
@@ -45,7 +29,7 @@ async fn request_counters_and_latencies_follow_the_traffic_by_route_template() {
     app.get("/no/such/route/12345", None)
         .await
         .assert_status(404);
-    let after = scrape(&app).await;
+    let after = app.scrape().await;
 
     let moved = |name: &str, labels: &[(&str, &str)]| {
         value(&after, name, labels) - value(&before, name, labels)
@@ -122,6 +106,6 @@ async fn with_a_metrics_port_the_public_port_serves_no_metrics() {
         .get("/api/concerts", None)
         .await
         .assert_problem(404, "ROUTE_NOT_FOUND");
-    let samples = scrape(&metrics_port).await;
+    let samples = metrics_port.scrape().await;
     assert!(value(&samples, "ticket_db_pool_max_connections", &[]) >= 1.0);
 }

@@ -95,14 +95,6 @@ impl EventStream {
     }
 }
 
-async fn metric(app: &TestApp, name: &str) -> f64 {
-    let text = app.get("/metrics", None).await;
-    let text = text.body.as_str().unwrap_or_default().to_owned();
-    text.lines()
-        .find_map(|line| line.strip_prefix(name)?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_stream_tells_the_place_then_the_decision_and_ends() {
     let app = spawn_app().await;
@@ -278,7 +270,7 @@ async fn many_streams_are_fed_by_a_few_queries() {
     for ((_, token), id) in users.iter().zip(&ids) {
         streams.push(EventStream::follow(&app, token, *id).await);
     }
-    let queries_before = metric(&app, "ticket_api_line_queries_total").await;
+    let queries_before = app.metric("ticket_api_line_queries_total").await;
     let started = std::time::Instant::now();
     let shutdown = CancellationToken::new();
     let worker = app.worker("w", Mode::Batch, 20, Duration::from_secs(30));
@@ -302,7 +294,7 @@ async fn many_streams_are_fed_by_a_few_queries() {
     let won = decisions.iter().filter(|s| **s == "SUCCESS").count();
     assert_eq!(won, 100, "one per seat");
     assert_eq!(decisions.len() - won, STREAMS - 100);
-    let queries = metric(&app, "ticket_api_line_queries_total").await - queries_before;
+    let queries = app.metric("ticket_api_line_queries_total").await - queries_before;
     println!("{STREAMS} streams decided in {elapsed:.2} s with {queries} queries");
     // About 7 reads a second while streams are open (and the lookups of
     // those that left the line): far fewer than one per stream.
@@ -310,5 +302,5 @@ async fn many_streams_are_fed_by_a_few_queries() {
         queries <= 15.0 * elapsed + 5.0 && queries < STREAMS as f64,
         "{queries} queries in {elapsed:.2} s"
     );
-    assert_eq!(metric(&app, "ticket_api_status_streams").await, 0.0);
+    assert_eq!(app.metric("ticket_api_status_streams").await, 0.0);
 }

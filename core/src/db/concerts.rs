@@ -333,35 +333,3 @@ pub async fn delete_with_seats(
     .instrument(super::span("DELETE", "concerts"))
     .await
 }
-
-/// The sale window of each of `concerts` that exists.
-pub async fn sale_windows(
-    conn: &mut MySqlConnection,
-    concerts: &[ConcertId],
-) -> Result<Vec<(ConcertId, SaleWindow)>, sqlx::Error> {
-    async move {
-        if concerts.is_empty() {
-            return Ok(Vec::new());
-        }
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, opens_at, lottery_window_seconds FROM concerts WHERE id IN ({})",
-            super::in_placeholders(concerts.len())
-        )));
-        let rows: Vec<(ConcertId, Option<DateTime<Utc>>, u32)> =
-            super::bind_ids(select, concerts).fetch_all(conn).await?;
-        Ok(rows
-            .into_iter()
-            .map(|(id, opens_at, window)| {
-                (
-                    id,
-                    SaleWindow {
-                        opens_at,
-                        lottery: LotteryWindow::parse(window.into()).unwrap_or_default(),
-                    },
-                )
-            })
-            .collect())
-    }
-    .instrument(super::span("SELECT", "concerts"))
-    .await
-}
