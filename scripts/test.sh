@@ -2,7 +2,8 @@
 # The whole test suite: the Rust workspace against a real database
 # (DATABASE_URL when set, otherwise the project's private server from
 # scripts/db.sh; each integration test creates and drops a database of its
-# own there), then the Helm chart (scripts/chart-test.sh), then short runs of
+# own there) and a real headless Chromium for the page (scripts/browser.sh
+# installs it when missing), then the Helm chart (scripts/chart-test.sh), then short runs of
 # the k6 scenarios 1-3 (scripts/k6.sh), a bounded fuzzing pass
 # (scripts/fuzz.sh), then the fault tests (scripts/fault.sh).
 set -euo pipefail
@@ -10,6 +11,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 DATABASE_URL="$(scripts/db.sh)"
 export DATABASE_URL
+# The page's tests drive a real headless Chromium.
+TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
+export TICKET_CHROMEDRIVER
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.

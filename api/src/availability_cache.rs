@@ -87,6 +87,15 @@ pub struct Snapshot {
     /// Strong validators of the two representations (with and without gzip).
     pub etag: HeaderValue,
     pub gzip_etag: HeaderValue,
+    pub counts: SeatCounts,
+}
+
+/// How many seats are in each state.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, ToSchema)]
+pub struct SeatCounts {
+    pub available: u64,
+    pub held: u64,
+    pub reserved: u64,
 }
 
 impl Snapshot {
@@ -108,6 +117,11 @@ impl Snapshot {
                 .unwrap_or(HeaderValue::from_static("\"\"")),
             gzip_etag: HeaderValue::from_str(&format!("\"{hash}-gzip\""))
                 .unwrap_or(HeaderValue::from_static("\"\"")),
+            counts: SeatCounts {
+                available: body.available,
+                held: body.held,
+                reserved: body.reserved,
+            },
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod limits;
 pub mod line_watch;
 pub mod observability;
 pub mod openapi;
+pub mod request_rates;
 pub mod routes;
 pub mod sale_windows;
 pub mod seat_directory;

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use prometheus::{IntCounter, IntGauge};
 use sqlx::MySqlPool;
+use ticket_core::db::rates::{self, DecisionRate};
 use ticket_core::db::{self, line, queue::QueueRow, request_seats};
 use ticket_core::domain::{ConcertId, LineKey, QueueId, SeatId};
 use tokio::sync::{Notify, watch};
@@ -68,18 +69,31 @@ pub enum Standing {
     Closed,
 }
 
+/// A concert's sale as this instance last read it, for the operator.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SaleNow {
+    /// Open requests (waiting for the opening, pending, being decided).
+    pub line_length: u64,
+    /// Summed over the API instances.
+    pub requests_per_sec: f64,
+    /// Summed over the workers, with their decision times.
+    pub decisions: Option<DecisionRate>,
+}
+
 #[derive(Debug, Default)]
 struct Board {
     /// Each concert's open requests by place (`LineKey::place`), sorted.
     lines: HashMap<ConcertId, Vec<u64>>,
-    rates: HashMap<ConcertId, f64>,
+    rates: HashMap<ConcertId, DecisionRate>,
+    requests: HashMap<ConcertId, f64>,
 }
 
 impl Board {
     fn place(&self, concert: ConcertId, place: u64) -> Option<Place> {
         let line = self.lines.get(&concert)?;
         let ahead = line.partition_point(|&p| p < place) as u64;
-        Some(Place::new(ahead + 1, self.rates.get(&concert).copied()))
+        let rate = self.rates.get(&concert).map(|r| r.decisions_per_sec);
+        Some(Place::new(ahead + 1, rate))
     }
 
     fn contains(&self, concert: ConcertId, place: u64) -> bool {
@@ -141,6 +155,22 @@ impl LineWatch {
             self.wake.notify_one();
         }
         place
+    }
+
+    /// The concert's line and rates as of the last read; None until a
+    /// read has included it.
+    pub fn sale(&self, concert: ConcertId) -> Option<SaleNow> {
+        self.interested(concert);
+        let board = self.current();
+        let Some(line) = board.lines.get(&concert) else {
+            self.wake.notify_one();
+            return None;
+        };
+        Some(SaleNow {
+            line_length: line.len() as u64,
+            requests_per_sec: board.requests.get(&concert).copied().unwrap_or(0.0),
+            decisions: board.rates.get(&concert).copied(),
+        })
     }
 
     /// Follows an open request until it is decided.
@@ -219,15 +249,17 @@ impl LineWatch {
         .await?;
         self.queries.inc();
         let previous = self.current();
-        let rates = if self.rates_due() {
-            self.queries.inc();
+        let (rates, requests) = if self.rates_due() {
+            self.queries.inc_by(2);
             let since = db::now() - RATES_FRESH_FOR;
-            line::decision_rates(&mut conn, since)
-                .await?
-                .into_iter()
-                .collect()
+            let decisions = rates::decisions(&mut conn, since).await?;
+            let requests = rates::requests(&mut conn, since).await?;
+            (
+                decisions.into_iter().map(|r| (r.concert_id, r)).collect(),
+                requests.into_iter().collect(),
+            )
         } else {
-            previous.rates.clone()
+            (previous.rates.clone(), previous.requests.clone())
         };
         for line in lines.values_mut() {
             line.sort_unstable();
@@ -235,7 +267,11 @@ impl LineWatch {
         for concert in concerts {
             lines.entry(concert).or_default();
         }
-        let board = Arc::new(Board { lines, rates });
+        let board = Arc::new(Board {
+            lines,
+            rates,
+            requests,
+        });
         *self
             .board
             .write()
@@ -372,7 +408,7 @@ mod tests {
     fn positions_count_the_requests_ahead() {
         let board = Board {
             lines: HashMap::from([(ConcertId(1), vec![5, 9, 12, 40])]),
-            rates: HashMap::new(),
+            ..Board::default()
         };
         assert_eq!(board.place(ConcertId(1), 5).map(|p| p.position), Some(1));
         assert_eq!(board.place(ConcertId(1), 12).map(|p| p.position), Some(3));

@@ -7,7 +7,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use crate::routes::{
-    auth, availability, checkout, concerts, health, reservations, seats, status_events, users,
+    auth, availability, checkout, concerts, health, reservations, sale, seats, status_events, users,
 };
 use crate::state::AppState;
 
@@ -21,6 +21,7 @@ use crate::state::AppState;
         users::create, users::me, users::show, users::update, users::remove,
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
         availability::availability,
+        sale::sale,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,
         status_events::events,

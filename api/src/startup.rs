@@ -83,6 +83,7 @@ impl Application {
                 pool,
                 seats: Arc::default(),
                 sales: Arc::default(),
+                request_rates: Arc::default(),
                 availability: Arc::new(crate::availability_cache::AvailabilityCache::new(
                     metrics.availability_queries.clone(),
                 )),
@@ -145,6 +146,12 @@ impl Application {
                 reached.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         });
+        let publishing = tokio::spawn(
+            self.state
+                .request_rates
+                .clone()
+                .publish_every_second(self.state.pool.clone()),
+        );
         let line = self.state.line.clone();
         let following = tokio::spawn(line.clone().follow());
         // Event streams last until their decision: they end first, or the
@@ -182,6 +189,7 @@ impl Application {
         forget.abort();
         revocations.abort();
         following.abort();
+        publishing.abort();
         first_contact.abort();
         served
     }

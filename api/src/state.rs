@@ -40,6 +40,9 @@ pub struct Shared {
     pub line: Arc<crate::line_watch::LineWatch>,
     /// Every seat's state per concert, at most a second old.
     pub availability: Arc<crate::availability_cache::AvailabilityCache>,
+    /// Requests this instance accepted per concert, published for the
+    /// operator's on-sale view.
+    pub request_rates: Arc<crate::request_rates::RequestRates>,
     /// When each concert's sale opens.
     pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,

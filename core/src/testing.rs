@@ -386,6 +386,8 @@ pub mod seed {
     }
 }
 
+pub mod browser;
+
 /// Reading the Prometheus text format in tests.
 pub mod prometheus_text {
     use std::collections::BTreeMap;

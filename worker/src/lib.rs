@@ -289,8 +289,13 @@ impl Worker {
             match result {
                 Ok(report) => {
                     self.metrics.decided(&report);
-                    self.rates
-                        .count(report.rows.iter().map(|row| row.concert_id));
+                    self.rates.count(
+                        report
+                            .rows
+                            .iter()
+                            .map(|row| (row.concert_id, row.requested_at)),
+                        chrono::Utc::now(),
+                    );
                     observability::record_batch(batch, &report, &self.owner);
                     return Ok(report.decided);
                 }

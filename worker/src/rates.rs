@@ -1,85 +1,97 @@
-//! The decision rate a worker measures, per concert, published for the API
-//! (the wait it shows people in line is their position over the sum of the
-//! workers' rates).
+//! The decision rate a worker measures, per concert, and how long its
+//! decisions took (request to commit), published for the API: the wait it
+//! shows people in line is their position over the sum of the workers'
+//! rates, and the operator's on-sale view shows both.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use ticket_core::db::line;
+use ticket_core::db::rates::{self, DecisionRate};
 use ticket_core::domain::ConcertId;
+pub use ticket_core::rates::PUBLISH_EVERY;
+use ticket_core::rates::SmoothedRates;
 
-/// How often a worker publishes its rates.
-pub const PUBLISH_EVERY: Duration = Duration::from_secs(1);
-
-/// Weight of the newest second in the smoothed rate: about the last few
-/// seconds count.
-const SMOOTHING: f64 = 0.4;
-
-/// A concert's rate is published until it has been this low this long.
-const FORGET_BELOW: f64 = 0.05;
+/// Decision times kept per concert between publications; beyond it every
+/// other one is dropped (the percentiles stay those of the whole second).
+const MAX_SAMPLES: usize = 1 << 16;
 
 #[derive(Debug, Default)]
 pub struct DecisionRates {
-    inner: Mutex<Inner>,
+    rates: SmoothedRates,
+    times: Mutex<Times>,
 }
 
 #[derive(Debug, Default)]
-struct Inner {
-    /// Decisions per concert since the last publication.
-    counted: HashMap<ConcertId, u64>,
-    /// Smoothed decisions per second, per concert.
-    rates: HashMap<ConcertId, f64>,
-    last: Option<Instant>,
+struct Times {
+    /// Milliseconds from request to commit since the last publication.
+    since_last: HashMap<ConcertId, Vec<f64>>,
+    /// The last percentiles of each concert, kept through quiet seconds.
+    last: HashMap<ConcertId, (f64, f64)>,
 }
 
 impl DecisionRates {
-    pub fn count(&self, decisions: impl IntoIterator<Item = ConcertId>) {
-        if let Ok(mut inner) = self.inner.lock() {
-            for concert in decisions {
-                *inner.counted.entry(concert).or_default() += 1;
+    /// Counts decisions committed at `now` of requests made at the times given.
+    pub fn count(
+        &self,
+        decisions: impl IntoIterator<Item = (ConcertId, DateTime<Utc>)>,
+        now: DateTime<Utc>,
+    ) {
+        let decisions: Vec<_> = decisions.into_iter().collect();
+        self.rates
+            .count(decisions.iter().map(|(concert, _)| *concert));
+        if let Ok(mut times) = self.times.lock() {
+            for (concert, requested_at) in decisions {
+                let took = (now - requested_at).num_microseconds().unwrap_or(0).max(0) as f64;
+                let samples = times.since_last.entry(concert).or_default();
+                if samples.len() >= MAX_SAMPLES {
+                    let mut keep = false;
+                    samples.retain(|_| {
+                        keep = !keep;
+                        keep
+                    });
+                }
+                samples.push(took / 1000.0);
             }
         }
     }
 
-    /// Folds what was counted since the last call into the smoothed rates
-    /// and returns those worth publishing.
-    fn roll(&self) -> Vec<(ConcertId, f64)> {
-        let Ok(mut inner) = self.inner.lock() else {
-            return Vec::new();
+    fn roll(&self) -> Vec<DecisionRate> {
+        let rolled = self.rates.roll();
+        let Ok(mut times) = self.times.lock() else {
+            return rolled
+                .into_iter()
+                .map(|(concert, rate)| DecisionRate::new(concert, rate))
+                .collect();
         };
-        let now = Instant::now();
-        let elapsed = inner
-            .last
-            .map_or(PUBLISH_EVERY, |at| now.duration_since(at))
-            .as_secs_f64()
-            .max(0.001);
-        inner.last = Some(now);
-        let counted = std::mem::take(&mut inner.counted);
-        let mut concerts: Vec<ConcertId> = inner.rates.keys().copied().collect();
-        concerts.extend(counted.keys().copied());
-        concerts.sort_unstable();
-        concerts.dedup();
-        let mut published = Vec::with_capacity(concerts.len());
-        for concert in concerts {
-            let current = counted.get(&concert).copied().unwrap_or(0) as f64 / elapsed;
-            let rate = match inner.rates.get(&concert) {
-                Some(previous) => previous + SMOOTHING * (current - previous),
-                None => current,
-            };
-            if rate < FORGET_BELOW {
-                inner.rates.remove(&concert);
-            } else {
-                inner.rates.insert(concert, rate);
-            }
-            published.push((concert, rate));
+        let measured = std::mem::take(&mut times.since_last);
+        for (concert, mut samples) in measured {
+            samples.sort_unstable_by(f64::total_cmp);
+            times.last.insert(
+                concert,
+                (percentile(&samples, 0.5), percentile(&samples, 0.99)),
+            );
         }
+        let published: Vec<DecisionRate> = rolled
+            .into_iter()
+            .map(|(concert, rate)| {
+                let (p50, p99) = times.last.get(&concert).copied().unzip();
+                DecisionRate {
+                    concert_id: concert,
+                    decisions_per_sec: rate,
+                    p50_ms: p50,
+                    p99_ms: p99,
+                }
+            })
+            .collect();
+        times
+            .last
+            .retain(|concert, _| published.iter().any(|rate| rate.concert_id == *concert));
         published
     }
 
-    /// Publishes the rates (one statement, and the worker's stale rows go).
+    /// Publishes the rates (one statement, and stale rows go).
     pub async fn publish(
         &self,
         conn: &mut MySqlConnection,
@@ -87,8 +99,17 @@ impl DecisionRates {
         now: DateTime<Utc>,
     ) -> Result<(), sqlx::Error> {
         let rates = self.roll();
-        line::publish_rates(conn, worker, &rates, now).await
+        rates::publish_decisions(conn, worker, &rates, now).await
     }
+}
+
+/// The nearest-rank percentile of sorted samples (0 when there are none).
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
 #[cfg(test)]
@@ -96,17 +117,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_rate_follows_the_counts_and_is_forgotten_when_idle() {
+    fn decision_times_are_published_with_the_rate_and_kept_through_quiet_seconds() {
         let rates = DecisionRates::default();
         rates.roll();
-        rates.count(std::iter::repeat_n(ConcertId(1), 500));
+        let now = Utc::now();
+        rates.count(
+            (1..=100).map(|ms| (ConcertId(1), now - chrono::Duration::milliseconds(ms))),
+            now,
+        );
         let first = rates.roll();
         assert_eq!(first.len(), 1);
-        assert!(first[0].1 > 1_000.0, "{first:?}");
-        let mut rounds = 0;
-        while !rates.roll().is_empty() {
-            rounds += 1;
-            assert!(rounds < 100, "an idle concert is forgotten");
-        }
+        assert_eq!(first[0].p50_ms, Some(50.0));
+        assert_eq!(first[0].p99_ms, Some(99.0));
+        let quiet = rates.roll();
+        assert_eq!(quiet[0].p99_ms, Some(99.0), "{quiet:?}");
+    }
+
+    #[test]
+    fn percentiles_by_nearest_rank() {
+        assert_eq!(percentile(&[], 0.5), 0.0);
+        assert_eq!(percentile(&[7.0], 0.99), 7.0);
+        let hundred: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&hundred, 0.5), 50.0);
+        assert_eq!(percentile(&hundred, 0.99), 99.0);
     }
 }

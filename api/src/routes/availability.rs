@@ -76,17 +76,22 @@ pub async fn availability(
 /// Whether `If-None-Match` names the current state (in either encoding; an
 /// If-None-Match comparison is weak, RFC 9110 13.1.2).
 fn unchanged(headers: &HeaderMap, snapshot: &Snapshot) -> bool {
+    if_none_match(headers)
+        .any(|tag| tag == "*" || tag == snapshot.etag || tag == snapshot.gzip_etag)
+}
+
+/// The entity tags of `If-None-Match`, weak ones as strong.
+pub(crate) fn if_none_match(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::IF_NONE_MATCH)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|tag| tag.trim().trim_start_matches("W/"))
-        .any(|tag| tag == "*" || tag == snapshot.etag || tag == snapshot.gzip_etag)
 }
 
 /// Whether the client takes gzip (`Accept-Encoding`, a q of 0 refuses it).
-fn accepts_gzip(headers: &HeaderMap) -> bool {
+pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
     headers
         .get_all(header::ACCEPT_ENCODING)
         .iter()

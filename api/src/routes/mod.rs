@@ -6,9 +6,11 @@ pub mod checkout;
 pub mod concerts;
 pub mod health;
 pub mod reservations;
+pub mod sale;
 pub mod seats;
 pub mod status_events;
 pub mod users;
+pub mod web;
 
 use std::time::Duration;
 
@@ -43,6 +45,8 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(reservations::router())
         .merge(status_events::router())
         .merge(checkout::router())
+        .merge(sale::router())
+        .merge(web::router())
         .merge(crate::openapi::router())
         .merge(metrics)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
@@ -100,7 +104,8 @@ async fn limit_anonymous(
     mut request: Request,
     next: Next,
 ) -> Response {
-    if matches!(request.uri().path(), "/healthz" | "/readyz" | "/metrics") {
+    let path = request.uri().path();
+    if matches!(path, "/healthz" | "/readyz" | "/metrics") || web::is_page(path) {
         return next.run(request).await;
     }
     let caller = crate::extract::bearer(request.headers())

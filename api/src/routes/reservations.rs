@@ -368,8 +368,23 @@ struct Order {
     line: LineKey,
 }
 
-/// Queues the request; `(queue id, replayed)`.
+/// Queues the request; `(queue id, replayed)`. A new one counts in the
+/// concert's requests per second.
 async fn place(
+    state: &AppState,
+    order: Order,
+    key: Option<IdempotencyKey>,
+    context: opentelemetry::Context,
+) -> ApiResult<(QueueId, bool)> {
+    let concert = order.concert;
+    let placed = place_uncounted(state, order, key, context).await?;
+    if !placed.1 {
+        state.request_rates.count([concert]);
+    }
+    Ok(placed)
+}
+
+async fn place_uncounted(
     state: &AppState,
     order: Order,
     key: Option<IdempotencyKey>,

@@ -1,6 +1,5 @@
-//! The line of each sale: opening it (its lottery's requests become due),
-//! reading who is still in it (positions), and the decision rate the
-//! workers measure (waits).
+//! The line of each sale: opening it (its lottery's requests become due)
+//! and reading who is still in it (positions).
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
@@ -97,60 +96,5 @@ pub async fn open_requests(
         Ok(())
     }
     .instrument(super::span("SELECT", "reservation_queue"))
-    .await
-}
-
-/// Records what one worker measured: decisions per second for each concert
-/// it decided lately. Rows older than a minute go, whoever wrote them (a
-/// worker that stopped leaves its last rows behind).
-pub async fn publish_rates(
-    conn: &mut MySqlConnection,
-    worker: &str,
-    rates: &[(ConcertId, f64)],
-    now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
-    async move {
-        if !rates.is_empty() {
-            let mut insert = sqlx::QueryBuilder::new(
-                "INSERT INTO decision_rates (concert_id, worker, decisions_per_sec, measured_at) ",
-            );
-            insert.push_values(rates, |mut row, (concert, rate)| {
-                row.push_bind(*concert)
-                    .push_bind(worker)
-                    .push_bind(*rate)
-                    .push_bind(now.naive_utc());
-            });
-            insert.push(
-                " ON DUPLICATE KEY UPDATE decisions_per_sec = VALUES(decisions_per_sec), \
-                 measured_at = VALUES(measured_at)",
-            );
-            insert.build().execute(&mut *conn).await?;
-        }
-        sqlx::query("DELETE FROM decision_rates WHERE measured_at < ?")
-            .bind((now - chrono::Duration::minutes(1)).naive_utc())
-            .execute(conn)
-            .await?;
-        Ok(())
-    }
-    .instrument(super::span("INSERT", "decision_rates"))
-    .await
-}
-
-/// Each concert's decisions per second, summed over the workers that
-/// measured it since `since`.
-pub async fn decision_rates(
-    conn: &mut MySqlConnection,
-    since: DateTime<Utc>,
-) -> Result<Vec<(ConcertId, f64)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT concert_id, SUM(decisions_per_sec) FROM decision_rates \
-             WHERE measured_at >= ? GROUP BY concert_id",
-        )
-        .bind(since.naive_utc())
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "decision_rates"))
     .await
 }

@@ -9,6 +9,7 @@ pub mod kept;
 pub mod line;
 pub mod outbox;
 pub mod queue;
+pub mod rates;
 pub mod request_seats;
 pub mod reservations;
 pub mod retention;

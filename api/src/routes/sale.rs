@@ -1,0 +1,84 @@
+//! The operator's on-sale view of one concert: its line, the requests and
+//! decisions per second, how long decisions take, and its seats, from what
+//! the processes already measure (the line watch's reads of the open lines
+//! and of the published rates, the availability snapshot): watching a sale
+//! adds no query per viewer.
+
+use axum::extract::State;
+use axum::routing::get;
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use ticket_core::domain::ConcertId;
+use utoipa::ToSchema;
+
+use crate::availability_cache::SeatCounts;
+use crate::error::{ApiResult, Problem};
+use crate::extract::{Admin, ApiPath};
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/concerts/{id}/sale", get(sale))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SaleBody {
+    concert_id: u64,
+    measured_at: DateTime<Utc>,
+    /// Open requests: waiting for the opening, pending or being decided.
+    /// Null until this instance has read the concert's line (within about
+    /// a second of the first ask).
+    line_length: Option<u64>,
+    /// Requests accepted per second, over the last few seconds, summed
+    /// over the API instances.
+    requests_per_sec: f64,
+    /// Decisions per second, summed over the workers.
+    decisions_per_sec: f64,
+    /// Request to decision, over the workers' last second of decisions
+    /// (with several workers: their p50 weighted by rate, the highest
+    /// p99). Null until something has been decided lately.
+    decision_ms: Option<DecisionTimes>,
+    seats: SeatCounts,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct DecisionTimes {
+    p50: f64,
+    p99: f64,
+}
+
+/// The concert's sale now (admin). About a second old at most.
+#[utoipa::path(get, path = "/api/concerts/{id}/sale", tag = "concerts",
+    params(("id" = u64, Path)),
+    security(("bearer" = [])),
+    responses((status = 200, body = SaleBody),
+              (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn sale(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiPath(id): ApiPath<ConcertId>,
+) -> ApiResult<Json<SaleBody>> {
+    let snapshot = state
+        .availability
+        .get(&state.pool, id)
+        .await?
+        .ok_or_else(super::concerts::concert_not_found)?;
+    let now = state.line.sale(id);
+    let decisions = now.and_then(|n| n.decisions);
+    Ok(Json(SaleBody {
+        concert_id: id.get(),
+        measured_at: ticket_core::db::now(),
+        line_length: now.map(|n| n.line_length),
+        requests_per_sec: now.map_or(0.0, |n| n.requests_per_sec),
+        decisions_per_sec: decisions.map_or(0.0, |d| d.decisions_per_sec),
+        decision_ms: decisions.and_then(|d| {
+            Some(DecisionTimes {
+                p50: d.p50_ms?,
+                p99: d.p99_ms?,
+            })
+        }),
+        seats: snapshot.counts,
+    }))
+}

@@ -1,0 +1,390 @@
+//! The box office's page in a real headless Chromium (Debian's `chromium`
+//! over `chromium-driver`; `scripts/browser.sh` installs them): two buyers
+//! race for one seat, an operator creates a concert and watches its sale.
+//! The page is served by the API under test and talks to it like any
+//! client; a real worker decides. Screenshots go to `target/screenshots/`
+//! (`scripts/screenshots.sh` copies them to `docs/screenshots/`).
+
+use std::time::Duration;
+
+use serde_json::json;
+use ticket_core::testing::browser::{ARROW_RIGHT, Browser, Chromedriver, screenshot_dir};
+use ticket_worker::Mode;
+use tokio_util::sync::CancellationToken;
+
+use crate::helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
+
+/// A worker deciding in the background until stopped.
+struct Deciding {
+    shutdown: CancellationToken,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Deciding {
+    fn start(app: &TestApp) -> Self {
+        let worker = app.worker("browser", Mode::Batch, 100, Duration::from_secs(30));
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn({
+            let shutdown = shutdown.clone();
+            async move { worker.run(shutdown).await }
+        });
+        Self { shutdown, task }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        self.task.await.expect("the worker stops");
+    }
+}
+
+async fn sign_up(page: &Browser, base: &str, nick: &str) {
+    page.goto(&format!("{base}/#/signup")).await;
+    let name = page.wait_element("input[name=nickName]", None).await;
+    page.type_into(&name, nick).await;
+    let password = page.wait_element("input[name=password]", None).await;
+    page.type_into(&password, "a-long-password-1").await;
+    let submit = page.wait_element("button[type=submit]", None).await;
+    page.click(&submit).await;
+    page.wait_element("#nav .who", Some(nick)).await;
+}
+
+async fn log_in(page: &Browser, base: &str, nick: &str, password: &str) {
+    page.goto(&format!("{base}/#/login")).await;
+    let name = page.wait_element("input[name=nickName]", None).await;
+    page.type_into(&name, nick).await;
+    let secret = page.wait_element("input[name=password]", None).await;
+    page.type_into(&secret, password).await;
+    let submit = page.wait_element("button[type=submit]", None).await;
+    page.click(&submit).await;
+    page.wait_element("#nav .who", Some(nick)).await;
+}
+
+async fn open_concert(page: &Browser, base: &str, concert: u64) {
+    page.goto(&format!("{base}/#/concerts/{concert}")).await;
+    page.wait_element(".seatmap[data-ready]", None).await;
+}
+
+fn seat(number: &str) -> String {
+    format!("button.seat[data-seat=\"{number}\"]")
+}
+
+async fn seat_state(page: &Browser, number: &str) -> (String, String) {
+    let element = page.wait_element(&seat(number), None).await;
+    (
+        page.attribute(&element, "data-state")
+            .await
+            .unwrap_or_default(),
+        page.attribute(&element, "aria-label")
+            .await
+            .unwrap_or_default(),
+    )
+}
+
+async fn wait_seat_state(page: &Browser, number: &str, state: &str) {
+    page.wait_for(
+        &format!("seat {number} in state {state}"),
+        "const [css, state] = arguments; return document.querySelector(css)?.dataset.state === state;",
+        vec![json!(seat(number)), json!(state)],
+    )
+    .await;
+}
+
+async fn reserve(page: &Browser) {
+    let button = page
+        .wait_element(".checkout button.primary", Some("Reserve"))
+        .await;
+    page.wait_for(
+        "Reserve to be enabled",
+        "return !document.querySelector('.checkout button.primary').disabled;",
+        vec![],
+    )
+    .await;
+    page.click(&button).await;
+}
+
+#[tokio::test]
+async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({"title": "Browser Night", "rows": 3, "seatsPerRow": 8, "holdSeconds": 300}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    app.user("bob").await;
+    let driver = Chromedriver::start().await;
+    let alice = driver.browser(1280, 860).await;
+    let bob = driver.browser(1280, 860).await;
+    let shots = screenshot_dir();
+
+    // Alice signs up on the page; Bob logs in with the account he has.
+    sign_up(&alice, &app.base, "alice").await;
+    log_in(&bob, &app.base, "bob", "password123").await;
+    open_concert(&alice, &app.base, concert).await;
+    open_concert(&bob, &app.base, concert).await;
+    let (state, label) = seat_state(&alice, "B4").await;
+    assert_eq!(state, "A");
+    assert_eq!(label, "Row B, seat 4, available");
+    let counts = alice.wait_element(".counts", Some("24 free")).await;
+    assert_eq!(alice.text(&counts).await, "24 free · 0 held · 0 sold");
+    alice.screenshot(&shots.join("seat-map.png")).await;
+
+    // Both pick B4 and press Reserve, Alice first; nobody decides until
+    // both requests are in line.
+    for page in [&alice, &bob] {
+        let b4 = page.wait_element(&seat("B4"), None).await;
+        page.click(&b4).await;
+        assert_eq!(
+            page.attribute(&b4, "aria-pressed").await.as_deref(),
+            Some("true")
+        );
+        page.wait_element("#choice", Some("Selected: B4")).await;
+    }
+    reserve(&alice).await;
+    alice
+        .wait_element(".line.waiting", Some("Position 1 in line"))
+        .await;
+    reserve(&bob).await;
+    bob.wait_element(".line.waiting", Some("Position 2 in line"))
+        .await;
+    bob.screenshot(&shots.join("line.png")).await;
+
+    let deciding = Deciding::start(&app);
+    // The first in line gets the hold and confirms it.
+    alice
+        .wait_element(".line.held", Some("Seats held for you"))
+        .await;
+    alice.wait_element(".hold-countdown", Some(":")).await;
+    alice.screenshot(&shots.join("hold.png")).await;
+    let confirm = alice
+        .wait_element(".line.held button", Some("Confirm"))
+        .await;
+    alice.click(&confirm).await;
+    alice
+        .wait_element(".line.confirmed", Some("Seats B4 are yours"))
+        .await;
+    // The other is told, and sees the seat gone from the map.
+    bob.wait_element(".line.failed", Some("Taken by someone faster"))
+        .await;
+    wait_seat_state(&bob, "B4", "R").await;
+    let (_, label) = seat_state(&bob, "B4").await;
+    assert_eq!(label, "Row B, seat 4, sold");
+    let b4 = bob.wait_element(&seat("B4"), None).await;
+    assert_eq!(
+        bob.attribute(&b4, "aria-pressed").await.as_deref(),
+        Some("false")
+    );
+
+    // Bob picks the next seat with the keyboard and gets it.
+    bob.keys(&b4, ARROW_RIGHT).await;
+    let focused = bob
+        .wait_for(
+            "focus on B5",
+            "return document.activeElement?.dataset.seat;",
+            vec![],
+        )
+        .await;
+    assert_eq!(focused, "B5");
+    let b5 = bob.wait_element(&seat("B5"), None).await;
+    bob.keys(&b5, " ").await;
+    bob.wait_element("#choice", Some("Selected: B5")).await;
+    reserve(&bob).await;
+    bob.wait_element(".line.held", Some("Seats B5 are yours"))
+        .await;
+    wait_seat_state(&alice, "B5", "H").await;
+    alice
+        .wait_element(".counts", Some("22 free · 1 held · 1 sold"))
+        .await;
+
+    // An unchanged map costs a 304.
+    alice
+        .wait_for(
+            "a 304 for an unchanged map",
+            "return Number(document.querySelector('.seatmap').dataset.notModified || 0) >= 2;",
+            vec![],
+        )
+        .await;
+
+    // My reservations: Bob's hold, which he releases there.
+    bob.goto(&format!("{}/#/me/reservations", app.base)).await;
+    bob.wait_element("td .status.held", None).await;
+    let cancel = bob.wait_element("td.actions button", Some("Cancel")).await;
+    bob.click(&cancel).await;
+    bob.wait_element("td .status.cancelled", None).await;
+    deciding.stop().await;
+
+    let reservations: Vec<(String, String, String)> = sqlx::query_as(
+        "SELECT u.nickname, s.seat_number, r.status FROM reservations r \
+         JOIN users u ON u.id = r.user_id JOIN reservation_seats rs ON rs.reservation_id = r.id \
+         JOIN seats s ON s.id = rs.seat_id ORDER BY r.id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        reservations,
+        [
+            ("alice".into(), "B4".into(), "CONFIRMED".into()),
+            ("bob".into(), "B5".into(), "CANCELLED".into()),
+        ]
+    );
+    app.assert_invariants().await;
+    alice.close().await;
+    bob.close().await;
+}
+
+#[tokio::test]
+async fn problems_are_shown_as_people_read_them() {
+    let app = spawn_app().await;
+    app.user("taken").await;
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 768).await;
+    page.goto(&format!("{}/#/signup", app.base)).await;
+    let name = page.wait_element("input[name=nickName]", None).await;
+    page.type_into(&name, "taken").await;
+    let password = page.wait_element("input[name=password]", None).await;
+    page.type_into(&password, "a-long-password-1").await;
+    let submit = page.wait_element("button[type=submit]", None).await;
+    page.click(&submit).await;
+    let error = page.wait_element(".form-errors .error", None).await;
+    let message = page.text(&error).await;
+    assert!(message.contains("taken"), "{message}");
+    assert!(!message.contains('{'), "no raw JSON: {message}");
+    // A wrong password is refused in words too, and nobody is signed in.
+    page.goto(&format!("{}/#/login", app.base)).await;
+    let name = page.wait_element("input[name=nickName]", None).await;
+    page.type_into(&name, "taken").await;
+    let password = page.wait_element("input[name=password]", None).await;
+    page.type_into(&password, "wrong-password").await;
+    let submit = page.wait_element("button[type=submit]", None).await;
+    page.click(&submit).await;
+    let error = page.wait_element(".form-errors .error", None).await;
+    assert!(!page.text(&error).await.contains('{'));
+    assert!(page.find_all("#nav .who").await.is_empty());
+    page.close().await;
+}
+
+#[tokio::test]
+async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
+    let app = spawn_app().await;
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1280, 1000).await;
+    log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
+    page.goto(&format!("{}/#/admin/concerts/new", app.base))
+        .await;
+    for (name, value) in [
+        ("title", "Operator's Night"),
+        ("venue", "Main Hall"),
+        ("rows", "4"),
+        ("seatsPerRow", "10"),
+        ("holdSeconds", "0"),
+        ("maxSeatsPerOrder", "2"),
+    ] {
+        let input = page
+            .wait_element(&format!("input[name={name}]"), None)
+            .await;
+        page.type_into(&input, value).await;
+    }
+    // A date field takes its value as the browser's own picker would set it.
+    page.script(
+        "document.querySelector('input[name=concertDate]').value = '2099-06-01T19:30';",
+        vec![],
+    )
+    .await;
+    let create = page
+        .wait_element("button[type=submit]", Some("Create concert"))
+        .await;
+    page.click(&create).await;
+    page.wait_element("h1", Some("On sale: Operator's Night"))
+        .await;
+    let concert: u64 = page
+        .wait_for(
+            "the on-sale view's address",
+            "return /#\\/admin\\/concerts\\/(\\d+)\\/sale/.exec(location.hash)?.[1];",
+            vec![],
+        )
+        .await
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let created = app.get(&format!("/api/concerts/{concert}"), None).await;
+    let created = created.assert_status(200);
+    assert_eq!(created["seatCount"], 40);
+    assert_eq!(created["maxSeatsPerOrder"], 2);
+    page.wait_element("[data-metric=free]", Some("40")).await;
+
+    // Thirty buyers ask for thirty seats while no worker decides: the view
+    // counts them in line and their rate.
+    let seats: Vec<u64> = app
+        .seats(concert)
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .take(30)
+        .collect();
+    let users = app.many_users("op", 30).await;
+    let requests = users
+        .iter()
+        .zip(&seats)
+        .map(|((_, token), seat)| (token.clone(), *seat))
+        .collect();
+    for reply in app.reserve_all_at_once(requests).await {
+        reply.assert_status(201);
+    }
+    page.wait_element("[data-metric=lineLength]", Some("30"))
+        .await;
+    page.wait_for(
+        "requests per second above 0",
+        "return Number(document.querySelector('[data-metric=requestsPerSec]').textContent) > 0;",
+        vec![],
+    )
+    .await;
+
+    // A worker decides them: sold, decisions per second, decision times.
+    let deciding = Deciding::start(&app);
+    page.wait_element("[data-metric=sold]", Some("30")).await;
+    page.wait_element("[data-metric=lineLength]", Some("0"))
+        .await;
+    page.wait_element("[data-metric=free]", Some("10")).await;
+    page.wait_for(
+        "decisions per second above 0 and decision times",
+        "return Number(document.querySelector('[data-metric=decisionsPerSec]').textContent) > 0 \
+           && /ms|s$/.test(document.querySelector('[data-metric=p99]').textContent);",
+        vec![],
+    )
+    .await;
+    page.screenshot(&screenshot_dir().join("operator.png"))
+        .await;
+    deciding.stop().await;
+
+    // Edit, then delete: refused while the concert has a history, in words.
+    page.goto(&format!("{}/#/admin/concerts/{concert}/edit", app.base))
+        .await;
+    let title = page.wait_element("input[name=title]", None).await;
+    page.type_into(&title, "Operator's Night (late show)").await;
+    let save = page
+        .wait_element("button[type=submit]", Some("Save changes"))
+        .await;
+    page.click(&save).await;
+    page.wait_element("h1", Some("On sale: Operator's Night (late show)"))
+        .await;
+    page.goto(&format!("{}/#/admin/concerts/{concert}/edit", app.base))
+        .await;
+    let delete = page
+        .wait_element("button.danger", Some("Delete concert"))
+        .await;
+    page.click(&delete).await;
+    page.wait_element("button.danger", Some("Really delete"))
+        .await;
+    page.click(&delete).await;
+    let notice = page.wait_element("#notice:not([hidden])", None).await;
+    let said = page.text(&notice).await;
+    assert!(!said.is_empty() && !said.contains('{'), "{said}");
+    assert_eq!(
+        app.get(&format!("/api/concerts/{concert}"), None)
+            .await
+            .status,
+        200
+    );
+    page.close().await;
+}

@@ -1,0 +1,150 @@
+// The public API, as the page uses it: JSON in and out, the signed-in
+// user's bearer token on every call, problems turned into errors people
+// can read (the problem's `detail`).
+
+const COOKIE = "ticket_session";
+
+const session = { token: null, user: null, listeners: new Set() };
+
+export class Problem extends Error {
+  constructor(status, body) {
+    super(body?.detail || body?.title || `The box office answered ${status}.`);
+    this.status = status;
+    this.code = body?.code || "UNKNOWN";
+    this.body = body || {};
+  }
+
+  /** Field messages, by field name, for forms. */
+  fields() {
+    const out = {};
+    for (const e of this.body.errors || []) out[e.field] = e.message;
+    return out;
+  }
+}
+
+export function currentUser() {
+  return session.user;
+}
+
+export function isAdmin() {
+  return session.user?.role === "ADMIN";
+}
+
+export function onSessionChange(listener) {
+  session.listeners.add(listener);
+}
+
+function changed() {
+  for (const listener of session.listeners) listener(session.user);
+}
+
+// The token lives in memory and in a SameSite=Strict cookie (so that a
+// reload keeps you signed in; never in a URL). The API reads only the
+// Authorization header, so the cookie is never an ambient credential.
+function keepToken(token, seconds) {
+  const secure = location.protocol === "https:" ? "; Secure" : "";
+  document.cookie = `${COOKIE}=${token}; Max-Age=${seconds}; Path=/; SameSite=Strict${secure}`;
+}
+
+function storedToken() {
+  const entry = document.cookie.split("; ").find((c) => c.startsWith(`${COOKIE}=`));
+  return entry ? entry.slice(COOKIE.length + 1) : null;
+}
+
+function forgetToken() {
+  document.cookie = `${COOKIE}=; Max-Age=0; Path=/; SameSite=Strict`;
+}
+
+export async function api(method, path, body, options = {}) {
+  const headers = { Accept: "application/json", ...(options.headers || {}) };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (session.token) headers.Authorization = `Bearer ${session.token}`;
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: options.signal,
+      cache: "no-store",
+    });
+  } catch (e) {
+    if (e.name === "AbortError") throw e;
+    throw new Problem(0, {
+      detail: "The box office cannot be reached. Check your connection and try again.",
+      code: "NETWORK",
+    });
+  }
+  if (options.raw) return response;
+  if (response.status === 204) return null;
+  const text = await response.text();
+  let data = null;
+  try {
+    data = text ? JSON.parse(text) : null;
+  } catch {
+    data = null;
+  }
+  if (!response.ok) {
+    if (response.status === 401 && session.token) signedOut();
+    throw new Problem(response.status, data);
+  }
+  return data;
+}
+
+export function bearer() {
+  return session.token;
+}
+
+export async function logIn(nickName, password) {
+  const login = await api("POST", "/api/auth/login", { nickName, password });
+  session.token = login.accessToken;
+  try {
+    session.user = await api("GET", "/api/users/me");
+  } catch (e) {
+    session.token = null;
+    throw e;
+  }
+  keepToken(login.accessToken, login.expiresIn);
+  changed();
+  return session.user;
+}
+
+export async function signUp(nickName, password) {
+  await api("POST", "/api/users", { nickName, password });
+  return logIn(nickName, password);
+}
+
+/** Ends the session here; `everywhere` voids every token of the account. */
+export async function logOut(everywhere = false) {
+  if (everywhere && session.token) {
+    try {
+      await api("POST", "/api/auth/logout-all");
+    } catch {
+      // Signed out here whatever the server said.
+    }
+  }
+  signedOut();
+}
+
+function signedOut() {
+  session.token = null;
+  session.user = null;
+  forgetToken();
+  changed();
+}
+
+/** Picks up the session a reload left in the cookie, if still valid. */
+export async function resume() {
+  const token = storedToken();
+  if (!token) return null;
+  session.token = token;
+  try {
+    session.user = await api("GET", "/api/users/me");
+  } catch {
+    session.token = null;
+    session.user = null;
+    forgetToken();
+  }
+  changed();
+  return session.user;
+}

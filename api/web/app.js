@@ -1,0 +1,75 @@
+// The box office's page: a hash router over the buyer's and the operator's
+// views, and the navigation that follows the session.
+
+import { currentUser, isAdmin, logOut, onSessionChange, resume } from "./api.js";
+import { fill, h, quiet, tell } from "./dom.js";
+import { concertView, concertsView, loginView, reservationsView, signupView } from "./buyer.js";
+import { editConcertView, newConcertView, saleView } from "./operator.js";
+
+const ROUTES = [
+  [/^\/$/, concertsView, "Concerts"],
+  [/^\/login$/, loginView, "Log in"],
+  [/^\/signup$/, signupView, "Sign up"],
+  [/^\/concerts\/(?<id>\d+)$/, concertView, "Concert"],
+  [/^\/me\/reservations$/, reservationsView, "My reservations"],
+  [/^\/admin\/concerts\/new$/, newConcertView, "New concert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, editConcertView, "Edit concert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, saleView, "On sale"],
+];
+
+let leaving = null;
+
+async function route() {
+  if (leaving) leaving.abort();
+  const controller = new AbortController();
+  leaving = controller;
+  const [path, search] = (location.hash.slice(1) || "/").split("?");
+  const main = document.getElementById("main");
+  const found = ROUTES.map(([pattern, view, title]) => [pattern.exec(path), view, title]).find(([match]) => match);
+  if (!found) {
+    fill(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the concerts")));
+    return;
+  }
+  const [match, view, title] = found;
+  document.title = `${title} · ticket box office`;
+  try {
+    await view(main, { params: match.groups || {}, query: new URLSearchParams(search || ""), signal: controller.signal });
+    if (!controller.signal.aborted) main.focus({ preventScroll: true });
+  } catch (e) {
+    if (e.name === "AbortError" || controller.signal.aborted) return;
+    fill(main, h("h1", {}, "Something went wrong"), h("p", {}, e.message), h("p", {}, h("a", { href: "#/" }, "Back to the concerts")));
+  }
+}
+
+function nav() {
+  const user = currentUser();
+  const links = [h("a", { href: "#/" }, "Concerts")];
+  if (user) {
+    links.push(h("a", { href: "#/me/reservations" }, "My reservations"));
+    if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, "New concert"));
+    links.push(
+      h("span", { class: "who" }, `Signed in as ${user.nickName}`),
+      h("button", {
+        type: "button",
+        class: "link",
+        onclick: async () => {
+          await logOut();
+          quiet();
+          tell("You are logged out.", "info");
+          location.hash = "#/";
+        },
+      }, "Log out"),
+    );
+  } else {
+    links.push(h("a", { href: "#/login" }, "Log in"), h("a", { href: "#/signup" }, "Sign up"));
+  }
+  fill(document.getElementById("nav"), links);
+}
+
+onSessionChange(nav);
+window.addEventListener("hashchange", () => {
+  quiet();
+  route();
+});
+nav();
+resume().finally(route);

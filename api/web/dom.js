@@ -1,0 +1,111 @@
+// Small helpers for building the page without innerHTML: every text goes
+// in as text, so nothing a user typed can become markup.
+
+/** An element: h("button", {type: "button", onclick}, "Reserve"). */
+export function h(tag, attributes = {}, ...children) {
+  const element = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name.startsWith("on") && typeof value === "function") {
+      element.addEventListener(name.slice(2), value);
+    } else if (name === "class") {
+      element.className = value;
+    } else if (value === true) {
+      element.setAttribute(name, "");
+    } else {
+      element.setAttribute(name, String(value));
+    }
+  }
+  append(element, children);
+  return element;
+}
+
+function append(element, children) {
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    element.append(child instanceof Node ? child : String(child));
+  }
+}
+
+/** Replaces an element's content. */
+export function fill(element, ...children) {
+  element.replaceChildren();
+  append(element, children);
+  return element;
+}
+
+/** A labelled form field; its error (if any) is tied to it for screen readers. */
+export function field(label, input, error) {
+  const id = input.id || `f-${label.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+  input.id = id;
+  const parts = [h("label", { for: id }, label), input];
+  if (error) {
+    const errorId = `${id}-error`;
+    input.setAttribute("aria-invalid", "true");
+    input.setAttribute("aria-describedby", errorId);
+    parts.push(h("p", { class: "field-error", id: errorId }, error));
+  }
+  return h("div", { class: "field" }, ...parts);
+}
+
+const notice = () => document.getElementById("notice");
+
+/** Shows a message everyone notices (an alert for screen readers). */
+export function tell(message, kind = "error") {
+  const box = notice();
+  box.className = `notice ${kind}`;
+  fill(box, message);
+  box.hidden = false;
+}
+
+export function quiet() {
+  notice().hidden = true;
+}
+
+/** "1:05:09", "4:59", "0:07". */
+export function clock(ms) {
+  const total = Math.max(0, Math.ceil(ms / 1000));
+  const hours = Math.floor(total / 3600);
+  const minutes = Math.floor((total % 3600) / 60);
+  const seconds = String(total % 60).padStart(2, "0");
+  return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
+}
+
+/** "about 3 s", "about 2 min". */
+export function roughly(ms) {
+  if (ms < 1500) return "under 2 seconds";
+  if (ms < 90_000) return `about ${Math.round(ms / 1000)} seconds`;
+  return `about ${Math.round(ms / 60_000)} minutes`;
+}
+
+export function when(iso) {
+  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+}
+
+/** A ticking countdown in `element` until `at`; stops itself when detached. */
+export function countdown(element, at, render, onEnd) {
+  const tick = () => {
+    if (!element.isConnected) return clearInterval(timer);
+    const left = new Date(at).getTime() - Date.now();
+    fill(element, render(left));
+    if (left <= 0) {
+      clearInterval(timer);
+      if (onEnd) onEnd();
+    }
+  };
+  const timer = setInterval(tick, 250);
+  tick();
+  return () => clearInterval(timer);
+}
+
+/** The value of an <input type="datetime-local"> as RFC 3339 (local zone). */
+export function fromLocalInput(value) {
+  return value ? new Date(value).toISOString() : null;
+}
+
+export function toLocalInput(iso) {
+  if (!iso) return "";
+  const date = new Date(iso);
+  const local = new Date(date.getTime() - date.getTimezoneOffset() * 60_000);
+  return local.toISOString().slice(0, 16);
+}

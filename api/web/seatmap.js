@@ -1,0 +1,288 @@
+// A concert's seat map: rows × seats as a grid of buttons, each coloured by
+// its state from the availability endpoint (one letter per seat), refreshed
+// every second with If-None-Match so that an unchanged map costs a 304.
+// The layout (seat numbers) is read once from the seat list; seats are
+// named for screen readers ("Row A, seat 12, available") and the grid is
+// one tab stop, walked with the arrow keys.
+
+import { api } from "./api.js";
+import { h, fill } from "./dom.js";
+
+const STATE_NAMES = { A: "available", H: "held", R: "sold" };
+const PAGE = 1000;
+const REFRESH_MS = 1000;
+const GAP_LIMIT = 4;
+
+export class SeatMap {
+  /**
+   * `selectable`: seats can be picked (up to `max`); `onChange(ids)` hears
+   * the selection; `onCounts(counts)` the free/held/sold counts.
+   */
+  constructor(concertId, { selectable = false, max = 1, onChange = () => {}, onCounts = () => {} } = {}) {
+    this.concertId = concertId;
+    this.selectable = selectable;
+    this.max = max;
+    this.onChange = onChange;
+    this.onCounts = onCounts;
+    this.seats = []; // {id, number, row, label, button, state, r, c}
+    this.byId = new Map();
+    this.rows = []; // arrays of seat indexes
+    this.chosen = new Set();
+    this.etag = null;
+    this.states = null;
+    this.stats = { fetches: 0, notModified: 0 };
+    this.focus = 0;
+    this.element = h("div", {
+      class: "seatmap",
+      role: "group",
+      "aria-label": "Seat map",
+      onkeydown: (e) => this.key(e),
+      onclick: (e) => this.click(e),
+    });
+    this.timer = null;
+  }
+
+  /** Reads the layout and the states, draws the map; resolves when usable. */
+  async load() {
+    await this.readLayout();
+    await this.refresh();
+    performance.mark("seatmap-ready");
+    this.element.dataset.ready = "true";
+  }
+
+  start() {
+    this.stop();
+    const tick = async () => {
+      if (!this.element.isConnected) return;
+      if (!document.hidden) {
+        try {
+          await this.refresh();
+        } catch {
+          // The next second tries again; the map shows the last known states.
+        }
+      }
+      this.timer = setTimeout(tick, REFRESH_MS);
+    };
+    this.timer = setTimeout(tick, REFRESH_MS);
+  }
+
+  stop() {
+    clearTimeout(this.timer);
+  }
+
+  async readLayout() {
+    const path = (page) => `/api/concerts/${this.concertId}/seats?page=${page}&size=${PAGE}`;
+    const first = await api("GET", path(0), undefined, { raw: true });
+    if (!first.ok) throw new Error("the seats could not be read");
+    const total = Number(first.headers.get("X-Total-Count") || 0);
+    const pages = [await first.json()];
+    const rest = [];
+    for (let page = 1; page * PAGE < total; page += 1) rest.push(page);
+    // A few at a time: the first page is on screen-sized concerts the only one.
+    for (let i = 0; i < rest.length; i += 4) {
+      const batch = await Promise.all(
+        rest.slice(i, i + 4).map((page) => api("GET", path(page), undefined, undefined)),
+      );
+      pages.push(...batch);
+    }
+    this.draw(pages.flat());
+  }
+
+  draw(list) {
+    this.seats = [];
+    this.byId = new Map();
+    this.rows = [];
+    const grid = h("div", { class: "seat-rows" });
+    let rowLabel = null;
+    let rowElement = null;
+    let rowSeats = null;
+    let lastNumber = 0;
+    let widest = 0;
+    for (const seat of list) {
+      const match = /^([A-Z]+)(\d+)$/.exec(seat.seatNumber);
+      const label = match ? match[1] : "Other";
+      const number = match ? Number(match[2]) : null;
+      if (label !== rowLabel) {
+        rowLabel = label;
+        rowSeats = [];
+        this.rows.push(rowSeats);
+        rowElement = h("div", { class: "seat-row" }, h("span", { class: "row-label", "aria-hidden": "true" }, label));
+        grid.append(rowElement);
+        lastNumber = 0;
+      }
+      if (number !== null && number - lastNumber > 1) {
+        for (let gap = 0; gap < Math.min(number - lastNumber - 1, GAP_LIMIT); gap += 1) {
+          rowElement.append(h("span", { class: "seat-gap", "aria-hidden": "true" }));
+        }
+      }
+      if (number !== null) lastNumber = number;
+      const index = this.seats.length;
+      const name = match ? `Row ${label}, seat ${number}` : `Seat ${seat.seatNumber}`;
+      const button = h("button", {
+        type: "button",
+        class: "seat",
+        tabindex: index === 0 ? "0" : "-1",
+        "data-i": index,
+        "data-seat": seat.seatNumber,
+        title: seat.seatNumber,
+      });
+      const entry = { id: seat.id, number: seat.seatNumber, name, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
+      this.seats.push(entry);
+      this.byId.set(seat.id, entry);
+      rowSeats.push(index);
+      widest = Math.max(widest, rowSeats.length);
+      this.paint(entry, seat.status === "RESERVED" ? "R" : seat.status === "HELD" ? "H" : "A");
+      rowElement.append(button);
+    }
+    this.element.classList.toggle("dense", widest > 40);
+    fill(this.element, this.seats.length ? grid : h("p", { class: "muted" }, "This concert has no seats."));
+    this.focus = 0;
+  }
+
+  paint(entry, state) {
+    if (entry.state === state) return;
+    entry.state = state;
+    const chosen = this.chosen.has(entry.id);
+    const button = entry.button;
+    button.dataset.state = state;
+    button.setAttribute("aria-label", `${entry.name}, ${chosen ? "selected" : STATE_NAMES[state]}`);
+    if (this.selectable) {
+      button.setAttribute("aria-pressed", chosen ? "true" : "false");
+      button.setAttribute("aria-disabled", state === "A" || chosen ? "false" : "true");
+    } else {
+      button.setAttribute("aria-disabled", "true");
+    }
+  }
+
+  /** Reads the states (a 304 when nothing changed) and repaints what did. */
+  async refresh() {
+    const headers = this.etag ? { "If-None-Match": this.etag } : {};
+    const response = await api("GET", `/api/concerts/${this.concertId}/availability`, undefined, {
+      raw: true,
+      headers,
+    });
+    this.stats.fetches += 1;
+    if (response.status === 304) {
+      this.stats.notModified += 1;
+      this.element.dataset.notModified = String(this.stats.notModified);
+      return false;
+    }
+    if (!response.ok) throw new Error("availability could not be read");
+    const body = await response.json();
+    this.etag = response.headers.get("ETag");
+    let unknown = false;
+    let i = 0;
+    for (const [first, count] of body.seatRanges) {
+      for (let k = 0; k < count; k += 1) {
+        const entry = this.byId.get(first + k);
+        const state = body.states[i];
+        i += 1;
+        if (!entry) {
+          unknown = true;
+          continue;
+        }
+        if (state !== "A" && this.chosen.has(entry.id)) this.chosen.delete(entry.id);
+        this.paint(entry, state);
+      }
+    }
+    if (unknown || i !== this.seats.length) {
+      // Seats were added or removed: read the layout again.
+      await this.readLayout();
+      this.etag = null;
+      return this.refresh();
+    }
+    this.counts = { available: body.available, held: body.held, sold: body.reserved };
+    this.onCounts(this.counts);
+    this.onChange(this.selected());
+    return true;
+  }
+
+  repaint(entry) {
+    const state = entry.state;
+    entry.state = null;
+    this.paint(entry, state);
+  }
+
+  selected() {
+    return [...this.chosen];
+  }
+
+  /** The selected seats' numbers, in map order. */
+  selectedNumbers() {
+    return this.seats.filter((s) => this.chosen.has(s.id)).map((s) => s.number);
+  }
+
+  clear() {
+    const was = [...this.chosen];
+    this.chosen.clear();
+    for (const id of was) {
+      const entry = this.byId.get(id);
+      if (entry) this.repaint(entry);
+    }
+    this.onChange([]);
+  }
+
+  click(event) {
+    const button = event.target.closest("button.seat");
+    if (!button || !this.selectable) return;
+    const entry = this.seats[Number(button.dataset.i)];
+    this.moveFocus(Number(button.dataset.i));
+    if (this.chosen.has(entry.id)) {
+      this.chosen.delete(entry.id);
+    } else if (entry.state !== "A") {
+      this.announce(`${entry.name} is ${STATE_NAMES[entry.state]}.`);
+      return;
+    } else if (this.chosen.size >= this.max) {
+      this.announce(`You can pick up to ${this.max} seat${this.max === 1 ? "" : "s"} in one order.`);
+      return;
+    } else {
+      this.chosen.add(entry.id);
+    }
+    this.repaint(entry);
+    this.onChange(this.selected());
+  }
+
+  announce(message) {
+    this.element.dispatchEvent(new CustomEvent("seatmap-message", { detail: message, bubbles: true }));
+  }
+
+  key(event) {
+    const entry = this.seats[this.focus];
+    if (!entry) return;
+    const row = this.rows[entry.r];
+    let next = null;
+    switch (event.key) {
+      case "ArrowRight":
+        next = row[Math.min(entry.c + 1, row.length - 1)];
+        break;
+      case "ArrowLeft":
+        next = row[Math.max(entry.c - 1, 0)];
+        break;
+      case "ArrowDown":
+      case "ArrowUp": {
+        const target = this.rows[entry.r + (event.key === "ArrowDown" ? 1 : -1)];
+        if (target) next = target[Math.min(entry.c, target.length - 1)];
+        break;
+      }
+      case "Home":
+        next = row[0];
+        break;
+      case "End":
+        next = row[row.length - 1];
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    if (next !== null && next !== undefined) this.moveFocus(next, true);
+  }
+
+  moveFocus(index, focus = false) {
+    const old = this.seats[this.focus];
+    if (old) old.button.tabIndex = -1;
+    this.focus = index;
+    const entry = this.seats[index];
+    entry.button.tabIndex = 0;
+    if (focus) entry.button.focus();
+  }
+}

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Makes sure a headless Chromium and its WebDriver are here for the page's
+# tests and benchmark; prints the chromedriver's path. Uses one already on
+# the PATH (or GitHub's runners' $CHROMEWEBDRIVER), else installs Debian's
+# `chromium` and `chromium-driver`. Everything else goes to stderr.
+set -euo pipefail
+
+found() {
+  if [ -n "${TICKET_CHROMEDRIVER:-}" ] && [ -x "$TICKET_CHROMEDRIVER" ]; then
+    echo "$TICKET_CHROMEDRIVER"
+  elif command -v chromedriver >/dev/null 2>&1; then
+    command -v chromedriver
+  elif [ -n "${CHROMEWEBDRIVER:-}" ] && [ -x "$CHROMEWEBDRIVER/chromedriver" ]; then
+    echo "$CHROMEWEBDRIVER/chromedriver"
+  else
+    return 1
+  fi
+}
+
+if ! found; then
+  echo "browser: installing Debian's chromium and chromium-driver" >&2
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    chromium chromium-driver >&2
+  found
+fi
