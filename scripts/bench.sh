@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -321,6 +321,24 @@ open_availability() {
 
 ticket_open() { open_polls; open_streams; open_availability; }
 
+page() {
+  local url chromedriver
+  chromedriver="$(scripts/browser.sh)"
+  echo "## the concert page in headless Chromium ($("$chromedriver" --version | cut -d' ' -f1-2)): weight, and time to a usable seat map"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 1 --seats 1 --out "$work/page-lines")"
+  start_api "$url" TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+    TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0
+  local layout
+  for layout in "1 100" "100 100"; do
+    set -- $layout
+    echo "### $1 rows x $2 seats ($(( $1 * $2 )) seats)"
+    TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+      "$bin/ticket-bench" page --url "$api_url" --rows "$1" --seats-per-row "$2" --runs 10
+  done
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
 case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
@@ -337,6 +355,7 @@ case "$what" in
   open-polls) open_polls ;;
   open-streams) open_streams ;;
   open-availability) open_availability ;;
+  page) page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
 esac

@@ -2,7 +2,7 @@
 // views, and the navigation that follows the session.
 
 import { currentUser, isAdmin, logOut, onSessionChange, resume } from "./api.js";
-import { fill, h, quiet, tell } from "./dom.js";
+import { fill, h, navigated, tell } from "./dom.js";
 import { concertView, concertsView, loginView, reservationsView, signupView } from "./buyer.js";
 import { editConcertView, newConcertView, saleView } from "./operator.js";
 
@@ -54,8 +54,7 @@ function nav() {
         class: "link",
         onclick: async () => {
           await logOut();
-          quiet();
-          tell("You are logged out.", "info");
+          tell("You are logged out.", "info", { acrossNavigation: true });
           location.hash = "#/";
         },
       }, "Log out"),
@@ -68,7 +67,7 @@ function nav() {
 
 onSessionChange(nav);
 window.addEventListener("hashchange", () => {
-  quiet();
+  navigated();
   route();
 });
 nav();

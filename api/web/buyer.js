@@ -182,26 +182,27 @@ export async function concertView(main, { signal, params }) {
 
   const showReservation = (reservation) => {
     const seats = reservation.seats.map((s) => s.seatNumber).join(", ");
+    const w = words(reservation.seats.length);
     map.clear();
     map.refresh().catch(() => {});
     if (reservation.status === "CONFIRMED") {
       line.className = "line confirmed";
-      fill(line, h("h2", {}, "Confirmed"), h("p", {}, `Seats ${seats} are yours. `, h("a", { href: "#/me/reservations" }, "My reservations")));
+      fill(line, h("h2", {}, "Confirmed"), h("p", {}, `${w.Seats} ${seats} ${w.are} yours. `, h("a", { href: "#/me/reservations" }, "My reservations")));
       return;
     }
     if (reservation.status !== "HELD") {
       line.className = "line failed";
-      fill(line, h("h2", {}, `Reservation ${reservation.status.toLowerCase()}`), h("p", {}, `Seats ${seats}.`));
+      fill(line, h("h2", {}, `Reservation ${reservation.status.toLowerCase()}`), h("p", {}, `${w.Seats} ${seats}.`));
       return;
     }
     const left = h("strong", { class: "countdown hold-countdown" });
     const confirm = h("button", { type: "button", class: "primary" }, "Confirm");
     const cancel = h("button", { type: "button" }, "Release seats");
     line.className = "line held";
-    fill(line, h("h2", {}, "Seats held for you"), h("p", {}, `Seats ${seats} are yours for `, left, " more: confirm to keep them."), h("p", { class: "actions" }, confirm, cancel));
+    fill(line, h("h2", {}, "Seats held for you"), h("p", {}, `${w.Seats} ${seats} ${w.are} yours for `, left, ` more: confirm to keep ${w.them}.`), h("p", { class: "actions" }, confirm, cancel));
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {
       line.className = "line failed";
-      fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `Seats ${seats} went back on sale.`));
+      fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `${w.Seats} ${seats} went back on sale.`));
       map.refresh().catch(() => {});
     });
     confirm.addEventListener("click", async () => {
@@ -221,7 +222,7 @@ export async function concertView(main, { signal, params }) {
         await api("POST", `/api/reservations/${reservation.reservationId}/cancel`, {});
         stop();
         line.className = "line";
-        fill(line, h("h2", {}, "Seats released"), h("p", {}, `Seats ${seats} are back on sale.`));
+        fill(line, h("h2", {}, `${w.Seats} released`), h("p", {}, `${w.Seats} ${seats} ${w.are} back on sale.`));
         map.refresh().catch(() => {});
       } catch (e) {
         tell(e.message);
@@ -301,6 +302,11 @@ export async function concertView(main, { signal, params }) {
   showSale();
   await map.load();
   map.start();
+}
+
+/** The words that agree with a number of seats. */
+function words(seats) {
+  return seats > 1 ? { Seats: "Seats", are: "are", them: "them" } : { Seats: "Seat", are: "is", them: "it" };
 }
 
 function holdText(seconds) {

@@ -50,16 +50,27 @@ export function field(label, input, error) {
 
 const notice = () => document.getElementById("notice");
 
-/** Shows a message everyone notices (an alert for screen readers). */
-export function tell(message, kind = "error") {
+/**
+ * Shows a message everyone notices (an alert for screen readers);
+ * `acrossNavigation`: it stays through the page change that follows.
+ */
+export function tell(message, kind = "error", { acrossNavigation = false } = {}) {
   const box = notice();
   box.className = `notice ${kind}`;
+  box.dataset.keep = acrossNavigation ? "once" : "";
   fill(box, message);
   box.hidden = false;
 }
 
 export function quiet() {
   notice().hidden = true;
+}
+
+/** A new page: the last message goes, unless it was told to stay. */
+export function navigated() {
+  const box = notice();
+  if (box.dataset.keep) box.dataset.keep = "";
+  else box.hidden = true;
 }
 
 /** "1:05:09", "4:59", "0:07". */

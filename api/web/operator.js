@@ -3,7 +3,7 @@
 // (requests and decisions per second, the line, decision times, seats).
 
 import { Problem, api, isAdmin } from "./api.js";
-import { field, fill, fromLocalInput, h, quiet, tell, toLocalInput, when } from "./dom.js";
+import { field, fill, fromLocalInput, h, tell, toLocalInput, when } from "./dom.js";
 import { SeatMap } from "./seatmap.js";
 
 const REFRESH_MS = 1000;
@@ -63,7 +63,6 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
         fill(problems);
         try {
           await send(values);
-          quiet();
         } catch (e) {
           if (e instanceof Problem) Object.assign(errors, e.fields());
           render();
@@ -109,7 +108,7 @@ export async function editConcertView(main, { params, signal }) {
       }
       try {
         await api("DELETE", `/api/concerts/${concert.id}`);
-        tell(`“${concert.title}” was deleted.`, "info");
+        tell(`“${concert.title}” was deleted.`, "info", { acrossNavigation: true });
         location.hash = "#/";
       } catch (e) {
         tell(e.message);
@@ -125,7 +124,7 @@ export async function editConcertView(main, { params, signal }) {
     extra: [h("a", { href: `#/admin/concerts/${concert.id}/sale` }, "On-sale view"), remove],
     send: async (values) => {
       await api("PATCH", `/api/concerts/${concert.id}`, values);
-      tell("Saved.", "info");
+      tell("Saved.", "info", { acrossNavigation: true });
       location.hash = `#/admin/concerts/${concert.id}/sale`;
     },
   });

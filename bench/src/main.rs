@@ -7,6 +7,7 @@ mod enqueue;
 mod latency;
 mod load;
 mod otlp_sink;
+mod page;
 mod streams;
 
 use clap::{Parser, Subcommand};
@@ -37,6 +38,8 @@ enum Command {
     Load(load::Args),
     /// Server-Sent Events: N streams on one API instance while a worker decides them.
     Streams(streams::Args),
+    /// The concert page in headless Chromium: its weight and time to a usable seat map.
+    Page(page::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -68,6 +71,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,
         Command::Streams(args) => streams::run(args).await,
+        Command::Page(args) => page::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

@@ -154,13 +154,14 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
         .wait_element(".line.held", Some("Seats held for you"))
         .await;
     alice.wait_element(".hold-countdown", Some(":")).await;
+    wait_seat_state(&alice, "B4", "H").await;
     alice.screenshot(&shots.join("hold.png")).await;
     let confirm = alice
         .wait_element(".line.held button", Some("Confirm"))
         .await;
     alice.click(&confirm).await;
     alice
-        .wait_element(".line.confirmed", Some("Seats B4 are yours"))
+        .wait_element(".line.confirmed", Some("Seat B4 is yours"))
         .await;
     // The other is told, and sees the seat gone from the map.
     bob.wait_element(".line.failed", Some("Taken by someone faster"))
@@ -188,7 +189,7 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
     bob.keys(&b5, " ").await;
     bob.wait_element("#choice", Some("Selected: B5")).await;
     reserve(&bob).await;
-    bob.wait_element(".line.held", Some("Seats B5 are yours"))
+    bob.wait_element(".line.held", Some("Seat B5 is yours"))
         .await;
     wait_seat_state(&alice, "B5", "H").await;
     alice
@@ -228,6 +229,9 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
         ]
     );
     app.assert_invariants().await;
+    for page in [&alice, &bob] {
+        assert_eq!(page.console_errors().await, Vec::<String>::new());
+    }
     alice.close().await;
     bob.close().await;
 }
@@ -260,6 +264,7 @@ async fn problems_are_shown_as_people_read_them() {
     let error = page.wait_element(".form-errors .error", None).await;
     assert!(!page.text(&error).await.contains('{'));
     assert!(page.find_all("#nav .who").await.is_empty());
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
 }
 
@@ -366,7 +371,11 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         .wait_element("button[type=submit]", Some("Save changes"))
         .await;
     page.click(&save).await;
+    page.wait_element("#notice:not([hidden])", Some("Saved."))
+        .await;
     page.wait_element("h1", Some("On sale: Operator's Night (late show)"))
+        .await;
+    page.wait_element("#notice:not([hidden])", Some("Saved."))
         .await;
     page.goto(&format!("{}/#/admin/concerts/{concert}/edit", app.base))
         .await;
@@ -386,5 +395,113 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
             .status,
         200
     );
+    // A concert nobody asked for can go.
+    let spare = app.concert(json!({"title": "Spare"})).await["id"]
+        .as_u64()
+        .unwrap();
+    page.goto(&format!("{}/#/admin/concerts/{spare}/edit", app.base))
+        .await;
+    let delete = page
+        .wait_element("button.danger", Some("Delete concert"))
+        .await;
+    page.click(&delete).await;
+    page.click(&delete).await;
+    page.wait_element("h1", Some("Concerts")).await;
+    page.wait_element("#notice:not([hidden])", Some("“Spare” was deleted."))
+        .await;
+    app.get(&format!("/api/concerts/{spare}"), None)
+        .await
+        .assert_problem(404, "CONCERT_NOT_FOUND");
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}
+
+#[tokio::test]
+async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_opening() {
+    let app = spawn_app().await;
+    let soon =
+        |seconds: i64| (chrono::Utc::now() + chrono::Duration::seconds(seconds)).to_rfc3339();
+    let lottery = app
+        .concert(
+            json!({"title": "Lottery Night", "rows": 1, "seatsPerRow": 4,
+                        "opensAt": soon(3600), "lotteryWindowSeconds": 7200}),
+        )
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let later = app
+        .concert(json!({"title": "Later", "rows": 1, "seatsPerRow": 4,
+                        "opensAt": soon(3600), "lotteryWindowSeconds": 60}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    app.user("early").await;
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1280, 860).await;
+    log_in(&page, &app.base, "early", "password123").await;
+
+    // Before the lottery window: a countdown, and no request can be made.
+    open_concert(&page, &app.base, later).await;
+    page.wait_element(".badge.soon", Some("Not on sale yet"))
+        .await;
+    page.wait_element(".sale-state", Some("The lottery opens in 5"))
+        .await;
+    let a1 = page.wait_element(&seat("A1"), None).await;
+    page.click(&a1).await;
+    page.wait_element("#choice", Some("Selected: A1")).await;
+    let reserve_button = page
+        .wait_element(".checkout button.primary", Some("Reserve"))
+        .await;
+    assert_eq!(
+        page.attribute(&reserve_button, "disabled").await.as_deref(),
+        Some("true")
+    );
+
+    // Inside the lottery window: the request waits for the draw.
+    open_concert(&page, &app.base, lottery).await;
+    page.wait_element(".badge.lottery", Some("Lottery open"))
+        .await;
+    page.wait_element(".sale-state", Some("The sale opens in 5"))
+        .await;
+    let a2 = page.wait_element(&seat("A2"), None).await;
+    page.click(&a2).await;
+    reserve(&page).await;
+    page.wait_element(".line.waiting", Some("You are in the lottery"))
+        .await;
+    page.wait_element(".line.waiting", Some("Your place is drawn at opening"))
+        .await;
+    page.screenshot(&screenshot_dir().join("lottery.png")).await;
+
+    // The operator opens the sale now: the draw happens, the request wins.
+    let deciding = Deciding::start(&app);
+    app.patch(
+        &format!("/api/concerts/{lottery}"),
+        Some(&app.admin_token),
+        json!({"opensAt": soon(1)}),
+    )
+    .await
+    .assert_status(200);
+    page.wait_element(".line.confirmed", Some("A2")).await;
+    deciding.stop().await;
+
+    // A sale that opens in a few seconds: the countdown ends in "on sale".
+    let opening = app
+        .concert(json!({"title": "Opening", "rows": 1, "seatsPerRow": 4, "opensAt": soon(3)}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    open_concert(&page, &app.base, opening).await;
+    page.wait_element(".badge.soon", Some("Not on sale yet"))
+        .await;
+    let a3 = page.wait_element(&seat("A3"), None).await;
+    page.click(&a3).await;
+    page.wait_element(".badge.open", Some("On sale now")).await;
+    page.wait_for(
+        "Reserve to be enabled at the opening",
+        "return !document.querySelector('.checkout button.primary').disabled;",
+        vec![],
+    )
+    .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
 }

@@ -98,6 +98,7 @@ impl Chromedriver {
             "browserName": "chrome",
             "goog:chromeOptions": options,
             "timeouts": {"script": 30_000, "pageLoad": 30_000, "implicit": 0},
+            "goog:loggingPrefs": {"browser": "ALL"},
         }}});
         let reply = command(
             &self.http,
@@ -344,6 +345,28 @@ impl Browser {
             std::fs::create_dir_all(dir).expect("a screenshot folder");
         }
         std::fs::write(path, bytes).expect("the screenshot is written");
+    }
+
+    /// The console's errors since the last call, but for the answers of 4xx
+    /// the page expects and shows (Chromium logs each as an error): a
+    /// script that failed, a policy that blocked something, a 5xx.
+    pub async fn console_errors(&self) -> Vec<String> {
+        let entries = self
+            .call(
+                reqwest::Method::POST,
+                "/se/log",
+                Some(json!({"type": "browser"})),
+            )
+            .await;
+        entries
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["level"] == "SEVERE")
+            .filter_map(|e| e["message"].as_str())
+            .filter(|m| !m.contains("the server responded with a status of 4"))
+            .map(str::to_owned)
+            .collect()
     }
 
     pub async fn close(mut self) {
