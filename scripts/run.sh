@@ -35,7 +35,8 @@ trap ':' INT TERM
 
 cat <<MSG
 
-  ticket API    http://$TICKET_API_ADDR   (OpenAPI: http://$TICKET_API_ADDR/api/openapi.json)
+  box office    http://$TICKET_API_ADDR/   (log in as the dev admin to create a concert)
+  ticket API    http://$TICKET_API_ADDR/api   (OpenAPI: http://$TICKET_API_ADDR/api/openapi.json)
   dev admin     nickname: $TICKET_ADMIN_NICKNAME   password: $TICKET_ADMIN_PASSWORD
   log in with   curl -s -X POST http://$TICKET_API_ADDR/api/auth/login \\
                   -H 'content-type: application/json' \\

@@ -15,6 +15,7 @@ const DECIDED = new Set(["SUCCESS", "FAILED"]);
  */
 export async function follow(queueId, update, signal) {
   let streamFailures = 0;
+  let outages = 0;
   for (;;) {
     if (signal?.aborted) throw new DOMException("stopped", "AbortError");
     if (streamFailures < 3) {
@@ -23,17 +24,32 @@ export async function follow(queueId, update, signal) {
         if (decision) return decision;
       } catch (e) {
         if (e.name === "AbortError") throw e;
-        if (e instanceof Problem && e.status >= 400 && e.status < 500 && e.status !== 429) throw e;
+        if (e instanceof Problem && !transient(e)) throw e;
       }
       streamFailures += 1;
     }
     // No stream (a proxy that buffers, an instance stopping): ask once,
-    // then try the stream again or keep polling.
-    const status = await api("GET", `/api/reservations/status/${queueId}`, undefined, { signal });
+    // then try the stream again or keep polling. The box office out of
+    // reach or busy is waited out: the request keeps its place meanwhile.
+    let status;
+    try {
+      status = await api("GET", `/api/reservations/status/${queueId}`, undefined, { signal });
+    } catch (e) {
+      if (!transient(e)) throw e;
+      outages += 1;
+      await pause(Math.min(1000 * 2 ** Math.min(outages, 4), 10_000), signal);
+      continue;
+    }
+    outages = 0;
     update(status);
     if (DECIDED.has(status.status)) return status;
     await pause(Math.min(status.pollAfterMs || 1000, 10_000), signal);
   }
+}
+
+/** Worth asking again: no answer at all, too many requests, a server in trouble. */
+function transient(e) {
+  return e instanceof Problem && (e.status === 0 || e.status === 429 || e.status >= 500);
 }
 
 async function stream(queueId, update, signal) {

@@ -85,7 +85,9 @@ export class SeatMap {
       );
       pages.push(...batch);
     }
+    performance.mark("seatmap-layout-read");
     this.draw(pages.flat());
+    performance.mark("seatmap-drawn");
   }
 
   draw(list) {

@@ -28,12 +28,21 @@ pub struct Args {
 
 /// What one load measured, in the page.
 const MEASURE: &str = "
+  const at = (name) => performance.getEntriesByName(name)[0]?.startTime ?? null;
   const ready = performance.getEntriesByName('seatmap-ready')[0];
+  const data = performance.getEntriesByType('resource')
+    .filter(e => new URL(e.name).pathname.startsWith('/api/concerts/'));
   const assets = performance.getEntriesByType('resource')
     .filter(e => /\\.(js|css)$/.test(new URL(e.name).pathname));
   const sum = (key) => assets.reduce((n, e) => n + e[key], 0);
   return {
     readyMs: ready ? ready.startTime : null,
+    scriptsMs: performance.getEntriesByType('resource')
+      .filter(e => e.name.endsWith('/assets/app.js'))[0]?.responseEnd ?? null,
+    layoutReadMs: at('seatmap-layout-read'),
+    drawnMs: at('seatmap-drawn'),
+    dataRequests: data.length,
+    dataBytes: data.reduce((n, e) => n + e.transferSize, 0),
     seats: document.querySelectorAll('button.seat').length,
     assets: assets.length,
     decodedBytes: sum('decodedBodySize'),
@@ -87,14 +96,27 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             measured["seats"]
         );
         let ready = measured["readyMs"].as_f64().unwrap_or(f64::NAN);
+        let ms = |key: &str| measured[key].as_f64().unwrap_or(f64::NAN);
+        let steps = format!(
+            "app.js loaded {:.0} ms, seat list read {:.0} ms, drawn {:.0} ms, states read and painted {:.0} ms; {} data requests, {:.1} KB transferred",
+            ms("scriptsMs"),
+            ms("layoutReadMs"),
+            ms("drawnMs"),
+            ready,
+            measured["dataRequests"],
+            ms("dataBytes") / 1024.0
+        );
         if run == 0 {
             println!(
-                "first load (nothing cached): JS+CSS {} files, {:.1} KB uncompressed, {:.1} KB transferred; usable seat map ({seats} seats) after {ready:.0} ms",
+                "first load (nothing cached): JS+CSS {} files, {:.1} KB uncompressed, {:.1} KB transferred; usable seat map ({seats} seats) after {ready:.0} ms\n  ({steps})",
                 measured["assets"],
                 measured["decodedBytes"].as_f64().unwrap_or(0.0) / 1024.0,
                 measured["transferBytes"].as_f64().unwrap_or(0.0) / 1024.0,
             );
         } else {
+            if run == args.runs {
+                println!("  last load: {steps}");
+            }
             warm.push(ready);
         }
     }

@@ -199,6 +199,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             "FORBIDDEN",
         ),
         (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/sale"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
             Method::POST,
             "/api/seats".into(),
             Some(json!({"concertId": concert_id, "seatNumber": "Z9"})),

@@ -37,26 +37,26 @@ impl Deciding {
     }
 }
 
-async fn sign_up(page: &Browser, base: &str, nick: &str) {
-    page.goto(&format!("{base}/#/signup")).await;
-    let name = page.wait_element("input[name=nickName]", None).await;
-    page.type_into(&name, nick).await;
-    let password = page.wait_element("input[name=password]", None).await;
-    page.type_into(&password, "a-long-password-1").await;
+/// Fills the sign-up or log-in form (`route`) and waits to be signed in.
+async fn account_form(page: &Browser, base: &str, route: &str, nick: &str, password: &str) {
+    page.goto(&format!("{base}/#/{route}")).await;
+    for (field, value) in [("nickName", nick), ("password", password)] {
+        let input = page
+            .wait_element(&format!("input[name={field}]"), None)
+            .await;
+        page.type_into(&input, value).await;
+    }
     let submit = page.wait_element("button[type=submit]", None).await;
     page.click(&submit).await;
     page.wait_element("#nav .who", Some(nick)).await;
 }
 
+async fn sign_up(page: &Browser, base: &str, nick: &str) {
+    account_form(page, base, "signup", nick, "a-long-password-1").await;
+}
+
 async fn log_in(page: &Browser, base: &str, nick: &str, password: &str) {
-    page.goto(&format!("{base}/#/login")).await;
-    let name = page.wait_element("input[name=nickName]", None).await;
-    page.type_into(&name, nick).await;
-    let secret = page.wait_element("input[name=password]", None).await;
-    page.type_into(&secret, password).await;
-    let submit = page.wait_element("button[type=submit]", None).await;
-    page.click(&submit).await;
-    page.wait_element("#nav .who", Some(nick)).await;
+    account_form(page, base, "login", nick, password).await;
 }
 
 async fn open_concert(page: &Browser, base: &str, concert: u64) {
@@ -327,15 +327,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         .map(|s| s["id"].as_u64().unwrap())
         .take(30)
         .collect();
-    let users = app.many_users("op", 30).await;
-    let requests = users
-        .iter()
-        .zip(&seats)
-        .map(|((_, token), seat)| (token.clone(), *seat))
-        .collect();
-    for reply in app.reserve_all_at_once(requests).await {
-        reply.assert_status(201);
-    }
+    app.one_seat_each("op", &seats).await;
     page.wait_element("[data-metric=lineLength]", Some("30"))
         .await;
     page.wait_for(
@@ -421,7 +413,7 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
         |seconds: i64| (chrono::Utc::now() + chrono::Duration::seconds(seconds)).to_rfc3339();
     let lottery = app
         .concert(
-            json!({"title": "Lottery Night", "rows": 1, "seatsPerRow": 4,
+            json!({"title": "Lottery Night", "rows": 1, "seatsPerRow": 4, "maxSeatsPerOrder": 2,
                         "opensAt": soon(3600), "lotteryWindowSeconds": 7200}),
         )
         .await["id"]
@@ -461,8 +453,17 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
         .await;
     page.wait_element(".sale-state", Some("The sale opens in 5"))
         .await;
-    let a2 = page.wait_element(&seat("A2"), None).await;
-    page.click(&a2).await;
+    // An order of two seats; a third is one too many.
+    for number in ["A2", "A3", "A4"] {
+        let pick = page.wait_element(&seat(number), None).await;
+        page.click(&pick).await;
+    }
+    page.wait_element(
+        "#notice:not([hidden])",
+        Some("You can pick up to 2 seats in one order."),
+    )
+    .await;
+    page.wait_element("#choice", Some("Selected: A2, A3")).await;
     reserve(&page).await;
     page.wait_element(".line.waiting", Some("You are in the lottery"))
         .await;
@@ -479,7 +480,8 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
     )
     .await
     .assert_status(200);
-    page.wait_element(".line.confirmed", Some("A2")).await;
+    page.wait_element(".line.confirmed", Some("Seats A2, A3 are yours"))
+        .await;
     deciding.stop().await;
 
     // A sale that opens in a few seconds: the countdown ends in "on sale".

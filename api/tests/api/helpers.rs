@@ -574,6 +574,20 @@ impl TestApp {
         replies
     }
 
+    /// As many new users as `seats`, each asking for one of them, all at
+    /// once; every request is accepted.
+    pub async fn one_seat_each(&self, prefix: &str, seats: &[u64]) {
+        let users = self.many_users(prefix, seats.len()).await;
+        let requests = users
+            .iter()
+            .zip(seats)
+            .map(|((_, token), seat)| (token.clone(), *seat))
+            .collect();
+        for reply in self.reserve_all_at_once(requests).await {
+            reply.assert_status(201);
+        }
+    }
+
     /// Runs `n` worker loops until the queue has nothing open, then stops them.
     pub async fn run_workers_until_drained(&self, n: usize) {
         let shutdown = CancellationToken::new();

@@ -56,15 +56,7 @@ async fn the_sale_view_counts_the_line_the_rates_and_the_decision_times() {
         json!({"available": 10, "held": 0, "reserved": 0})
     );
 
-    let users = app.many_users("sale", 8).await;
-    let requests = users
-        .iter()
-        .zip(&seats)
-        .map(|((_, token), seat)| (token.clone(), *seat))
-        .collect();
-    for reply in app.reserve_all_at_once(requests).await {
-        reply.assert_status(201);
-    }
+    app.one_seat_each("sale", &seats[..8]).await;
     let waiting = sale_until(&app, concert, "8 in line at some rate", |b| {
         b["lineLength"] == 8 && b["requestsPerSec"].as_f64() > Some(0.0)
     })
