@@ -197,7 +197,7 @@ export async function concertView(main, { signal, params }) {
     }
     const left = h("strong", { class: "countdown hold-countdown" });
     const confirm = h("button", { type: "button", class: "primary" }, "Confirm");
-    const cancel = h("button", { type: "button" }, "Release seats");
+    const cancel = h("button", { type: "button" }, `Release ${w.Seats.toLowerCase()}`);
     line.className = "line held";
     fill(line, h("h2", {}, "Seats held for you"), h("p", {}, `${w.Seats} ${seats} ${w.are} yours for `, left, ` more: confirm to keep ${w.them}.`), h("p", { class: "actions" }, confirm, cancel));
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {

@@ -93,8 +93,12 @@ export function when(iso) {
   return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 
-/** A ticking countdown in `element` until `at`; stops itself when detached. */
+/**
+ * A ticking countdown in `element` until `at`; stops itself when detached.
+ * A timer to screen readers: read when asked, not announced every tick.
+ */
 export function countdown(element, at, render, onEnd) {
+  element.setAttribute("role", "timer");
   const tick = () => {
     if (!element.isConnected) return clearInterval(timer);
     const left = new Date(at).getTime() - Date.now();
