@@ -114,15 +114,8 @@ export async function signUp(nickName, password) {
   return logIn(nickName, password);
 }
 
-/** Ends the session here; `everywhere` voids every token of the account. */
-export async function logOut(everywhere = false) {
-  if (everywhere && session.token) {
-    try {
-      await api("POST", "/api/auth/logout-all");
-    } catch {
-      // Signed out here whatever the server said.
-    }
-  }
+/** Ends the session in this browser (the token is forgotten). */
+export function logOut() {
   signedOut();
 }
 

@@ -53,7 +53,7 @@ function nav() {
         type: "button",
         class: "link",
         onclick: async () => {
-          await logOut();
+          logOut();
           tell("You are logged out.", "info", { acrossNavigation: true });
           location.hash = "#/";
         },

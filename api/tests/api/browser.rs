@@ -64,6 +64,19 @@ async fn open_concert(page: &Browser, base: &str, concert: u64) {
     page.wait_element(".seatmap[data-ready]", None).await;
 }
 
+/// Reloads the page and waits for the new one (not the old one's DOM).
+async fn reload(page: &Browser) {
+    page.script("window.beforeReload = true; location.reload();", vec![])
+        .await;
+    page.wait_for(
+        "the reloaded page",
+        "return window.beforeReload === undefined && document.readyState === 'complete' \
+           && document.querySelector('#nav a') !== null;",
+        vec![],
+    )
+    .await;
+}
+
 fn seat(number: &str) -> String {
     format!("button.seat[data-seat=\"{number}\"]")
 }
@@ -229,6 +242,27 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
         ]
     );
     app.assert_invariants().await;
+
+    // The session outlives a reload, in a SameSite=Strict cookie and never
+    // in the address; logging out forgets it.
+    reload(&alice).await;
+    alice.wait_element("#nav .who", Some("alice")).await;
+    let cookies = alice.cookies().await;
+    assert_eq!(cookies.len(), 1, "{cookies:?}");
+    assert_eq!(cookies[0]["name"], "ticket_session");
+    assert_eq!(cookies[0]["sameSite"], "Strict");
+    let address = alice.script("return location.href;", vec![]).await;
+    let token = cookies[0]["value"].as_str().unwrap();
+    assert!(!address.as_str().unwrap().contains(token));
+    let log_out = bob.wait_element("#nav button", Some("Log out")).await;
+    bob.click(&log_out).await;
+    bob.wait_element("#notice:not([hidden])", Some("You are logged out."))
+        .await;
+    reload(&bob).await;
+    bob.wait_element("#nav a[href='#/login']", None).await;
+    assert!(bob.find_all("#nav .who").await.is_empty());
+    assert!(bob.cookies().await.is_empty());
+
     for page in [&alice, &bob] {
         assert_eq!(page.console_errors().await, Vec::<String>::new());
     }

@@ -334,6 +334,16 @@ impl Browser {
         .map(str::to_owned)
     }
 
+    /// The page's cookies, as WebDriver gives them (`name`, `value`,
+    /// `sameSite`, `httpOnly`…).
+    pub async fn cookies(&self) -> Vec<Value> {
+        self.call(reqwest::Method::GET, "/cookie", None)
+            .await
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
     /// Saves a PNG of the window.
     pub async fn screenshot(&self, path: &Path) {
         use base64::Engine as _;
