@@ -4,20 +4,18 @@
 //! second per instance and concert; a CDN in front (`max-age=1`) takes the
 //! rest.
 
-use std::io::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::http::HeaderValue;
 use prometheus::IntCounter;
 use serde::Serialize;
-use sha2::Digest as _;
 use sqlx::MySqlPool;
 use ticket_core::db;
 use ticket_core::domain::{ConcertId, SeatId, SeatStatus};
 use utoipa::ToSchema;
 
+use crate::cached_body::CachedBody;
 use crate::error::{ApiError, ApiResult};
 use crate::fresh_cache::FreshCache;
 
@@ -82,11 +80,7 @@ impl AvailabilityBody {
 /// One concert's answer, ready to send.
 #[derive(Debug)]
 pub struct Snapshot {
-    pub json: Bytes,
-    pub gzip: Bytes,
-    /// Strong validators of the two representations (with and without gzip).
-    pub etag: HeaderValue,
-    pub gzip_etag: HeaderValue,
+    pub body: CachedBody,
     pub counts: SeatCounts,
 }
 
@@ -101,22 +95,8 @@ pub struct SeatCounts {
 impl Snapshot {
     fn of(body: &AvailabilityBody) -> Self {
         let json = serde_json::to_vec(body).unwrap_or_default();
-        let digest = sha2::Sha256::digest(&json);
-        let hash: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        // Writing to memory does not fail; an empty gzip is never sent (the
-        // plain body goes instead).
-        let gzip: Vec<u8> = encoder
-            .write_all(&json)
-            .and_then(|()| encoder.finish())
-            .unwrap_or_default();
         Self {
-            json: Bytes::from(json),
-            gzip: Bytes::from(gzip),
-            etag: HeaderValue::from_str(&format!("\"{hash}\""))
-                .unwrap_or(HeaderValue::from_static("\"\"")),
-            gzip_etag: HeaderValue::from_str(&format!("\"{hash}-gzip\""))
-                .unwrap_or(HeaderValue::from_static("\"\"")),
+            body: CachedBody::new(Bytes::from(json), flate2::Compression::fast()),
             counts: SeatCounts {
                 available: body.available,
                 held: body.held,
@@ -179,10 +159,9 @@ mod tests {
         assert_eq!(body.states, "AHRA");
         assert_eq!((body.available, body.held, body.reserved), (2, 1, 1));
         let snapshot = Snapshot::of(&body);
-        assert_ne!(snapshot.etag, snapshot.gzip_etag);
         assert_eq!(
-            snapshot.etag,
-            Snapshot::of(&body).etag,
+            snapshot.body.etag(),
+            Snapshot::of(&body).body.etag(),
             "the same state, the same tag"
         );
     }

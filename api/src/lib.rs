@@ -2,6 +2,7 @@
 
 pub mod availability_cache;
 pub mod bootstrap;
+pub mod cached_body;
 pub mod config;
 pub mod enqueue_batcher;
 pub mod error;
@@ -15,6 +16,7 @@ pub mod request_rates;
 pub mod routes;
 pub mod sale_windows;
 pub mod seat_directory;
+pub mod seat_map_cache;
 pub mod security;
 pub mod server;
 pub mod startup;

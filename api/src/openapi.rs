@@ -21,6 +21,7 @@ use crate::state::AppState;
         users::create, users::me, users::show, users::update, users::remove,
         concerts::create, concerts::list, concerts::show, concerts::update, concerts::remove,
         availability::availability,
+        availability::seat_map,
         sale::sale,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,

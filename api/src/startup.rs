@@ -84,6 +84,7 @@ impl Application {
                 seats: Arc::default(),
                 sales: Arc::default(),
                 request_rates: Arc::default(),
+                seat_maps: Arc::default(),
                 availability: Arc::new(crate::availability_cache::AvailabilityCache::new(
                     metrics.availability_queries.clone(),
                 )),

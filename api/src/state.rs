@@ -43,6 +43,8 @@ pub struct Shared {
     /// Requests this instance accepted per concert, published for the
     /// operator's on-sale view.
     pub request_rates: Arc<crate::request_rates::RequestRates>,
+    /// Every concert's seat layout, at most a few seconds old.
+    pub seat_maps: Arc<crate::seat_map_cache::SeatMapCache>,
     /// When each concert's sale opens.
     pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,

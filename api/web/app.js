@@ -33,8 +33,13 @@ async function route() {
   const [match, view, title] = found;
   document.title = `${title} · ticket box office`;
   try {
+    delete main.dataset.view;
     await view(main, { params: match.groups || {}, query: new URLSearchParams(search || ""), signal: controller.signal });
-    if (!controller.signal.aborted) main.focus({ preventScroll: true });
+    if (!controller.signal.aborted) {
+      // Which page is on screen, once drawn (what a test waits for).
+      main.dataset.view = location.hash || "#/";
+      main.focus({ preventScroll: true });
+    }
   } catch (e) {
     if (e.name === "AbortError" || controller.signal.aborted) return;
     fill(main, h("h1", {}, "Something went wrong"), h("p", {}, e.message), h("p", {}, h("a", { href: "#/" }, "Back to the concerts")));

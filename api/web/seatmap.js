@@ -1,7 +1,7 @@
 // A concert's seat map: rows × seats as a grid of buttons, each coloured by
 // its state from the availability endpoint (one letter per seat), refreshed
 // every second with If-None-Match so that an unchanged map costs a 304.
-// The layout (seat numbers) is read once from the seat list; seats are
+// The layout (seat numbers) is read once from the seat-map endpoint; seats are
 // named for screen readers ("Row A, seat 12, available") and the grid is
 // one tab stop, walked with the arrow keys.
 
@@ -9,9 +9,10 @@ import { api } from "./api.js";
 import { h, fill } from "./dom.js";
 
 const STATE_NAMES = { A: "available", H: "held", R: "sold" };
-const PAGE = 1000;
 const REFRESH_MS = 1000;
 const GAP_LIMIT = 4;
+/** How old the server's layout may be (its `max-age`). */
+const LAYOUT_FRESH_MS = 5000;
 
 export class SeatMap {
   /**
@@ -70,23 +71,20 @@ export class SeatMap {
     clearTimeout(this.timer);
   }
 
+  /** The seats in natural order with their numbers: one cached answer. */
   async readLayout() {
-    const path = (page) => `/api/concerts/${this.concertId}/seats?page=${page}&size=${PAGE}`;
-    const first = await api("GET", path(0), undefined, { raw: true });
-    if (!first.ok) throw new Error("the seats could not be read");
-    const total = Number(first.headers.get("X-Total-Count") || 0);
-    const pages = [await first.json()];
-    const rest = [];
-    for (let page = 1; page * PAGE < total; page += 1) rest.push(page);
-    // A few at a time: the first page is on screen-sized concerts the only one.
-    for (let i = 0; i < rest.length; i += 4) {
-      const batch = await Promise.all(
-        rest.slice(i, i + 4).map((page) => api("GET", path(page), undefined, undefined)),
-      );
-      pages.push(...batch);
+    const layout = await api("GET", `/api/concerts/${this.concertId}/seat-map`);
+    const seats = [];
+    let i = 0;
+    for (const [first, count] of layout.idRanges) {
+      for (let k = 0; k < count; k += 1) {
+        seats.push({ id: first + k, seatNumber: layout.seatNumbers[i] });
+        i += 1;
+      }
     }
+    this.layoutReadAt = Date.now();
     performance.mark("seatmap-layout-read");
-    this.draw(pages.flat());
+    this.draw(seats);
     performance.mark("seatmap-drawn");
   }
 
@@ -133,7 +131,7 @@ export class SeatMap {
       this.byId.set(seat.id, entry);
       rowSeats.push(index);
       widest = Math.max(widest, rowSeats.length);
-      this.paint(entry, seat.status === "RESERVED" ? "R" : seat.status === "HELD" ? "H" : "A");
+      this.paint(entry, "A");
       rowElement.append(button);
     }
     this.element.classList.toggle("dense", widest > 40);
@@ -187,11 +185,11 @@ export class SeatMap {
         this.paint(entry, state);
       }
     }
-    if (unknown || i !== this.seats.length) {
-      // Seats were added or removed: read the layout again.
+    if ((unknown || i !== this.seats.length) && Date.now() - this.layoutReadAt > LAYOUT_FRESH_MS) {
+      // Seats were added or removed: read the layout again (it may be a few
+      // seconds old), and the states with it at the next refresh.
       await this.readLayout();
       this.etag = null;
-      return this.refresh();
     }
     this.counts = { available: body.available, held: body.held, sold: body.reserved };
     this.onCounts(this.counts);

@@ -3,20 +3,19 @@
 //! modules built into the binary (no build step; the sources in `api/web/`
 //! are what is served). The page is a client of the public API like any
 //! other. Each asset goes with a strong ETag (a 304 when unchanged), gzip
-//! for clients that take it, and a Content-Security-Policy that allows
-//! nothing inline and nothing from elsewhere.
+//! for clients that take it (`CachedBody`), and a Content-Security-Policy
+//! that allows nothing inline and nothing from elsewhere.
 
-use std::io::Write as _;
 use std::sync::LazyLock;
 
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::Path;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
-use sha2::Digest as _;
 
+use crate::cached_body::CachedBody;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
@@ -41,10 +40,7 @@ pub fn is_page(path: &str) -> bool {
 struct Asset {
     name: &'static str,
     content_type: &'static str,
-    plain: Bytes,
-    gzip: Bytes,
-    etag: HeaderValue,
-    gzip_etag: HeaderValue,
+    body: CachedBody,
 }
 
 macro_rules! assets {
@@ -73,58 +69,18 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
 
 impl Asset {
     fn new(name: &'static str, content_type: &'static str, bytes: &'static [u8]) -> Self {
-        let digest = sha2::Sha256::digest(bytes);
-        let hash: String = digest[..12].iter().map(|b| format!("{b:02x}")).collect();
-        let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        // Writing to memory does not fail; an empty gzip is never sent.
-        let gzip = encoder
-            .write_all(bytes)
-            .and_then(|()| encoder.finish())
-            .unwrap_or_default();
-        let tag = |suffix: &str| {
-            HeaderValue::from_str(&format!("\"{hash}{suffix}\""))
-                .unwrap_or(HeaderValue::from_static("\"\""))
-        };
         Self {
             name,
             content_type,
-            plain: Bytes::from_static(bytes),
-            gzip: Bytes::from(gzip),
-            etag: tag(""),
-            gzip_etag: tag("-gzip"),
+            body: CachedBody::new(Bytes::from_static(bytes), flate2::Compression::best()),
         }
     }
 
     fn respond(&self, headers: &HeaderMap) -> Response {
-        let gzip = super::availability::accepts_gzip(headers) && !self.gzip.is_empty();
-        let etag = if gzip { &self.gzip_etag } else { &self.etag };
-        let unchanged = super::availability::if_none_match(headers)
-            .any(|tag| tag == "*" || tag == self.etag || tag == self.gzip_etag);
-        let mut response = if unchanged {
-            StatusCode::NOT_MODIFIED.into_response()
-        } else {
-            let mut response = if gzip {
-                self.gzip.clone()
-            } else {
-                self.plain.clone()
-            }
-            .into_response();
-            let out = response.headers_mut();
-            out.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static(self.content_type),
-            );
-            if gzip {
-                out.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-            }
-            response
-        };
-        let out = response.headers_mut();
-        out.insert(header::ETAG, etag.clone());
         // Revalidated every time (a 304 when unchanged): a new release is
         // seen at once, and nothing needs versioned names.
-        out.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        out.insert(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+        let mut response = self.body.respond(headers, self.content_type, "no-cache");
+        let out = response.headers_mut();
         out.insert(
             header::CONTENT_SECURITY_POLICY,
             HeaderValue::from_static(CONTENT_SECURITY_POLICY),
@@ -171,8 +127,7 @@ mod tests {
     #[test]
     fn every_asset_is_built_in_and_compresses() {
         for asset in ASSETS.iter() {
-            assert!(!asset.plain.is_empty(), "{}", asset.name);
-            assert!(!asset.gzip.is_empty(), "{}", asset.name);
+            assert!(asset.body.gzip_len() > 0, "{}", asset.name);
         }
     }
 }

@@ -139,3 +139,67 @@ async fn many_readers_cost_one_read() {
     println!("100,000 seats: {plain} bytes plain");
     assert!(plain < 1_000_000);
 }
+
+#[tokio::test]
+async fn the_seat_map_gives_every_seat_in_natural_order_once_cacheable() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 2, "seatsPerRow": 3}))
+        .await;
+    // A seat added later has a later id but its place in the natural order.
+    let added = app
+        .post(
+            "/api/seats",
+            Some(&app.admin_token),
+            json!({"concertId": concert, "seatNumber": "A10"}),
+        )
+        .await;
+    let added = added.assert_status(201)["id"].as_u64().unwrap();
+    let url = format!("{}/api/concerts/{concert}/seat-map", app.base);
+    let response = app.client.get(&url).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "cache-control"), "public, max-age=5");
+    let etag = header(&response, "etag");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["concertId"], concert);
+    assert_eq!(
+        body["seatNumbers"],
+        json!(["A1", "A2", "A3", "A10", "B1", "B2", "B3"])
+    );
+    // The ids, in the same order, as runs of consecutive ids.
+    let mut ids = Vec::new();
+    for range in body["idRanges"].as_array().unwrap() {
+        let (first, count) = (range[0].as_u64().unwrap(), range[1].as_u64().unwrap());
+        ids.extend(first..first + count);
+    }
+    let mut expected = seats[..3].to_vec();
+    expected.push(added);
+    expected.extend(&seats[3..]);
+    assert_eq!(ids, expected);
+
+    let again = app
+        .client
+        .get(&url)
+        .header("If-None-Match", &etag)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), 304);
+    let zipped = app
+        .client
+        .get(&url)
+        .header("Accept-Encoding", "gzip")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(header(&zipped, "content-encoding"), "gzip");
+    let mut plain = String::new();
+    flate2::read::GzDecoder::new(&zipped.bytes().await.unwrap()[..])
+        .read_to_string(&mut plain)
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Value>(&plain).unwrap(), body);
+
+    app.get("/api/concerts/999999/seat-map", None)
+        .await
+        .assert_problem(404, "CONCERT_NOT_FOUND");
+}

@@ -37,9 +37,32 @@ impl Deciding {
     }
 }
 
+/// Waits until the on-sale view shows exactly `value` for `metric`.
+async fn wait_metric(page: &Browser, metric: &str, value: &str) {
+    page.wait_for(
+        &format!("{metric} = {value}"),
+        "const [metric, value] = arguments; \
+         return document.querySelector(`[data-metric=${metric}]`)?.textContent === value;",
+        vec![json!(metric), json!(value)],
+    )
+    .await;
+}
+
+/// Goes to one of the page's views (`#/…`) and waits until that view is
+/// drawn (not the one before it, which may look alike).
+async fn open_view(page: &Browser, base: &str, view: &str) {
+    page.goto(&format!("{base}/{view}")).await;
+    page.wait_for(
+        &format!("the view {view}"),
+        "return document.querySelector('main')?.dataset.view === arguments[0];",
+        vec![json!(view)],
+    )
+    .await;
+}
+
 /// Fills the sign-up or log-in form (`route`) and waits to be signed in.
 async fn account_form(page: &Browser, base: &str, route: &str, nick: &str, password: &str) {
-    page.goto(&format!("{base}/#/{route}")).await;
+    open_view(page, base, &format!("#/{route}")).await;
     for (field, value) in [("nickName", nick), ("password", password)] {
         let input = page
             .wait_element(&format!("input[name={field}]"), None)
@@ -60,7 +83,7 @@ async fn log_in(page: &Browser, base: &str, nick: &str, password: &str) {
 }
 
 async fn open_concert(page: &Browser, base: &str, concert: u64) {
-    page.goto(&format!("{base}/#/concerts/{concert}")).await;
+    open_view(page, base, &format!("#/concerts/{concert}")).await;
     page.wait_element(".seatmap[data-ready]", None).await;
 }
 
@@ -219,7 +242,7 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
         .await;
 
     // My reservations: Bob's hold, which he releases there.
-    bob.goto(&format!("{}/#/me/reservations", app.base)).await;
+    open_view(&bob, &app.base, "#/me/reservations").await;
     bob.wait_element("td .status.held", None).await;
     let cancel = bob.wait_element("td.actions button", Some("Cancel")).await;
     bob.click(&cancel).await;
@@ -276,7 +299,7 @@ async fn problems_are_shown_as_people_read_them() {
     app.user("taken").await;
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 768).await;
-    page.goto(&format!("{}/#/signup", app.base)).await;
+    open_view(&page, &app.base, "#/signup").await;
     let name = page.wait_element("input[name=nickName]", None).await;
     page.type_into(&name, "taken").await;
     let password = page.wait_element("input[name=password]", None).await;
@@ -288,7 +311,7 @@ async fn problems_are_shown_as_people_read_them() {
     assert!(message.contains("taken"), "{message}");
     assert!(!message.contains('{'), "no raw JSON: {message}");
     // A wrong password is refused in words too, and nobody is signed in.
-    page.goto(&format!("{}/#/login", app.base)).await;
+    open_view(&page, &app.base, "#/login").await;
     let name = page.wait_element("input[name=nickName]", None).await;
     page.type_into(&name, "taken").await;
     let password = page.wait_element("input[name=password]", None).await;
@@ -308,8 +331,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let driver = Chromedriver::start().await;
     let page = driver.browser(1280, 1000).await;
     log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
-    page.goto(&format!("{}/#/admin/concerts/new", app.base))
-        .await;
+    open_view(&page, &app.base, "#/admin/concerts/new").await;
     for (name, value) in [
         ("title", "Operator's Night"),
         ("venue", "Main Hall"),
@@ -350,7 +372,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let created = created.assert_status(200);
     assert_eq!(created["seatCount"], 40);
     assert_eq!(created["maxSeatsPerOrder"], 2);
-    page.wait_element("[data-metric=free]", Some("40")).await;
+    wait_metric(&page, "free", "40").await;
 
     // Thirty buyers ask for thirty seats while no worker decides: the view
     // counts them in line and their rate.
@@ -362,8 +384,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         .take(30)
         .collect();
     app.one_seat_each("op", &seats).await;
-    page.wait_element("[data-metric=lineLength]", Some("30"))
-        .await;
+    wait_metric(&page, "lineLength", "30").await;
     page.wait_for(
         "requests per second above 0",
         "return Number(document.querySelector('[data-metric=requestsPerSec]').textContent) > 0;",
@@ -373,10 +394,9 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
 
     // A worker decides them: sold, decisions per second, decision times.
     let deciding = Deciding::start(&app);
-    page.wait_element("[data-metric=sold]", Some("30")).await;
-    page.wait_element("[data-metric=lineLength]", Some("0"))
-        .await;
-    page.wait_element("[data-metric=free]", Some("10")).await;
+    wait_metric(&page, "sold", "30").await;
+    wait_metric(&page, "lineLength", "0").await;
+    wait_metric(&page, "free", "10").await;
     page.wait_for(
         "decisions per second above 0 and decision times",
         "return Number(document.querySelector('[data-metric=decisionsPerSec]').textContent) > 0 \
@@ -389,8 +409,12 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     deciding.stop().await;
 
     // Edit, then delete: refused while the concert has a history, in words.
-    page.goto(&format!("{}/#/admin/concerts/{concert}/edit", app.base))
-        .await;
+    open_view(
+        &page,
+        &app.base,
+        &format!("#/admin/concerts/{concert}/edit"),
+    )
+    .await;
     let title = page.wait_element("input[name=title]", None).await;
     page.type_into(&title, "Operator's Night (late show)").await;
     let save = page
@@ -401,8 +425,12 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         .await;
     page.wait_element("#notice:not([hidden])", Some("Saved."))
         .await;
-    page.goto(&format!("{}/#/admin/concerts/{concert}/edit", app.base))
-        .await;
+    open_view(
+        &page,
+        &app.base,
+        &format!("#/admin/concerts/{concert}/edit"),
+    )
+    .await;
     let delete = page
         .wait_element("button.danger", Some("Delete concert"))
         .await;
@@ -423,8 +451,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let spare = app.concert(json!({"title": "Spare"})).await["id"]
         .as_u64()
         .unwrap();
-    page.goto(&format!("{}/#/admin/concerts/{spare}/edit", app.base))
-        .await;
+    open_view(&page, &app.base, &format!("#/admin/concerts/{spare}/edit")).await;
     let delete = page
         .wait_element("button.danger", Some("Delete concert"))
         .await;

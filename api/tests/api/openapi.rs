@@ -20,6 +20,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/concerts/{id}"),
     ("get", "/api/concerts/{id}/seats"),
     ("get", "/api/concerts/{id}/availability"),
+    ("get", "/api/concerts/{id}/seat-map"),
     ("get", "/api/concerts/{id}/sale"),
     ("post", "/api/seats"),
     ("get", "/api/seats/{id}"),

@@ -413,3 +413,21 @@ pub async fn states_of_concert(
     .instrument(super::span("SELECT", "seats"))
     .await
 }
+
+/// Every seat of the concert with its number, in natural order (A1, A2,
+/// …, A10, …, B1): the layout a seat map draws.
+pub async fn layout_of_concert(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT id, seat_number FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
+        )
+        .bind(concert)
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}
