@@ -1,7 +1,7 @@
 //! The concert page in a real headless Chromium: its weight (JavaScript and
 //! CSS, uncompressed and on the wire, from the browser's resource timing)
 //! and the time from navigation to a usable seat map (the page's
-//! `seatmap-ready` mark: layout read, states read, every seat drawn) for a
+//! `seatmap-ready` mark: layout read, every seat drawn, states read) for a
 //! concert of `rows` × `seats-per-row` made through the API.
 
 use clap::Args as ClapArgs;
@@ -98,7 +98,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let ready = measured["readyMs"].as_f64().unwrap_or(f64::NAN);
         let ms = |key: &str| measured[key].as_f64().unwrap_or(f64::NAN);
         let steps = format!(
-            "app.js loaded {:.0} ms, seat list read {:.0} ms, drawn {:.0} ms, states read and painted {:.0} ms; {} data requests, {:.1} KB transferred",
+            "app.js loaded {:.0} ms, layout read {:.0} ms, drawn {:.0} ms, states read and painted {:.0} ms; {} data requests, {:.1} KB transferred",
             ms("scriptsMs"),
             ms("layoutReadMs"),
             ms("drawnMs"),
