@@ -3,8 +3,12 @@
 
 import { currentUser, isAdmin, logOut, onSessionChange, resume } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
-import { concertView, concertsView, loginView, reservationsView, signupView } from "./buyer.js";
-import { editConcertView, newConcertView, saleView } from "./operator.js";
+import { loginView, signupView } from "./account.js";
+import { concertView } from "./concert.js";
+import { editConcertView, newConcertView } from "./concert-form.js";
+import { concertsView } from "./concerts.js";
+import { reservationsView } from "./reservations.js";
+import { saleView } from "./sale-view.js";
 
 const ROUTES = [
   [/^\/$/, concertsView, "Concerts"],

@@ -58,8 +58,13 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "dom.js" => "text/javascript; charset=utf-8",
         "events.js" => "text/javascript; charset=utf-8",
         "seatmap.js" => "text/javascript; charset=utf-8",
-        "buyer.js" => "text/javascript; charset=utf-8",
-        "operator.js" => "text/javascript; charset=utf-8",
+        "account.js" => "text/javascript; charset=utf-8",
+        "concerts.js" => "text/javascript; charset=utf-8",
+        "concert.js" => "text/javascript; charset=utf-8",
+        "reservations.js" => "text/javascript; charset=utf-8",
+        "admin.js" => "text/javascript; charset=utf-8",
+        "concert-form.js" => "text/javascript; charset=utf-8",
+        "sale-view.js" => "text/javascript; charset=utf-8",
         "favicon.svg" => "image/svg+xml",
     ]
     .into_iter()

@@ -1,0 +1,56 @@
+// The concerts, newest first, each with where its sale stands.
+
+import { api, isAdmin } from "./api.js";
+import { fill, h, when } from "./dom.js";
+
+/** Where a concert's sale stands at `now`: before its requests, in its lottery, or open. */
+export function saleState(concert, now = Date.now()) {
+  if (!concert.opensAt) return { phase: "open" };
+  const opens = new Date(concert.opensAt).getTime();
+  const from = opens - (concert.lotteryWindowSeconds || 0) * 1000;
+  if (now >= opens) return { phase: "open" };
+  if (now >= from) return { phase: "lottery", opens };
+  return { phase: "soon", opens, from, lottery: concert.lotteryWindowSeconds > 0 };
+}
+
+function saleLabel(concert) {
+  const state = saleState(concert);
+  if (state.phase === "open") return "On sale";
+  if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert.opensAt)}`;
+  return `Sale opens ${when(concert.opensAt)}`;
+}
+
+export async function concertsView(main, { signal, query }) {
+  const page = Math.max(0, Number(query.get("page") || 0));
+  const list = await api("GET", `/api/concerts?page=${page}&size=20`, undefined, { signal });
+  const items = list.content.map((c) =>
+    h(
+      "li",
+      { class: "card" },
+      h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
+      h("p", {}, `${c.venue} · ${when(c.concertDate)}`),
+      h("p", { class: "muted" }, `${c.seatCount} seats · ${saleLabel(c)}`),
+      isAdmin()
+        ? h(
+            "p",
+            { class: "actions" },
+            h("a", { href: `#/admin/concerts/${c.id}/sale` }, "On-sale view"),
+            h("a", { href: `#/admin/concerts/${c.id}/edit` }, "Edit"),
+          )
+        : null,
+    ),
+  );
+  const pager = h(
+    "nav",
+    { class: "pager", "aria-label": "Pages" },
+    page > 0 ? h("a", { href: `#/?page=${page - 1}` }, "← Newer") : null,
+    page + 1 < list.totalPages ? h("a", { href: `#/?page=${page + 1}` }, "Older →") : null,
+  );
+  fill(
+    main,
+    h("h1", {}, "Concerts"),
+    isAdmin() ? h("p", {}, h("a", { class: "button", href: "#/admin/concerts/new" }, "New concert")) : null,
+    items.length ? h("ul", { class: "cards" }, items) : h("p", { class: "muted" }, "No concerts yet."),
+    pager,
+  );
+}
