@@ -10,13 +10,8 @@ use serde_json::{Value, json};
 use crate::helpers::{TestApp, spawn_app};
 
 async fn get(app: &TestApp, concert: u64, headers: &[(&str, &str)]) -> reqwest::Response {
-    let mut request = app
-        .client
-        .get(format!("{}/api/concerts/{concert}/availability", app.base));
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    request.send().await.expect("the request failed")
+    app.fetch(&format!("/api/concerts/{concert}/availability"), headers)
+        .await
 }
 
 fn header(response: &reqwest::Response, name: &str) -> String {
@@ -155,8 +150,8 @@ async fn the_seat_map_gives_every_seat_in_natural_order_once_cacheable() {
         )
         .await;
     let added = added.assert_status(201)["id"].as_u64().unwrap();
-    let url = format!("{}/api/concerts/{concert}/seat-map", app.base);
-    let response = app.client.get(&url).send().await.unwrap();
+    let path = format!("/api/concerts/{concert}/seat-map");
+    let response = app.fetch(&path, &[]).await;
     assert_eq!(response.status(), 200);
     assert_eq!(header(&response, "cache-control"), "public, max-age=5");
     let etag = header(&response, "etag");
@@ -177,21 +172,9 @@ async fn the_seat_map_gives_every_seat_in_natural_order_once_cacheable() {
     expected.extend(&seats[3..]);
     assert_eq!(ids, expected);
 
-    let again = app
-        .client
-        .get(&url)
-        .header("If-None-Match", &etag)
-        .send()
-        .await
-        .unwrap();
+    let again = app.fetch(&path, &[("If-None-Match", &etag)]).await;
     assert_eq!(again.status(), 304);
-    let zipped = app
-        .client
-        .get(&url)
-        .header("Accept-Encoding", "gzip")
-        .send()
-        .await
-        .unwrap();
+    let zipped = app.fetch(&path, &[("Accept-Encoding", "gzip")]).await;
     assert_eq!(header(&zipped, "content-encoding"), "gzip");
     let mut plain = String::new();
     flate2::read::GzDecoder::new(&zipped.bytes().await.unwrap()[..])

@@ -355,6 +355,16 @@ impl TestApp {
         Self::reply(req.send().await.expect("request failed")).await
     }
 
+    /// A GET of `path` with these headers, the response as it comes (for
+    /// caching, encodings and non-JSON bodies).
+    pub async fn fetch(&self, path: &str, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut request = self.client.get(format!("{}{path}", self.base));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.expect("the request failed")
+    }
+
     pub async fn get(&self, path: &str, token: Option<&str>) -> Reply {
         self.request(Method::GET, path, token, None).await
     }
