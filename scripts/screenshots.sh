@@ -12,7 +12,7 @@ TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
 export TICKET_CHROMEDRIVER
 export TICKET_SCREENSHOTS="$PWD/target/screenshots"
 rm -rf "$TICKET_SCREENSHOTS"
-cargo test --locked -p ticket-api --test api -- browser::
+cargo test --locked -p ticket-api --test browser
 mkdir -p docs/screenshots
 cp "$TICKET_SCREENSHOTS"/*.png docs/screenshots/
 ls -l docs/screenshots

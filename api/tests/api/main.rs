@@ -6,7 +6,6 @@ mod auth;
 mod authorization;
 mod availability;
 mod binaries;
-mod browser;
 mod checkout;
 mod concerts;
 mod deletes;

@@ -4,6 +4,9 @@
 //! The page is served by the API under test and talks to it like any
 //! client; a real worker decides. Screenshots go to `target/screenshots/`
 //! (`scripts/screenshots.sh` copies them to `docs/screenshots/`).
+//!
+//! A test binary of its own: cargo runs it after the others, so that the
+//! browsers' CPU does not slow the timing-bound tests of `tests/api`.
 
 use std::time::Duration;
 
@@ -12,7 +15,11 @@ use ticket_core::testing::browser::{ARROW_RIGHT, Browser, Chromedriver, screensh
 use ticket_worker::Mode;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
+#[path = "api/helpers.rs"]
+#[allow(dead_code)]
+mod helpers;
+
+use helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
 
 /// A worker deciding in the background until stopped.
 struct Deciding {
