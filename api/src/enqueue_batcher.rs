@@ -156,8 +156,10 @@ async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_p
         let Some(first) = receiver.recv().await else {
             return;
         };
-        let mut group = vec![first];
-        while group.len() < MAX_GROUP {
+        let size = group_size(1 + receiver.len());
+        let mut group = Vec::with_capacity(size);
+        group.push(first);
+        while group.len() < size {
             match receiver.try_recv() {
                 Ok(job) => group.push(job),
                 Err(_) => break,
@@ -166,26 +168,21 @@ async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_p
         let connections = connections.clone();
         let outage = outage.clone();
         tokio::spawn(async move {
-            for chunk in power_of_two_chunks(group) {
-                write_group(&connections, chunk, &outage, max_open_per_user).await;
-            }
+            write_group(&connections, group, &outage, max_open_per_user).await;
             drop(permit);
         });
     }
 }
 
-/// Splits a group into chunks whose sizes are powers of two (300 → 256, 32,
-/// 8, 4), so that the INSERT has at most ten shapes, each prepared once per
-/// connection and kept in its statement cache.
-fn power_of_two_chunks<T>(mut group: Vec<T>) -> Vec<Vec<T>> {
-    let mut chunks = Vec::new();
-    while !group.is_empty() {
-        let size = 1 << group.len().ilog2();
-        let rest = group.split_off(size);
-        chunks.push(group);
-        group = rest;
-    }
-    chunks
+/// How many of the `waiting` requests the next group takes: the largest
+/// power of two (up to `MAX_GROUP`), so that the INSERT has at most ten
+/// shapes, each prepared once per connection and kept in its statement
+/// cache. The rest wait for the next free writer, in parallel, rather than
+/// behind this group's commit (a group of 7 is 4, 2 and 1 on three writers,
+/// not three commits in a row on one), and grow with what arrives meanwhile.
+fn group_size(waiting: usize) -> usize {
+    let waiting = waiting.clamp(1, MAX_GROUP);
+    1 << waiting.ilog2()
 }
 
 async fn write_group(
@@ -401,17 +398,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn chunks_are_powers_of_two_covering_the_group() {
-        let sizes: Vec<usize> = power_of_two_chunks((0..300).collect())
-            .iter()
-            .map(Vec::len)
-            .collect();
-        assert_eq!(sizes, [256, 32, 8, 4]);
-        let order: Vec<i32> = power_of_two_chunks((0..7).collect())
+    fn a_group_takes_the_largest_power_of_two_waiting() {
+        let sizes: Vec<usize> = [1, 2, 3, 7, 8, 300, 512, 5000]
             .into_iter()
-            .flatten()
+            .map(group_size)
             .collect();
-        assert_eq!(order, [0, 1, 2, 3, 4, 5, 6], "queue order is kept");
-        assert!(power_of_two_chunks(Vec::<u8>::new()).is_empty());
+        assert_eq!(sizes, [1, 2, 2, 4, 8, 256, 512, 512]);
+        assert_eq!(group_size(0), 1, "the one received is always taken");
     }
 }
