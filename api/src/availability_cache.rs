@@ -36,32 +36,37 @@ pub struct AvailabilityBody {
     /// H (held) or R (reserved).
     #[schema(example = "AAHRA")]
     states: String,
-    available: u64,
-    held: u64,
-    reserved: u64,
+    #[serde(flatten)]
+    counts: SeatCounts,
+}
+
+/// Adds `id` to runs of consecutive ids ([first id, how many]), as seat maps
+/// carry their seats.
+pub(crate) fn add_to_runs(runs: &mut Vec<[u64; 2]>, id: SeatId) {
+    match runs.last_mut() {
+        Some([first, count]) if *first + *count == id.get() => *count += 1,
+        _ => runs.push([id.get(), 1]),
+    }
 }
 
 impl AvailabilityBody {
     fn of(concert: ConcertId, seats: &[(SeatId, SeatStatus)]) -> Self {
         let mut seat_ranges: Vec<[u64; 2]> = Vec::new();
         let mut states = String::with_capacity(seats.len());
-        let (mut available, mut held, mut reserved) = (0, 0, 0);
+        let mut counts = SeatCounts::default();
         for &(id, status) in seats {
-            match seat_ranges.last_mut() {
-                Some([first, count]) if *first + *count == id.get() => *count += 1,
-                _ => seat_ranges.push([id.get(), 1]),
-            }
+            add_to_runs(&mut seat_ranges, id);
             states.push(match status {
                 SeatStatus::Available => {
-                    available += 1;
+                    counts.available += 1;
                     'A'
                 }
                 SeatStatus::Held => {
-                    held += 1;
+                    counts.held += 1;
                     'H'
                 }
                 SeatStatus::Reserved => {
-                    reserved += 1;
+                    counts.reserved += 1;
                     'R'
                 }
             });
@@ -70,9 +75,7 @@ impl AvailabilityBody {
             concert_id: concert.get(),
             seat_ranges,
             states,
-            available,
-            held,
-            reserved,
+            counts,
         }
     }
 }
@@ -97,11 +100,7 @@ impl Snapshot {
         let json = serde_json::to_vec(body).unwrap_or_default();
         Self {
             body: CachedBody::new(Bytes::from(json), flate2::Compression::fast()),
-            counts: SeatCounts {
-                available: body.available,
-                held: body.held,
-                reserved: body.reserved,
-            },
+            counts: body.counts,
         }
     }
 }
@@ -157,7 +156,14 @@ mod tests {
         let body = AvailabilityBody::of(ConcertId(3), &seats);
         assert_eq!(body.seat_ranges, vec![[10, 3], [20, 1]]);
         assert_eq!(body.states, "AHRA");
-        assert_eq!((body.available, body.held, body.reserved), (2, 1, 1));
+        assert_eq!(
+            body.counts,
+            SeatCounts {
+                available: 2,
+                held: 1,
+                reserved: 1
+            }
+        );
         let snapshot = Snapshot::of(&body);
         assert_eq!(
             snapshot.body.etag(),

@@ -15,6 +15,7 @@ use ticket_core::db;
 use ticket_core::domain::{ConcertId, SeatId};
 use utoipa::ToSchema;
 
+use crate::availability_cache::add_to_runs;
 use crate::cached_body::CachedBody;
 use crate::error::{ApiError, ApiResult};
 use crate::fresh_cache::FreshCache;
@@ -44,10 +45,7 @@ impl SeatMapBody {
         let mut id_ranges: Vec<[u64; 2]> = Vec::new();
         let mut seat_numbers = Vec::with_capacity(seats.len());
         for (id, number) in seats {
-            match id_ranges.last_mut() {
-                Some([first, count]) if *first + *count == id.get() => *count += 1,
-                _ => id_ranges.push([id.get(), 1]),
-            }
+            add_to_runs(&mut id_ranges, id);
             seat_numbers.push(number);
         }
         Self {

@@ -31,7 +31,7 @@ export class SeatMap {
     this.chosen = new Set();
     this.etag = null;
     this.states = null;
-    this.stats = { fetches: 0, notModified: 0 };
+    this.notModified = 0;
     this.focus = 0;
     this.element = h("div", {
       class: "seatmap",
@@ -161,10 +161,9 @@ export class SeatMap {
       raw: true,
       headers,
     });
-    this.stats.fetches += 1;
     if (response.status === 304) {
-      this.stats.notModified += 1;
-      this.element.dataset.notModified = String(this.stats.notModified);
+      this.notModified += 1;
+      this.element.dataset.notModified = String(this.notModified);
       return false;
     }
     if (!response.ok) throw new Error("availability could not be read");
@@ -191,8 +190,7 @@ export class SeatMap {
       await this.readLayout();
       this.etag = null;
     }
-    this.counts = { available: body.available, held: body.held, sold: body.reserved };
-    this.onCounts(this.counts);
+    this.onCounts({ available: body.available, held: body.held, sold: body.reserved });
     this.onChange(this.selected());
     return true;
   }

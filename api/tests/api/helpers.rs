@@ -684,12 +684,7 @@ impl TestApp {
 
     /// `GET /metrics`, parsed (its status and content type checked).
     pub async fn scrape(&self) -> ticket_core::testing::prometheus_text::Samples {
-        let response = self
-            .client
-            .get(format!("{}/metrics", self.base))
-            .send()
-            .await
-            .unwrap();
+        let response = self.fetch("/metrics", &[]).await;
         assert_eq!(response.status(), 200);
         assert_eq!(
             response.headers()["content-type"],
