@@ -131,6 +131,15 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_MAX_OPEN_REQUESTS_PER_USER", default_value_t = 10)]
     pub max_open_requests_per_user: u32,
 
+    /// Groups of reservation requests written at the same time, each on a
+    /// connection of its own. One makes the largest groups, which costs the
+    /// database least per request and leaves it to the deciding workers
+    /// (docs/benchmarks.md); more help only when one connection's round
+    /// trips, not the database, are the limit.
+    #[arg(long, env = "TICKET_ENQUEUE_WRITERS", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=32))]
+    pub enqueue_writers: u16,
+
     /// Sign-ups per minute from one client address. 0: no limit.
     #[arg(
         long,

@@ -25,8 +25,8 @@ use tokio::sync::{Semaphore, mpsc, oneshot};
 
 /// Largest group: 7 placeholders a row stays far below the statement limit.
 const MAX_GROUP: usize = 512;
-/// Groups written at the same time (each holds one pooled connection).
-const WRITERS: usize = 4;
+/// Requests waiting for a group beyond which callers wait to be taken in.
+const WAITING: usize = MAX_GROUP * 16;
 /// After the database was found unreachable, groups fail at once for this
 /// long instead of each waiting out a connection attempt: callers get their
 /// 503 fast and do not pile up behind a dead database.
@@ -90,9 +90,14 @@ impl EnqueueBatcher {
     /// the seats in their open (PENDING or PROCESSING) requests beyond that
     /// many is refused. Groups written at the
     /// same time count separately, so a user may exceed it slightly.
-    pub fn start(pool: MySqlPool, max_open_per_user: u32) -> Self {
-        let (sender, receiver) = mpsc::channel(MAX_GROUP * WRITERS * 4);
-        tokio::spawn(dispatch(pool, receiver, max_open_per_user));
+    ///
+    /// `writers` groups are written at the same time, each on a connection
+    /// of its own. Fewer writers make larger groups: less database work per
+    /// request, and more of the database left to the deciding workers (see
+    /// `TICKET_ENQUEUE_WRITERS`).
+    pub fn start(pool: MySqlPool, max_open_per_user: u32, writers: usize) -> Self {
+        let (sender, receiver) = mpsc::channel(WAITING);
+        tokio::spawn(dispatch(pool, receiver, max_open_per_user, writers.max(1)));
         Self { sender }
     }
 
@@ -141,9 +146,14 @@ impl Outage {
     }
 }
 
-async fn dispatch(pool: MySqlPool, mut receiver: mpsc::Receiver<Job>, max_open_per_user: u32) {
-    let writers = Arc::new(Semaphore::new(WRITERS));
-    let connections = Arc::new(KeptConnections::new(pool, WRITERS));
+async fn dispatch(
+    pool: MySqlPool,
+    mut receiver: mpsc::Receiver<Job>,
+    max_open_per_user: u32,
+    writers: usize,
+) {
+    let connections = Arc::new(KeptConnections::new(pool, writers));
+    let writers = Arc::new(Semaphore::new(writers));
     let outage = Arc::new(Outage {
         epoch: Instant::now(),
         last_ms: AtomicU64::new(0),

@@ -116,6 +116,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,
                 max_concurrent_hashes: server.max_concurrent_hashes,
+                enqueue_writers: usize::from(server.enqueue_writers),
                 request_timeout: std::time::Duration::from_secs(server.request_timeout_secs),
                 header_read_timeout: std::time::Duration::from_secs(
                     server.header_read_timeout_secs,

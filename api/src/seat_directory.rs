@@ -4,6 +4,11 @@
 //! without a query once the seat has been asked for. Orders of several
 //! seats are checked against the database every time: they also need the
 //! concert's current `maxSeatsPerOrder`.
+//!
+//! A seat not remembered yet brings in every seat of its concert at once:
+//! at a sale's opening thousands of seats are asked for in the same second,
+//! and one query per seat was most of the database's work in the first
+//! seconds (and the time to decision of everyone then in line).
 
 use std::collections::HashMap;
 use std::sync::RwLock;
@@ -20,6 +25,10 @@ const MAX_ENTRIES: usize = 1 << 21;
 #[derive(Debug, Default)]
 pub struct SeatDirectory {
     concerts: RwLock<HashMap<SeatId, ConcertId>>,
+    /// Held while a concert's seats are read: the requests that missed
+    /// meanwhile (for the same concert, mostly) find them remembered
+    /// instead of reading them again.
+    loading: tokio::sync::Mutex<()>,
 }
 
 impl SeatDirectory {
@@ -28,16 +37,25 @@ impl SeatDirectory {
     /// A remembered seat costs no connection (taking one from the pool and
     /// giving it back is a round trip to the database).
     pub async fn concert_of(&self, pool: &MySqlPool, seat: SeatId) -> ApiResult<ConcertId> {
-        if let Some(&concert) = self.read().get(&seat) {
+        if let Some(concert) = self.remembered(seat) {
+            return Ok(concert);
+        }
+        let _loading = self.loading.lock().await;
+        if let Some(concert) = self.remembered(seat) {
             return Ok(concert);
         }
         let mut conn = pool.acquire().await?;
-        let facts = db::seats::order_facts(&mut conn, &[seat]).await?;
-        let (_, concert, _) = facts
-            .first()
-            .ok_or_else(crate::routes::seats::seat_not_found)?;
-        self.remember(&[(seat, *concert)]);
-        Ok(*concert)
+        let seats = db::seats::of_same_concert(&mut conn, seat).await?;
+        self.remember(&seats);
+        seats
+            .iter()
+            .find(|(s, _)| *s == seat)
+            .map(|(_, concert)| *concert)
+            .ok_or_else(crate::routes::seats::seat_not_found)
+    }
+
+    fn remembered(&self, seat: SeatId) -> Option<ConcertId> {
+        self.read().get(&seat).copied()
     }
 
     /// The concert of an order's seats, checked now: every seat exists

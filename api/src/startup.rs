@@ -26,6 +26,8 @@ pub struct Settings {
     pub admin: Option<(NickName, Password)>,
     pub max_concurrent_hashes: usize,
     pub limits: LimitSettings,
+    /// Groups of reservation requests written at the same time.
+    pub enqueue_writers: usize,
     /// Where the client's address is found behind proxies.
     pub client_address_header: Option<crate::extract::ProxyHeader>,
     /// Longest a connection may take to send a request's headers (and an
@@ -79,6 +81,7 @@ impl Application {
                 enqueuer: EnqueueBatcher::start(
                     pool.clone(),
                     settings.limits.max_open_requests_per_user,
+                    settings.enqueue_writers,
                 ),
                 pool,
                 seats: Arc::default(),

@@ -315,3 +315,63 @@ async fn seat_lists_come_in_pages_with_their_totals_and_links() {
             .assert_problem(400, "VALIDATION_ERROR");
     }
 }
+
+/// A sale's opening asks for thousands of seats nobody asked for before:
+/// the first seat of a concert brings in all of its seats, so the others
+/// cost no query (one of them deleted behind the directory's back is still
+/// known, which only a remembered seat can be); other concerts, seats added
+/// later and unknown seats are still looked up.
+#[tokio::test]
+async fn the_seat_directory_learns_a_whole_concert_from_its_first_seat() {
+    use ticket_api::error::ErrorCode;
+    use ticket_api::seat_directory::SeatDirectory;
+    use ticket_core::domain::{ConcertId, SeatId};
+
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with_seats(&app, 2, 5).await;
+    let (other, other_seats) = concert_with_seats(&app, 1, 3).await;
+    let directory = SeatDirectory::default();
+    // Cold, and asked for many seats of the concert at once.
+    let lookups = seats[..6]
+        .iter()
+        .map(|&s| directory.concert_of(&app.pool, SeatId(s)));
+    for found in futures::future::join_all(lookups).await {
+        assert_eq!(found.ok(), Some(ConcertId(concert)));
+    }
+    let last = seats[9];
+    sqlx::query("DELETE FROM seats WHERE id = ?")
+        .bind(last)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        directory.concert_of(&app.pool, SeatId(last)).await.ok(),
+        Some(ConcertId(concert)),
+        "a seat of a concert already read must be known without a query"
+    );
+    assert_eq!(
+        directory
+            .concert_of(&app.pool, SeatId(other_seats[0]))
+            .await
+            .ok(),
+        Some(ConcertId(other))
+    );
+    let added = app
+        .post(
+            "/api/seats",
+            Some(&app.admin_token),
+            json!({"concertId": concert, "seatNumber": "C1"}),
+        )
+        .await;
+    let added = added.assert_status(201)["id"].as_u64().unwrap();
+    assert_eq!(
+        directory.concert_of(&app.pool, SeatId(added)).await.ok(),
+        Some(ConcertId(concert))
+    );
+    let unknown = directory
+        .concert_of(&app.pool, SeatId(last + 1_000_000))
+        .await
+        .err()
+        .map(|e| e.code());
+    assert_eq!(unknown, Some(ErrorCode::SeatNotFound));
+}

@@ -94,6 +94,26 @@ pub async fn order_facts(
     .await
 }
 
+/// Every seat of the concert that `seat` belongs to, with that concert
+/// (nothing when there is no such seat): what a cold seat directory reads
+/// in one query instead of one per seat (from the concert's seat index).
+pub async fn of_same_concert(
+    conn: &mut MySqlConnection,
+    seat: SeatId,
+) -> Result<Vec<(SeatId, ConcertId)>, sqlx::Error> {
+    async move {
+        sqlx::query_as(
+            "SELECT s.id, s.concert_id FROM seats f JOIN seats s ON s.concert_id = f.concert_id \
+             WHERE f.id = ?",
+        )
+        .bind(seat)
+        .fetch_all(conn)
+        .await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}
+
 /// Fails with a violation of `uq_seats_concert_seat_number` when the concert
 /// already has a seat with this number.
 pub async fn insert(
