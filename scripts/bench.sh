@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -165,6 +165,34 @@ latency() {
   DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
   stop "$worker_pid" "$api_pid"
   DATABASE_URL="$url" "$bin/ticket-bench" latency
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
+# CPU time per request of the API, the worker and the database over one
+# latency run (RATE, SECONDS_RUN; 3,000/s for 15 s by default), from just
+# before the load to the last decision, from /proc/<pid>/stat.
+cpu_per_request() {
+  local rate="${RATE:-3000}" seconds="${SECONDS_RUN:-15}" url db_pid
+  echo "## CPU per request: ${rate} requests/s for ${seconds} s, one worker"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) --seats 10000 --out "$work/lines")"
+  start_api "$url"
+  DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-worker" &
+  local worker_pid=$!
+  db_pid="$(cat .local/db/mysqld.pid 2>/dev/null || true)"
+  ticks() { [ -n "$1" ] && [ -r "/proc/$1/stat" ] && awk '{print $14 + $15}' "/proc/$1/stat" || echo 0; }
+  local before=("$(ticks "$api_pid")" "$(ticks "$worker_pid")" "$(ticks "$db_pid")")
+  "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds"
+  DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
+  local after=("$(ticks "$api_pid")" "$(ticks "$worker_pid")" "$(ticks "$db_pid")")
+  stop "$worker_pid" "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" latency
+  local hz names=(api worker database) i
+  hz="$(getconf CLK_TCK)"
+  for i in 0 1 2; do
+    awk -v n="${names[$i]}" -v a="${before[$i]}" -v b="${after[$i]}" -v hz="$hz" -v r="$((rate * seconds))" \
+      'BEGIN { printf "%s: %.2f s CPU, %.0f us per request\n", n, (b - a) / hz, (b - a) / hz / r * 1e6 }'
+  done
+  [ -n "$db_pid" ] || echo "(database not the private server: its CPU is not measured)"
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
 
@@ -343,6 +371,7 @@ case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
   latency) latency ;;
+  cpu) cpu_per_request ;;
   steps) latency_steps ;;
   mixed) mixed ;;
   fairness) fairness ;;
@@ -357,5 +386,5 @@ case "$what" in
   open-availability) open_availability ;;
   page) page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
 esac
