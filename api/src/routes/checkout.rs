@@ -10,7 +10,7 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
-use ticket_core::db::outbox::{self, EventKind, ReservationEvent, Subject};
+use ticket_core::db::outbox::{self, EventKind};
 use ticket_core::db::reservations::{self, Locked};
 use ticket_core::db::{self, seats};
 use ticket_core::domain::{
@@ -230,20 +230,7 @@ async fn announce(
     payment_reference: Option<&str>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), sqlx::Error> {
-    let event = ReservationEvent::new(
-        kind,
-        &Subject {
-            reservation_id: r.id,
-            queue_id: r.queue_id,
-            user_id: r.user_id,
-            concert_id: r.concert_id,
-            seats: &r.seats,
-            hold_expires_at: r.hold_expires_at,
-            payment_reference,
-        },
-        now,
-    );
-    outbox::record(tx, &[event], now).await?;
+    outbox::record(tx, &[r.event(kind, payment_reference, now)], now).await?;
     Ok(())
 }
 

@@ -276,7 +276,7 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32
         let ids: Vec<u64> = seats.into_iter().map(|(id,)| id).collect();
         for chunk in ids.chunks(LOCK_CHUNK) {
             let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "SELECT id FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE",
+                "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
                 super::in_placeholders(chunk.len())
             )));
             let _: Vec<(u64,)> = super::bind_ids(select, chunk).fetch_all(&mut *conn).await?;

@@ -102,7 +102,7 @@ pub async fn expire(
             return Ok(Vec::new());
         }
         let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id, user_id, concert_id, queue_id, hold_expires_at FROM reservations \
+            "SELECT id, user_id, concert_id, queue_id, hold_expires_at FROM reservations FORCE INDEX (PRIMARY) \
              WHERE id IN ({}) AND status = 'HELD' AND hold_expires_at <= ? ORDER BY id FOR UPDATE",
             in_placeholders(ready.len())
         )));

@@ -223,10 +223,14 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
 /// unknown seat, a deleted user) is left out and reported in its outcome,
 /// and the rest are written all the same.
 ///
-/// Rows go in seat order, so the seat locks the foreign-key checks take come
-/// in the same order as a deciding worker's (no lock cycle between them).
-/// That order only matters between requests for different seats, which never
-/// compete; requests for one seat keep their arrival order.
+/// Every seat of the group is share-locked first, in id order, as every
+/// writer of seats locks them: the foreign-key checks of the inserts below
+/// then find their seat locks already held, instead of taking them in row
+/// order (an order of seats 3 and 4 written before another of seat 5 would
+/// take 3, 5, then 4, and wait in a cycle with a confirm holding 4 and
+/// wanting 5). Rows go in seat order; that only matters between requests
+/// for different seats, which never compete, and requests for one seat
+/// keep their arrival order.
 ///
 /// `INSERT IGNORE` skips exactly the rows that would break a unique or
 /// foreign key (every value is bounded before it gets here, so nothing is
@@ -260,6 +264,13 @@ pub async fn enqueue_many(
                 written.push(r);
             }
         }
+        let mut group_seats: Vec<SeatId> = written
+            .iter()
+            .flat_map(|r| r.seats.as_slice().iter().copied())
+            .collect();
+        group_seats.sort_unstable();
+        group_seats.dedup();
+        super::seats::share_all(conn, &group_seats).await?;
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT IGNORE INTO reservation_queue \
              (user_id, concert_id, seat_id, seat_count, line_key, status, traceparent, tracestate, \
@@ -725,7 +736,7 @@ pub async fn lock_leased(
                     (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
                     (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
                     q.line_key, q.traceparent, q.tracestate, q.created_at \
-             FROM reservation_queue q LEFT JOIN request_seats rs ON rs.queue_id = q.id \
+             FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
              WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({}) \
              ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
             in_placeholders(ids.len())
@@ -761,6 +772,11 @@ pub async fn lock_leased(
 
 /// Marks requests SUCCESS with the reservation each of them made; their
 /// seats close with them.
+///
+/// One table updated (see the module's note on scans): a multi-table
+/// update waits for every row it scans, as a locking read does, and a join
+/// here was planned as a scan of the queue, which waited for a group still
+/// being enqueued while holding the decision's seats.
 pub async fn mark_succeeded(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -773,16 +789,16 @@ pub async fn mark_succeeded(
         }
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_queue q \
-             JOIN reservations r ON r.queue_id = q.id AND r.user_id = q.user_id \
-             SET q.status = 'SUCCESS', q.reservation_id = r.id, q.reason = NULL, q.lease_until = NULL, \
+             SET q.status = 'SUCCESS', q.reservation_id = ({own}), q.reason = NULL, q.lease_until = NULL, \
                  q.decided_at = ?, q.updated_at = ? \
-             WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({})",
-            in_placeholders(ids.len())
+             WHERE q.id IN ({}) AND q.status = 'PROCESSING' AND q.lease_token = ? AND EXISTS ({own})",
+            in_placeholders(ids.len()),
+            own = "SELECT r.id FROM reservations r WHERE r.queue_id = q.id AND r.user_id = q.user_id"
         )))
         .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .bind(token);
+        .bind(now.naive_utc());
         let done = bind_ids_exec(update, ids)
+            .bind(token)
             .execute(&mut *conn)
             .await?;
         close_if_all(conn, ids, done.rows_affected()).await?;

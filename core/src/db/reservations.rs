@@ -12,6 +12,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 use tracing::Instrument as _;
 
+use super::outbox::{EventKind, ReservationEvent, Subject};
 use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
     ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
@@ -138,6 +139,28 @@ pub struct Locked {
 }
 
 impl Locked {
+    /// The event that announces what happened to the reservation at `at`.
+    pub fn event(
+        &self,
+        kind: EventKind,
+        payment_reference: Option<&str>,
+        at: DateTime<Utc>,
+    ) -> ReservationEvent {
+        ReservationEvent::new(
+            kind,
+            &Subject {
+                reservation_id: self.id,
+                queue_id: self.queue_id,
+                user_id: self.user_id,
+                concert_id: self.concert_id,
+                seats: &self.seats,
+                hold_expires_at: self.hold_expires_at,
+                payment_reference,
+            },
+            at,
+        )
+    }
+
     /// HELD and its hold has not ended at `now`.
     pub fn is_live_hold(&self, now: DateTime<Utc>) -> bool {
         self.status == ReservationStatus::Held && self.hold_expires_at.is_some_and(|end| end > now)

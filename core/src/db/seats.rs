@@ -1,3 +1,5 @@
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use tracing::Instrument as _;
@@ -302,10 +304,29 @@ pub async fn lock_all(
             return Ok(Vec::new());
         }
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, seat_number FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE",
+            "SELECT id, seat_number FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
             super::in_placeholders(seats.len())
         )));
         super::bind_ids(select, seats).fetch_all(conn).await
+    }
+    .instrument(super::span("SELECT", "seats"))
+    .await
+}
+
+/// Share-locks `seats` (sorted, distinct) in id order, as [`lock_all`]
+/// takes its exclusive locks: for a writer whose inserts refer to the seats
+/// (their foreign-key checks share-lock each seat in row order).
+pub async fn share_all(conn: &mut MySqlConnection, seats: &[SeatId]) -> Result<(), sqlx::Error> {
+    async move {
+        if seats.is_empty() {
+            return Ok(());
+        }
+        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id LOCK IN SHARE MODE",
+            super::in_placeholders(seats.len())
+        )));
+        let _: Vec<(SeatId,)> = super::bind_ids(select, seats).fetch_all(conn).await?;
+        Ok(())
     }
     .instrument(super::span("SELECT", "seats"))
     .await
@@ -356,7 +377,12 @@ struct StandingRow {
 /// our commit, because a request leaves the open states only through a
 /// decision that locks its seats first (or a failure that takes none), a
 /// new request for a seat waits for the seat's lock (its foreign key), and
-/// a claim changes only under its seat's lock.
+/// a claim changes only under its seat's lock. But they may see less than
+/// the lock does: the statement's snapshot can be older than a seat's lock,
+/// when the seat was locked by a cancel that committed while we waited for
+/// it. So a claim that looks live on a seat whose status says free is read
+/// again once every lock is held; a decided request that still looks open
+/// only makes a request wait a moment longer.
 ///
 /// The first open request is read through the seats' line index, which
 /// holds open requests only, so a seat's decided history costs nothing.
@@ -374,14 +400,14 @@ pub async fn lock_free(
         }
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT s.id AS seat, s.seat_number, \
-                    (SELECT IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 1, 2) \
+                    (SELECT {CLAIM_OF_RESERVATION} \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
                     (SELECT IF(o.line_key < {after}, o.line_key, {after} + o.queue_id) \
                        FROM request_seats o FORCE INDEX (idx_request_seats_line) \
                       WHERE o.open_seat_id = s.id AND o.queue_id NOT IN ({}) \
                       ORDER BY o.line_key, o.queue_id LIMIT 1) AS first_open_elsewhere \
-             FROM seats s WHERE s.id IN ({}) \
+             FROM seats s FORCE INDEX (PRIMARY) WHERE s.id IN ({}) \
                AND (s.status = 'AVAILABLE' OR (s.status = 'HELD' AND s.held_until <= ?)) \
              ORDER BY s.id FOR UPDATE",
             super::in_placeholders(batch.len()),
@@ -392,24 +418,62 @@ pub async fn lock_free(
         let select = super::bind_ids(select, batch);
         let rows: Vec<StandingRow> = super::bind_ids(select, seats)
             .bind(now.naive_utc())
-            .fetch_all(conn)
+            .fetch_all(&mut *conn)
             .await?;
-        Ok(rows
+        let mut standing: Vec<Standing> = rows
             .into_iter()
             .map(|r| Standing {
                 seat: r.seat,
                 seat_number: r.seat_number,
-                claim: match r.claim {
-                    None => Claim::None,
-                    Some(1) => Claim::ExpiredHold,
-                    Some(_) => Claim::Live,
-                },
+                claim: claim_of(r.claim),
                 first_open_elsewhere: r.first_open_elsewhere,
             })
-            .collect())
+            .collect();
+        let live: Vec<SeatId> = standing
+            .iter()
+            .filter(|s| s.claim == Claim::Live)
+            .map(|s| s.seat)
+            .collect();
+        if !live.is_empty() {
+            let now_claimed = claims(conn, &live, now).await?;
+            for s in standing.iter_mut().filter(|s| s.claim == Claim::Live) {
+                s.claim = now_claimed.get(&s.seat).copied().unwrap_or(Claim::None);
+            }
+        }
+        Ok(standing)
     }
     .instrument(super::span("SELECT", "seats"))
     .await
+}
+
+/// 1: a hold that has ended at `now`; any other: a live claim.
+const CLAIM_OF_RESERVATION: &str = "IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 1, 2)";
+
+fn claim_of(code: Option<i64>) -> Claim {
+    match code {
+        None => Claim::None,
+        Some(1) => Claim::ExpiredHold,
+        Some(_) => Claim::Live,
+    }
+}
+
+/// The claims on `seats` as the last commit left them; a seat missing has none.
+async fn claims(
+    conn: &mut MySqlConnection,
+    seats: &[SeatId],
+    now: DateTime<Utc>,
+) -> Result<HashMap<SeatId, Claim>, sqlx::Error> {
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT rs.live_seat_id, {CLAIM_OF_RESERVATION} FROM reservation_seats rs \
+         JOIN reservations r ON r.id = rs.reservation_id WHERE rs.live_seat_id IN ({})",
+        super::in_placeholders(seats.len())
+    )))
+    .bind(now.naive_utc());
+    let rows: Vec<(SeatId, i64)> = super::bind_ids(select, seats).fetch_all(conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|(seat, code)| (seat, claim_of(Some(code))))
+        .collect())
 }
 
 /// Every seat of the concert with its stored status, in id order: what a
