@@ -153,18 +153,31 @@ fairness() {
 }
 
 latency() {
-  local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}"
-  echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker"
+  local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}" history="${HISTORY:-0}"
+  echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker, ${history} decided requests before, ${WARMUP:-0} s warm-up"
   local url
-  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) --seats 10000 --out "$work/lines")"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds + ${WARMUP:-0} * 1000)) --seats 10000 --out "$work/lines")"
+  # History (HISTORY rows, 40 days old, kept: the sweeper is off) makes the
+  # queue a sale's table rather than a new one.
+  [ "$history" -eq 0 ] || DATABASE_URL="$url" "$bin/ticket-bench" age-history --rows "$history"
   start_api "$url"
-  DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-worker" &
+  DATABASE_URL="$url" TICKET_RETENTION_DAYS="$([ "$history" -eq 0 ] && echo 30 || echo 0)" RUST_LOG=warn "$bin/ticket-worker" &
   local worker_pid=$!
-  "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds"
+  # WARMUP seconds at 1,000/s first (default none), left out of the timings:
+  # processes that have run a while, as on the day, and then the step.
+  local warmup="${WARMUP:-0}" lines="$work/lines"
+  if [ "$warmup" -gt 0 ]; then
+    head -n $((warmup * 1000)) "$work/lines" >"$work/warmup-lines"
+    tail -n +$((warmup * 1000 + 1)) "$work/lines" >"$work/measured-lines"
+    lines="$work/measured-lines"
+    "$bin/ticket-bench" load --url "$api_url" --lines "$work/warmup-lines" --rate 1000 --seconds "$warmup" >/dev/null
+    DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
+  fi
+  "$bin/ticket-bench" load --url "$api_url" --lines "$lines" --rate "$rate" --seconds "$seconds"
   # Let the worker finish what is queued, then read the timings from the rows.
   DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
   stop "$worker_pid" "$api_pid"
-  DATABASE_URL="$url" "$bin/ticket-bench" latency
+  DATABASE_URL="$url" "$bin/ticket-bench" latency --skip-first $((warmup * 1000))
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
 

@@ -6,44 +6,64 @@ pub struct Args {
     /// The database of the run to analyse.
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
+    /// Leave out the first this many requests (by queue id): a warm-up's.
+    #[arg(long, default_value_t = 0)]
+    skip_first: u64,
 }
 
 /// Percentiles of decided_at - created_at over every decided request, and
-/// whether any request is still open.
+/// whether any request is still open; then the p99 of each second of the
+/// run (by when the requests came), which shows a slow start or a stall.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
-    let mut waits: Vec<i64> = sqlx::query_as::<_, (i64,)>(
-        "SELECT TIMESTAMPDIFF(MICROSECOND, created_at, decided_at) FROM reservation_queue \
-         WHERE decided_at IS NOT NULL AND created_at > UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT TIMESTAMPDIFF(MICROSECOND, q.created_at, q.decided_at), \
+                TIMESTAMPDIFF(SECOND, (SELECT MIN(f.created_at) FROM reservation_queue f WHERE f.id > ?), q.created_at) \
+         FROM reservation_queue q \
+         WHERE q.id > ? AND q.decided_at IS NOT NULL AND q.created_at > UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
     )
+    .bind(args.skip_first)
+    .bind(args.skip_first)
     .fetch_all(&mut conn)
-    .await?
-    .into_iter()
-    .map(|(us,)| us)
-    .collect();
+    .await?;
     let (open,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('PENDING', 'PROCESSING')",
     )
     .fetch_one(&mut conn)
     .await?;
+    let mut waits: Vec<i64> = rows.iter().map(|(us, _)| *us).collect();
     waits.sort_unstable();
-    let pct = |p: f64| -> f64 {
-        if waits.is_empty() {
-            return f64::NAN;
-        }
-        let i = ((waits.len() as f64 - 1.0) * p).round() as usize;
-        waits[i] as f64 / 1000.0
-    };
     println!(
         "decided={} open={} enqueue->decision ms: p50={:.1} p90={:.1} p99={:.1} max={:.1}",
         waits.len(),
         open,
-        pct(0.50),
-        pct(0.90),
-        pct(0.99),
-        pct(1.0)
+        percentile_ms(&waits, 0.50),
+        percentile_ms(&waits, 0.90),
+        percentile_ms(&waits, 0.99),
+        percentile_ms(&waits, 1.0)
     );
+    let mut by_second: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
+    for (us, second) in rows {
+        by_second.entry(second).or_default().push(us);
+    }
+    let p99s: Vec<String> = by_second
+        .into_values()
+        .map(|mut w| {
+            w.sort_unstable();
+            format!("{:.0}", percentile_ms(&w, 0.99))
+        })
+        .collect();
+    println!("p99 ms by second of the run: {}", p99s.join(" "));
     Ok(())
+}
+
+/// The `p` quantile of sorted microseconds, in milliseconds.
+fn percentile_ms(sorted: &[i64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
 }
 
 #[derive(ClapArgs)]
