@@ -223,14 +223,14 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
 /// unknown seat, a deleted user) is left out and reported in its outcome,
 /// and the rest are written all the same.
 ///
-/// Every seat of the group is share-locked first, in id order, as every
-/// writer of seats locks them: the foreign-key checks of the inserts below
-/// then find their seat locks already held, instead of taking them in row
-/// order (an order of seats 3 and 4 written before another of seat 5 would
-/// take 3, 5, then 4, and wait in a cycle with a confirm holding 4 and
-/// wanting 5). Rows go in seat order; that only matters between requests
-/// for different seats, which never compete, and requests for one seat
-/// keep their arrival order.
+/// Rows go in seat order, so the seat locks the foreign-key checks take
+/// come in id order, as every writer of seats takes them. That order only
+/// matters between requests for different seats, which never compete;
+/// requests for one seat keep their arrival order. A group with an order of
+/// several seats share-locks all its seats first: its seat rows would
+/// otherwise lock in row order (an order of seats 3 and 4 written before
+/// another of seat 5 takes 3 and 5 for the requests, then 4, and waits in a
+/// cycle with a confirm holding 4 and wanting 5).
 ///
 /// `INSERT IGNORE` skips exactly the rows that would break a unique or
 /// foreign key (every value is bounded before it gets here, so nothing is
@@ -264,13 +264,15 @@ pub async fn enqueue_many(
                 written.push(r);
             }
         }
-        let mut group_seats: Vec<SeatId> = written
-            .iter()
-            .flat_map(|r| r.seats.as_slice().iter().copied())
-            .collect();
-        group_seats.sort_unstable();
-        group_seats.dedup();
-        super::seats::share_all(conn, &group_seats).await?;
+        if written.iter().any(|r| r.seats.len() > 1) {
+            let mut group_seats: Vec<SeatId> = written
+                .iter()
+                .flat_map(|r| r.seats.as_slice().iter().copied())
+                .collect();
+            group_seats.sort_unstable();
+            group_seats.dedup();
+            super::seats::share_all(conn, &group_seats).await?;
+        }
         let mut insert = sqlx::QueryBuilder::new(
             "INSERT IGNORE INTO reservation_queue \
              (user_id, concert_id, seat_id, seat_count, line_key, status, traceparent, tracestate, \
