@@ -152,6 +152,9 @@ fairness() {
   RUST_LOG=warn "$bin/ticket-bench" drain --requests 50000 --seats 10000 --workers 4 --batch-size 250 --layout shuffled
 }
 
+# Time to decision with one worker: RATE requests/s for SECONDS_RUN s, after
+# WARMUP s at 1,000/s and beside HISTORY decided requests (both optional);
+# prints the percentiles and the p99 of each second.
 latency() {
   local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}" history="${HISTORY:-0}"
   echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker, ${history} decided requests before, ${WARMUP:-0} s warm-up"
