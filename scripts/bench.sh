@@ -156,19 +156,21 @@ fairness() {
 # WARMUP s at 1,000/s and beside HISTORY decided requests (both optional);
 # prints the percentiles and the p99 of each second.
 latency() {
-  local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}" history="${HISTORY:-0}"
-  echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker, ${history} decided requests before, ${WARMUP:-0} s warm-up"
-  local url
-  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds + ${WARMUP:-0} * 1000)) --seats 10000 --out "$work/lines")"
+  local rate="${RATE:-5000}" seconds="${SECONDS_RUN:-20}" history="${HISTORY:-0}" warmup="${WARMUP:-0}"
+  echo "## time to decision: ${rate} requests/s for ${seconds} s, one worker, ${history} decided requests before, ${warmup} s warm-up"
+  local url lines="$work/lines" worker_env=()
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds + warmup * 1000)) --seats 10000 --out "$work/lines")"
   # History (HISTORY rows, 40 days old, kept: the sweeper is off) makes the
   # queue a sale's table rather than a new one.
-  [ "$history" -eq 0 ] || DATABASE_URL="$url" "$bin/ticket-bench" age-history --rows "$history"
+  if [ "$history" -gt 0 ]; then
+    DATABASE_URL="$url" "$bin/ticket-bench" age-history --rows "$history"
+    worker_env=(TICKET_RETENTION_DAYS=0)
+  fi
   start_api "$url"
-  DATABASE_URL="$url" TICKET_RETENTION_DAYS="$([ "$history" -eq 0 ] && echo 30 || echo 0)" RUST_LOG=warn "$bin/ticket-worker" &
+  env "${worker_env[@]}" DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-worker" &
   local worker_pid=$!
   # WARMUP seconds at 1,000/s first (default none), left out of the timings:
   # processes that have run a while, as on the day, and then the step.
-  local warmup="${WARMUP:-0}" lines="$work/lines"
   if [ "$warmup" -gt 0 ]; then
     head -n $((warmup * 1000)) "$work/lines" >"$work/warmup-lines"
     tail -n +$((warmup * 1000 + 1)) "$work/lines" >"$work/measured-lines"

@@ -6,9 +6,10 @@ pub struct Args {
     /// The database of the run to analyse.
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
-    /// Leave out the first this many requests (by queue id): a warm-up's.
+    /// Leave out the run's first this many requests (by queue id, among
+    /// those of the last day): a warm-up's.
     #[arg(long, default_value_t = 0)]
-    skip_first: u64,
+    skip_first: usize,
 }
 
 /// Percentiles of decided_at - created_at over every decided request, and
@@ -16,22 +17,23 @@ pub struct Args {
 /// run (by when the requests came), which shows a slow start or a stall.
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
-    let rows: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT TIMESTAMPDIFF(MICROSECOND, q.created_at, q.decided_at), \
-                TIMESTAMPDIFF(SECOND, (SELECT MIN(f.created_at) FROM reservation_queue f WHERE f.id > ?), q.created_at) \
-         FROM reservation_queue q \
-         WHERE q.id > ? AND q.decided_at IS NOT NULL AND q.created_at > UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
+    // (queue id, microseconds to decision, second it came in)
+    let mut rows: Vec<(u64, i64, i64)> = sqlx::query_as(
+        "SELECT id, TIMESTAMPDIFF(MICROSECOND, created_at, decided_at), \
+                TIMESTAMPDIFF(SECOND, '2000-01-01', created_at) \
+         FROM reservation_queue \
+         WHERE decided_at IS NOT NULL AND created_at > UTC_TIMESTAMP(6) - INTERVAL 1 DAY",
     )
-    .bind(args.skip_first)
-    .bind(args.skip_first)
     .fetch_all(&mut conn)
     .await?;
+    rows.sort_unstable_by_key(|(id, ..)| *id);
+    let rows = rows.split_off(args.skip_first.min(rows.len()));
     let (open,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('PENDING', 'PROCESSING')",
     )
     .fetch_one(&mut conn)
     .await?;
-    let mut waits: Vec<i64> = rows.iter().map(|(us, _)| *us).collect();
+    let mut waits: Vec<i64> = rows.iter().map(|(_, us, _)| *us).collect();
     waits.sort_unstable();
     println!(
         "decided={} open={} enqueue->decision ms: p50={:.1} p90={:.1} p99={:.1} max={:.1}",
@@ -43,7 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         percentile_ms(&waits, 1.0)
     );
     let mut by_second: std::collections::BTreeMap<i64, Vec<i64>> = Default::default();
-    for (us, second) in rows {
+    for (_, us, second) in rows {
         by_second.entry(second).or_default().push(us);
     }
     let p99s: Vec<String> = by_second

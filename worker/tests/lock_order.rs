@@ -13,7 +13,7 @@ use ticket_core::db::outbox::{self, EventKind};
 use ticket_core::db::queue::{self, GroupClock, NewRequest, Outcome, TraceContext};
 use ticket_core::db::{self, reservations, seats};
 use ticket_core::domain::{
-    LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
+    ConcertId, LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
 };
 use ticket_core::testing::{TestDatabase, seed};
 
@@ -112,7 +112,14 @@ async fn impatient(pool: &MySqlPool, seconds: u32) -> sqlx::pool::PoolConnection
     conn
 }
 
-fn request(user: UserId, concert: ticket_core::domain::ConcertId, wanted: &[SeatId]) -> NewRequest {
+async fn concert_of(pool: &MySqlPool, seat: SeatId) -> ConcertId {
+    let mut conn = pool.acquire().await.unwrap();
+    seed::concerts_of(&mut conn, std::iter::once(seat))
+        .await
+        .unwrap()[&seat]
+}
+
+fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
     NewRequest {
         user,
         concert,
@@ -131,12 +138,7 @@ fn request(user: UserId, concert: ticket_core::domain::ConcertId, wanted: &[Seat
 async fn an_enqueued_group_takes_its_seats_in_id_order_so_a_confirm_never_waits_for_it() {
     let (_db, pool) = TestDatabase::migrated().await;
     let (seats, users) = hall(&pool).await;
-    let (concert,): (ticket_core::domain::ConcertId,) =
-        sqlx::query_as("SELECT concert_id FROM seats WHERE id = ?")
-            .bind(seats[3])
-            .fetch_one(&pool)
-            .await
-            .unwrap();
+    let concert = concert_of(&pool, seats[3]).await;
 
     let mut confirm = impatient(&pool, 10).await;
     let mut confirm = confirm.begin().await.unwrap();
@@ -207,13 +209,8 @@ async fn a_decision_takes_its_own_rows_without_waiting_for_requests_being_enqueu
         .await
         .unwrap();
     assert_eq!(claim.ids, decided);
-    let (concert,): (ticket_core::domain::ConcertId,) =
-        sqlx::query_as("SELECT concert_id FROM seats WHERE id = ?")
-            .bind(seats[25])
-            .fetch_one(&mut *conn)
-            .await
-            .unwrap();
     drop(conn);
+    let concert = concert_of(&pool, seats[25]).await;
 
     let mut writer = pool.acquire().await.unwrap();
     let mut enqueuing = writer.begin().await.unwrap();

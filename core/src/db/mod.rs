@@ -2,10 +2,10 @@
 //! Callers own the transaction boundaries: pass `&mut *tx` to compose several
 //! of these into one transaction.
 //!
-//! A locking read of rows by their ids says `FORCE INDEX (PRIMARY)`. On a
-//! small table (a sale's first seconds) the optimizer may rather scan it,
-//! and a locking read waits for every row it scans, not only for those it
-//! returns: a decision would wait for a group still being enqueued, or for
+//! A locking read of rows by a list of ids says `FORCE INDEX (PRIMARY)`
+//! (unless it skips locked rows). On a small table (a sale's first seconds)
+//! the optimizer may rather scan it, and a locking read waits for every row
+//! it scans, not only for those it returns: a decision would wait for a group still being enqueued, or for
 //! a confirm on seats it does not want. Single-table updates need no hint:
 //! they skip a locked row whose last committed version does not match.
 
