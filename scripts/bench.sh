@@ -178,7 +178,8 @@ latency() {
     "$bin/ticket-bench" load --url "$api_url" --lines "$work/warmup-lines" --rate 1000 --seconds "$warmup" >/dev/null
     DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
   fi
-  "$bin/ticket-bench" load --url "$api_url" --lines "$lines" --rate "$rate" --seconds "$seconds"
+  "$bin/ticket-bench" load --url "$api_url" --lines "$lines" --rate "$rate" --seconds "$seconds" \
+    --connections "${CONNECTIONS:-0}"
   # Let the worker finish what is queued, then read the timings from the rows.
   DATABASE_URL="$url" "$bin/ticket-bench" wait-drained
   stop "$worker_pid" "$api_pid"

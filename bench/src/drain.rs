@@ -83,7 +83,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     drop(conn);
 
     let config = match args.mode {
-        Mode::Batch => WorkerConfig {
+        Mode::Batch | Mode::LeasedBatch => WorkerConfig {
             batch_size: args.batch_size,
             poll_interval: Duration::from_millis(50),
             lease: Duration::from_secs(30),

@@ -28,6 +28,11 @@ pub struct Args {
     /// A request without an answer after this long counts as hung.
     #[arg(long, default_value_t = 10_000)]
     timeout_ms: u64,
+    /// Connections opened (with GET /healthz) before the clock starts, as
+    /// clients that loaded the page have theirs: the run measures requests,
+    /// not a storm of TCP handshakes in its first second.
+    #[arg(long, default_value_t = 0)]
+    connections: usize,
     /// Poll statuses instead: lines are `token queueId` (prepare-enqueue
     /// --queued) and each request is GET /api/reservations/status/{id}.
     #[arg(long)]
@@ -69,6 +74,15 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .pool_max_idle_per_host(args.max_in_flight)
         .timeout(Duration::from_millis(args.timeout_ms))
         .build()?;
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..args.connections {
+        let request = client.get(format!("{}/healthz", args.url)).send();
+        // Read to the end, so that the connection goes back to the pool.
+        opening.spawn(async move { request.await?.error_for_status()?.bytes().await });
+    }
+    while let Some(opened) = opening.join_next().await {
+        opened??;
+    }
     let outcomes = Arc::new(std::sync::Mutex::new(Outcomes::default()));
     let base = args.url.clone();
     let polling = args.status;

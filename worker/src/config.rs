@@ -42,8 +42,13 @@ pub struct Cli {
           value_parser = clap::value_parser!(u32).range(1..=WorkerConfig::MAX_ATTEMPTS_LIMIT as i64))]
     pub max_attempts: u32,
 
-    /// `batch` decides a claimed batch in one transaction; `per-request` is
-    /// the original system's algorithm (one transaction per request, 50 rows
+    /// `batch` claims a batch and decides it in one transaction (a worker
+    /// that dies loses its transaction, and the rows are at once open to the
+    /// next); `leased-batch` first commits the claim as PROCESSING under a
+    /// lease, then decides (a dead worker's rows wait out their lease; the
+    /// way `batch` itself takes rows that failed for a reason in them, to
+    /// split their batch and count their attempts); `per-request` is the
+    /// original system's algorithm (one transaction per request, 50 rows
     /// every 250 ms), kept only as a benchmark baseline.
     #[arg(long, env = "TICKET_WORKER_MODE", value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
@@ -142,6 +147,7 @@ impl Cli {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Mode {
     Batch,
+    LeasedBatch,
     PerRequest,
 }
 
@@ -177,7 +183,7 @@ impl WorkerConfig {
 impl Cli {
     pub fn worker_config(&self) -> WorkerConfig {
         match self.mode {
-            Mode::Batch => WorkerConfig {
+            Mode::Batch | Mode::LeasedBatch => WorkerConfig {
                 batch_size: self.batch_size,
                 poll_interval: Duration::from_millis(self.poll_interval_ms),
                 lease: Duration::from_millis(self.lease_ms),

@@ -6,9 +6,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, MySqlConnection};
+use sqlx::{Connection, MySql, MySqlConnection, Transaction};
 use ticket_core::db::outbox::{EventKind, ReservationEvent, Subject};
-use ticket_core::db::queue::TraceContext;
+use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::reservations::ReservedSeat;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{
@@ -92,9 +92,40 @@ pub async fn batch(
     defer_for: Duration,
 ) -> Result<Report, DecideError> {
     let lock_started = SystemTime::now();
+    let tx = conn.begin().await?;
+    decide_in(tx, ids, Fence::Lease(token), defer_for, lock_started).await
+}
+
+/// Claims the first `limit` PENDING rows in line that are due and decides
+/// them in the same transaction, as [`batch`] does claimed rows: no lease,
+/// no PROCESSING status and no commit of the claim alone. Rows another
+/// transaction holds are skipped. `None` when no row was due.
+pub async fn claim_and_decide(
+    conn: &mut MySqlConnection,
+    limit: u32,
+    defer_for: Duration,
+) -> Result<Option<(Vec<QueueId>, Report)>, DecideError> {
+    let lock_started = SystemTime::now();
     let mut tx = conn.begin().await?;
+    let ids = queue::lock_pending(&mut tx, limit, db::now()).await?;
+    if ids.is_empty() {
+        tx.commit().await?;
+        return Ok(None);
+    }
+    let report = decide_in(tx, &ids, Fence::Locked, defer_for, lock_started).await?;
+    Ok(Some((ids, report)))
+}
+
+/// The decision of rows that `fence` says are ours, in `tx`, committed.
+async fn decide_in(
+    mut tx: Transaction<'_, MySql>,
+    ids: &[QueueId],
+    fence: Fence,
+    defer_for: Duration,
+    lock_started: SystemTime,
+) -> Result<Report, DecideError> {
     let now = db::now();
-    let locked = queue::lock_leased(&mut tx, ids, token).await?;
+    let locked = queue::lock_leased(&mut tx, ids, fence).await?;
     let lock = (lock_started, SystemTime::now());
     let lost = ids.len() - locked.len();
     let (rows, early): (Vec<_>, Vec<_>) = locked
@@ -111,7 +142,7 @@ pub async fn batch(
         held_until_open += queue::hand_back(
             &mut tx,
             ids,
-            token,
+            fence,
             *opens_at,
             queue::Attempt::Refunded,
             now,
@@ -130,14 +161,14 @@ pub async fn batch(
     let reservation_ids = reservations::insert_many(&mut tx, &plan.reservations, now).await?;
     let insert = (seats_done.1, SystemTime::now());
     let winners: Vec<QueueId> = plan.reservations.iter().map(|r| r.queue_id).collect();
-    let succeeded = queue::mark_succeeded(&mut tx, &winners, token, now).await?;
+    let succeeded = queue::mark_succeeded(&mut tx, &winners, fence, now).await?;
     let refused =
-        queue::mark_failed(&mut tx, &plan.failed, token, FailureReason::SeatTaken, now).await?;
+        queue::mark_failed(&mut tx, &plan.failed, fence, FailureReason::SeatTaken, now).await?;
     let retry_at = now + chrono::Duration::from_std(defer_for).unwrap_or_default();
     let deferred = queue::hand_back(
         &mut tx,
         &plan.deferred,
-        token,
+        fence,
         retry_at,
         queue::Attempt::Refunded,
         now,

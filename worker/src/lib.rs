@@ -17,6 +17,7 @@ pub mod retention;
 mod set_aside;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime};
 
 use sqlx::{Connection, MySqlPool};
@@ -66,6 +67,9 @@ pub struct Worker {
     opening_look: every::Every,
     rates: rates::DecisionRates,
     publishing: every::Every,
+    /// Rows failed for a reason in them: the next cycle claims under a
+    /// lease, so that their batch can be split and their attempts counted.
+    careful: AtomicBool,
 }
 
 /// How often a claim looks for rows whose lease ran out: a crashed worker's
@@ -107,6 +111,7 @@ impl Worker {
             opening_look: every::Every::new(opening::LOOK_EVERY),
             rates: rates::DecisionRates::default(),
             publishing: every::Every::new(rates::PUBLISH_EVERY),
+            careful: AtomicBool::new(false),
         }
     }
 
@@ -172,12 +177,7 @@ impl Worker {
         };
         let look_for_expired = self.expired_look.due();
         let mut conn = self.connections.take().await?;
-        if self.opening_look.due() {
-            opening::admit_opened(&mut conn, now).await?;
-        }
-        if self.publishing.due() {
-            self.rates.publish(&mut conn, &self.owner, now).await?;
-        }
+        self.look_around(&mut conn, now).await?;
         let mut tx = conn.begin().await?;
         let claim = queue::claim(
             &mut tx,
@@ -202,6 +202,100 @@ impl Worker {
             claim_started,
             claim_finished: SystemTime::now(),
         })
+    }
+
+    /// What a claim does besides claiming, now and then: admits the lines of
+    /// sales that have opened, publishes the decision rates.
+    async fn look_around(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        now: chrono::DateTime<chrono::Utc>,
+    ) -> Result<(), sqlx::Error> {
+        if self.opening_look.due() {
+            opening::admit_opened(conn, now).await?;
+        }
+        if self.publishing.due() {
+            self.rates.publish(conn, &self.owner, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Claims and decides one batch in a single transaction (see
+    /// [`decide::claim_and_decide`]), retrying deadlocks and lock waits:
+    /// the loop's usual cycle. A failure caused by the rows is returned;
+    /// the caller claims them under a lease to split them.
+    pub async fn claim_and_decide_once(&self) -> Result<Cycle, DecideError> {
+        let mut attempt = 1;
+        loop {
+            let config = self.config();
+            let mut conn = self.connections.take().await?;
+            self.look_around(&mut conn, db::now()).await?;
+            let claim_started = SystemTime::now();
+            let result = decide::claim_and_decide(&mut conn, config.batch_size, DEFER_FOR).await;
+            if result.is_ok() {
+                self.connections.keep(conn);
+            }
+            match result {
+                Ok(None) => return Ok(Cycle::default()),
+                Ok(Some((ids, report))) => {
+                    let batch = ClaimedBatch {
+                        ids,
+                        token: 0,
+                        reclaimed: 0,
+                        dead_lettered: 0,
+                        claim_started,
+                        claim_finished: report.phases.map_or(claim_started, |p| p.lock.1),
+                    };
+                    self.metrics.claimed(&batch);
+                    self.record(&batch, &report);
+                    return Ok(Cycle {
+                        claimed: batch.ids.len(),
+                        reclaimed: 0,
+                        decided: report.decided,
+                    });
+                }
+                Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
+                    tracing::debug!(error = %e, attempt, "transient conflict while deciding; retrying");
+                    tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
+                        .await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// A decided batch's metrics, rates and trace.
+    fn record(&self, batch: &ClaimedBatch, report: &decide::Report) {
+        self.metrics.decided(report);
+        self.rates.count(
+            report
+                .rows
+                .iter()
+                .map(|row| (row.concert_id, row.requested_at)),
+            chrono::Utc::now(),
+        );
+        observability::record_batch(batch, report, &self.owner);
+    }
+
+    /// Whether this cycle claims and decides in one transaction: in batch
+    /// mode, unless rows just failed for a reason in them, or some lease ran
+    /// out (a worker died holding rows claimed under a lease): those rows
+    /// are claimed under a lease, as only that claim takes expired rows.
+    async fn claims_in_decision(&self) -> Result<bool, sqlx::Error> {
+        if self.mode != Mode::Batch || self.careful.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        if self.expired_look.due() {
+            let mut conn = self.connections.take().await?;
+            let expired = queue::any_lease_expired(&mut conn, db::now()).await?;
+            self.connections.keep(conn);
+            if expired {
+                self.expired_look.again();
+                return Ok(false);
+            }
+        }
+        Ok(true)
     }
 
     /// Decides a claimed batch. A batch that fails for a reason in its rows
@@ -276,7 +370,9 @@ impl Worker {
         loop {
             let mut conn = self.connections.take().await?;
             let result = match self.mode {
-                Mode::Batch => decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await,
+                Mode::Batch | Mode::LeasedBatch => {
+                    decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await
+                }
                 Mode::PerRequest => {
                     decide::per_request(&mut conn, ids, batch.token, DEFER_FOR).await
                 }
@@ -288,15 +384,7 @@ impl Worker {
             }
             match result {
                 Ok(report) => {
-                    self.metrics.decided(&report);
-                    self.rates.count(
-                        report
-                            .rows
-                            .iter()
-                            .map(|row| (row.concert_id, row.requested_at)),
-                        chrono::Utc::now(),
-                    );
-                    observability::record_batch(batch, &report, &self.owner);
+                    self.record(batch, &report);
                     return Ok(report.decided);
                 }
                 Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
@@ -327,7 +415,32 @@ impl Worker {
         })
     }
 
-    /// One cycle of the loop. After a full batch the next one is claimed while
+    /// One cycle of the loop: claimed and decided in one transaction when it
+    /// can be, else under a lease (see [`Self::pipelined_cycle`]).
+    async fn cycle(
+        &self,
+        prefetched: Option<ClaimedBatch>,
+        config: WorkerConfig,
+    ) -> anyhow::Result<(Cycle, Option<ClaimedBatch>)> {
+        if prefetched.is_none() && self.claims_in_decision().await? {
+            match self.claim_and_decide_once().await {
+                Ok(cycle) => return Ok((cycle, None)),
+                Err(e) if e.is_caused_by_rows() => {
+                    tracing::warn!(
+                        error = format!("{e:#}"),
+                        "deciding rows failed; claiming them under a lease to split them"
+                    );
+                    self.careful.store(true, Ordering::Relaxed);
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let cycle = self.pipelined_cycle(prefetched, config).await?;
+        self.careful.store(false, Ordering::Relaxed);
+        Ok(cycle)
+    }
+
+    /// A cycle under a lease. After a full batch the next one is claimed while
     /// this one is decided: a single worker is bound by round trips, not by
     /// CPU, and the two chains overlap. Batches are still decided one after
     /// the other, in queue order.
@@ -340,7 +453,7 @@ impl Worker {
             Some(batch) => batch,
             None => self.claim_once().await?,
         };
-        let full = self.mode == Mode::Batch && batch.ids.len() >= config.batch_size as usize;
+        let full = self.mode != Mode::PerRequest && batch.ids.len() >= config.batch_size as usize;
         let (decided, next) = if full {
             let (decided, next) = tokio::join!(self.decide(&batch), self.claim_once());
             (decided, Some(next))
@@ -396,7 +509,7 @@ impl Worker {
         while !shutdown.is_cancelled() {
             self.heartbeat.beat();
             let config = self.config();
-            let pause = match self.pipelined_cycle(prefetched.take(), config).await {
+            let pause = match self.cycle(prefetched.take(), config).await {
                 Ok((cycle, next)) => {
                     prefetched = next;
                     if failures > 0 {

@@ -157,6 +157,14 @@ impl WorkerMetrics {
         self.holds_expired.inc_by(n);
     }
 
+    /// Requests this worker decided (won or refused).
+    pub fn decided_count(&self) -> u64 {
+        ["success", "seat_taken"]
+            .iter()
+            .map(|outcome| self.decisions.with_label_values(&[*outcome]).get())
+            .sum()
+    }
+
     pub(crate) fn decided(&self, report: &Report) {
         let d = report.decided;
         self.decisions

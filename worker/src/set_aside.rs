@@ -40,8 +40,14 @@ pub(crate) async fn failed_attempt(
         });
     };
     if attempts >= max_attempts {
-        let failed =
-            queue::mark_failed(conn, &[id], token, FailureReason::ProcessingFailed, now).await?;
+        let failed = queue::mark_failed(
+            conn,
+            &[id],
+            queue::Fence::Lease(token),
+            FailureReason::ProcessingFailed,
+            now,
+        )
+        .await?;
         tracing::error!(
             queue_id = id.get(),
             attempts,
@@ -56,8 +62,15 @@ pub(crate) async fn failed_attempt(
     }
     let wait = backoff(attempts);
     let retry_at = now + chrono::Duration::from_std(wait).unwrap_or_default();
-    let handed =
-        queue::hand_back(conn, &[id], token, retry_at, queue::Attempt::Counted, now).await?;
+    let handed = queue::hand_back(
+        conn,
+        &[id],
+        queue::Fence::Lease(token),
+        retry_at,
+        queue::Attempt::Counted,
+        now,
+    )
+    .await?;
     tracing::warn!(
         queue_id = id.get(),
         attempts,
@@ -84,7 +97,15 @@ pub(crate) async fn hand_back_uncounted(
 ) -> Result<u64, sqlx::Error> {
     let now = db::now();
     let retry_at = now + chrono::Duration::from_std(FIRST_RETRY).unwrap_or_default();
-    queue::hand_back(conn, ids, token, retry_at, queue::Attempt::Refunded, now).await
+    queue::hand_back(
+        conn,
+        ids,
+        queue::Fence::Lease(token),
+        retry_at,
+        queue::Attempt::Refunded,
+        now,
+    )
+    .await
 }
 
 /// Logs rows a claim set aside because their lease ran out after their last

@@ -211,7 +211,8 @@ async fn first_load_then_a_live_change_reaches_the_running_claim_loop() {
     assert_eq!(until(&mut probe, |c| c.batch_size == 5).await.batch_size, 5);
     until_reason(&reasons, "ConfigApplied").await;
 
-    let worker = Worker::new(q.pool.clone(), "live", Mode::Batch, receiver);
+    // Under leases, so that each batch shows by its lease token.
+    let worker = Worker::new(q.pool.clone(), "live", Mode::LeasedBatch, receiver);
     let running = tokio::spawn({
         let shutdown = shutdown.clone();
         async move { worker.run(shutdown).await }

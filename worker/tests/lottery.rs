@@ -12,6 +12,7 @@ use common::assert_each_requested_seat_sold_once;
 use ticket_core::db::{self, queue};
 use ticket_core::domain::{ConcertId, SeatId, UserId};
 use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
+use ticket_worker::Mode;
 
 /// `per_seat` requests for each of `seats` seats, shuffled, turned into
 /// lottery requests (WAITING, random line keys drawn by the server's
@@ -57,7 +58,7 @@ async fn four_workers_open_a_sale_together_and_the_first_in_line_wins() {
     let opens_at = Utc::now() + chrono::Duration::seconds(2);
     let (_, seats) = lottery(&pool, 1_000, 5, opens_at).await;
     // The workers are polling before the sale opens and open it together.
-    common::drain_with_workers(&db, 4, 100).await;
+    common::drain_with_workers(&db, 4, 100, Mode::Batch).await;
     let mut conn = pool.acquire().await.unwrap();
     assert_eq!(
         inversions(&mut conn).await.unwrap(),
@@ -115,7 +116,7 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     );
     drop(conn);
     // Any worker lets in the rest, and the line is kept.
-    common::drain_with_workers(&db, 2, 100).await;
+    common::drain_with_workers(&db, 2, 100, Mode::Batch).await;
     let mut conn = pool.acquire().await.unwrap();
     assert_eq!(inversions(&mut conn).await.unwrap(), 0);
     assert_each_requested_seat_sold_once(&pool, seats.len(), seats.len() * 5).await;

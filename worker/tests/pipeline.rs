@@ -12,7 +12,28 @@ use tokio_util::sync::CancellationToken;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn four_workers_decide_every_request_exactly_once() {
     let q = queue(200, 4_000).await;
-    common::drain_with_workers(&q.db, 4, 250).await;
+    let decided = common::drain_with_workers(&q.db, 4, 250, Mode::Batch).await;
+    assert_each_requested_seat_sold_once(&q.pool, 200, 4_000).await;
+    // Each decided once: the workers' own counts add up to the requests.
+    assert_eq!(decided.iter().sum::<u64>(), 4_000, "{decided:?}");
+    assert!(
+        decided.iter().filter(|&&n| n > 0).count() > 1,
+        "the work was shared, not done by one worker: {decided:?}"
+    );
+    // Claimed and decided in one transaction: no lease was written.
+    let (leased,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue WHERE attempts > 0 OR lease_owner IS NOT NULL",
+    )
+    .fetch_one(&q.pool)
+    .await
+    .unwrap();
+    assert_eq!(leased, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn four_workers_claiming_under_leases_decide_every_request_exactly_once() {
+    let q = queue(200, 4_000).await;
+    let decided = common::drain_with_workers(&q.db, 4, 250, Mode::LeasedBatch).await;
     assert_each_requested_seat_sold_once(&q.pool, 200, 4_000).await;
     // No row was claimed twice: with leases far longer than the test, a
     // second claim would mean two workers shared it.
@@ -24,7 +45,52 @@ async fn four_workers_decide_every_request_exactly_once() {
     assert_eq!(max_attempts, 1);
     assert!(
         owners > 1,
-        "the work was shared, not done by one worker ({owners})"
+        "the work was shared, not done by one worker ({owners}; {decided:?})"
+    );
+}
+
+/// A worker that decides in the claim's transaction still takes over rows
+/// a dead worker left under a lease (`leased-batch`, or a batch it was
+/// splitting), once that lease has run out, and everything else meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_loop_takes_over_rows_whose_lease_ran_out() {
+    let q = queue(10, 50).await;
+    let crashed = worker(
+        &q.pool,
+        "crashed",
+        Mode::LeasedBatch,
+        20,
+        Duration::from_millis(300),
+    );
+    assert_eq!(crashed.claim_once().await.unwrap().ids.len(), 20);
+    let rescuer = std::sync::Arc::new(worker(
+        &q.pool,
+        "rescuer",
+        Mode::Batch,
+        100,
+        Duration::from_secs(30),
+    ));
+    let shutdown = CancellationToken::new();
+    let running = tokio::spawn({
+        let (w, shutdown) = (rescuer.clone(), shutdown.clone());
+        async move { w.run(shutdown).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while common::open_requests(&q.pool).await > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not taken over: {:?}",
+            counts(&q.pool).await
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    shutdown.cancel();
+    running.await.unwrap();
+    assert_each_requested_seat_sold_once(&q.pool, 10, 50).await;
+    let samples = common::scrape(&rescuer, &q.pool).await;
+    assert_eq!(
+        ticket_core::testing::prometheus_text::value(&samples, "ticket_lease_reclaimed_total", &[]),
+        20.0
     );
 }
 
@@ -95,10 +161,11 @@ async fn the_per_request_baseline_reaches_the_same_decisions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_finishes_the_batch_in_progress_then_stops_claiming() {
     let q = queue(100, 10_000).await;
+    // Under leases, so that a claimed batch (and one claimed ahead) shows.
     let w = worker(
         &q.pool,
         "stopping",
-        Mode::Batch,
+        Mode::LeasedBatch,
         200,
         Duration::from_secs(30),
     );

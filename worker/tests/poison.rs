@@ -125,35 +125,7 @@ async fn a_seat_sold_behind_its_status_column_is_taken_and_stalls_nothing() {
 /// request for its seat, which waited behind it, then gets the seat.
 #[tokio::test]
 async fn a_row_that_always_fails_is_set_aside_and_the_rest_decided_at_once() {
-    let q = queue(300, 300).await;
-    let poisoned = first_seat(&q).await;
-    let poison = request_for(&q.pool, poisoned).await;
-    let (poison_user,): (u64,) =
-        sqlx::query_as("SELECT user_id FROM reservation_queue WHERE id = ?")
-            .bind(poison)
-            .fetch_one(&q.pool)
-            .await
-            .unwrap();
-    let mut conn = q.pool.acquire().await.unwrap();
-    let late_user = ticket_core::testing::seed::users(&mut conn, "late", 1)
-        .await
-        .unwrap()[0];
-    ticket_core::testing::seed::requests(&mut conn, &[(late_user, poisoned)])
-        .await
-        .unwrap();
-    let (late,): (u64,) = sqlx::query_as("SELECT id FROM reservation_queue WHERE user_id = ?")
-        .bind(late_user)
-        .fetch_one(&mut *conn)
-        .await
-        .unwrap();
-    sqlx::query(sqlx::AssertSqlSafe(format!(
-        "ALTER TABLE reservations ADD CONSTRAINT ck_test_poison CHECK (user_id <> {poison_user})"
-    )))
-    .execute(&mut *conn)
-    .await
-    .unwrap();
-    drop(conn);
-
+    let (q, poison, late) = a_queue_with_a_row_that_always_fails().await;
     let max_attempts = 3;
     let w = worker_with(&q.pool, "w", Duration::from_secs(2), max_attempts);
     let first = w.process_once().await.unwrap();
@@ -190,6 +162,88 @@ async fn a_row_that_always_fails_is_set_aside_and_the_rest_decided_at_once() {
         row(&q.pool, late).await.2,
         1,
         "waiting behind the earlier request cost the later one no attempt"
+    );
+    let samples = scrape(&w, &q.pool).await;
+    assert_eq!(
+        value(&samples, "ticket_worker_dead_lettered_total", &[]),
+        1.0
+    );
+    let c = counts(&q.pool).await;
+    assert_eq!((c["SUCCESS"], c["FAILED"]), (300, 1), "{c:?}");
+    common::assert_invariants(&q.pool).await;
+}
+
+/// 300 requests, one of them (`poison`) for a reservation the database
+/// refuses (a CHECK constraint on its user), and a later request (`late`)
+/// for the same seat.
+async fn a_queue_with_a_row_that_always_fails() -> (Queue, u64, u64) {
+    let q = queue(300, 300).await;
+    let poisoned = first_seat(&q).await;
+    let poison = request_for(&q.pool, poisoned).await;
+    let (poison_user,): (u64,) =
+        sqlx::query_as("SELECT user_id FROM reservation_queue WHERE id = ?")
+            .bind(poison)
+            .fetch_one(&q.pool)
+            .await
+            .unwrap();
+    let mut conn = q.pool.acquire().await.unwrap();
+    let late_user = ticket_core::testing::seed::users(&mut conn, "late", 1)
+        .await
+        .unwrap()[0];
+    ticket_core::testing::seed::requests(&mut conn, &[(late_user, poisoned)])
+        .await
+        .unwrap();
+    let (late,): (u64,) = sqlx::query_as("SELECT id FROM reservation_queue WHERE user_id = ?")
+        .bind(late_user)
+        .fetch_one(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "ALTER TABLE reservations ADD CONSTRAINT ck_test_poison CHECK (user_id <> {poison_user})"
+    )))
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    drop(conn);
+
+    (q, poison, late)
+}
+
+/// The same row under the worker's own loop, which claims and decides in
+/// one transaction: the failed transaction sends the batch to a claim under
+/// a lease, which splits it, so the rest is decided and the row's attempts
+/// are counted until it is set aside.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_loop_sets_a_failing_row_aside_and_decides_the_rest() {
+    let (q, poison, late) = a_queue_with_a_row_that_always_fails().await;
+    let max_attempts = 3;
+    let w = std::sync::Arc::new(worker_with(
+        &q.pool,
+        "w",
+        Duration::from_secs(2),
+        max_attempts,
+    ));
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn({
+        let (w, shutdown) = (w.clone(), shutdown.clone());
+        async move { w.run(shutdown).await }
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while row(&q.pool, poison).await.0 != "FAILED" || row(&q.pool, late).await.0 != "SUCCESS" {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not settled: {:?} {:?}",
+            row(&q.pool, poison).await,
+            row(&q.pool, late).await
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    shutdown.cancel();
+    running.await.unwrap();
+    let (_, reason, attempts, _) = row(&q.pool, poison).await;
+    assert_eq!(
+        (reason.as_deref(), attempts),
+        (Some("PROCESSING_FAILED"), max_attempts)
     );
     let samples = scrape(&w, &q.pool).await;
     assert_eq!(

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use sqlx::Connection;
+use ticket_worker::Mode;
 use ticket_worker::retention::{Retention, Sweeper, Swept};
 
 fn thirty_days_and_a_day() -> Retention {
@@ -214,7 +215,7 @@ async fn the_sweeper_runs_beside_deciding_workers_without_losing_a_request() {
                 .unwrap()
         }
     });
-    common::drain_with_workers(&q.db, 2, 50).await;
+    common::drain_with_workers(&q.db, 2, 50, Mode::Batch).await;
     let swept = sweeping.await.unwrap();
     assert_eq!(swept.requests_deleted, 1_200);
     assert_eq!(

@@ -1,5 +1,6 @@
 //! The real `ticket-worker` executable: clean exit on SIGTERM, and a worker
-//! killed with SIGKILL mid-batch loses nothing.
+//! killed with SIGKILL mid-batch loses nothing, whether it decides in the
+//! claim's transaction or claims under a lease first.
 
 mod common;
 
@@ -30,8 +31,89 @@ async fn the_worker_exits_zero_on_sigterm() {
     expect_line(&lines, "worker stopped");
 }
 
+/// The default: each batch is claimed and decided in one transaction. A
+/// kill mid-decision rolls the whole of it back, and its rows are open to
+/// any worker at once, with no lease to wait out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_worker_killed_mid_batch_loses_nothing() {
+async fn a_worker_killed_mid_decision_leaves_its_rows_open_at_once() {
+    let q = queue(500, 30_000).await;
+    for _ in 0..3 {
+        let (mut child, lines) = spawn_worker(
+            &q.db.url(),
+            &[
+                ("TICKET_WORKER_BATCH_SIZE", "500"),
+                // A lease, were one written, would outlive the test.
+                ("TICKET_WORKER_LEASE_MS", "3600000"),
+            ],
+        );
+        expect_line(&lines, "worker started");
+        until_a_decision_is_writing(&q.pool).await;
+        signal(&child, "-KILL");
+        wait_for_exit(&mut child);
+        until_no_decision_is_open(&q.pool).await;
+        // Nothing half done, and nothing left under a lease.
+        common::assert_invariants(&q.pool).await;
+        assert_eq!(common::processing(&q.pool).await, 0);
+    }
+    let decided_by_the_killed = 30_000 - open_requests(&q.pool).await;
+    assert!(decided_by_the_killed > 0 && decided_by_the_killed < 30_000);
+    // Another worker takes the rest now: with hour-long leases, any row
+    // the killed workers had left leased would stall it.
+    let rescuer = worker(
+        &q.pool,
+        "rescuer",
+        Mode::Batch,
+        1000,
+        Duration::from_secs(3600),
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while open_requests(&q.pool).await > 0 {
+        rescuer.claim_and_decide_once().await.unwrap();
+        assert!(
+            Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(&q.pool).await
+        );
+    }
+    assert_each_requested_seat_sold_once(&q.pool, 500, 30_000).await;
+}
+
+/// Waits until a transaction on this test's database has changed rows
+/// (the worker's decision, between its first write and its commit).
+async fn until_a_decision_is_writing(pool: &sqlx::MySqlPool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while decisions_writing(pool).await == 0 {
+        assert!(Instant::now() < deadline, "no decision was seen writing");
+        // INNODB_TRX is refreshed for a reader at most every 0.1 s.
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+/// Waits until the server has rolled back the killed worker's transaction.
+async fn until_no_decision_is_open(pool: &sqlx::MySqlPool) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while decisions_writing(pool).await > 0 {
+        assert!(Instant::now() < deadline, "the killed decision stayed open");
+        tokio::time::sleep(Duration::from_millis(150)).await;
+    }
+}
+
+async fn decisions_writing(pool: &sqlx::MySqlPool) -> i64 {
+    let (n,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM information_schema.INNODB_TRX t \
+         JOIN information_schema.PROCESSLIST p ON p.ID = t.trx_mysql_thread_id \
+         WHERE p.DB = DATABASE() AND t.trx_rows_modified > 0",
+    )
+    .fetch_one(pool)
+    .await
+    .unwrap();
+    n
+}
+
+/// `leased-batch`: claims are committed as PROCESSING under a lease, so a
+/// killed worker's rows wait for it to run out and are then re-claimed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_holding_leased_rows_loses_nothing() {
     let q = queue(500, 30_000).await;
     let mut reclaimed_somewhere = false;
     // Kill a worker process three times while it holds claimed rows.
@@ -39,6 +121,7 @@ async fn a_worker_killed_mid_batch_loses_nothing() {
         let (mut child, lines) = spawn_worker(
             &q.db.url(),
             &[
+                ("TICKET_WORKER_MODE", "leased-batch"),
                 ("TICKET_WORKER_BATCH_SIZE", "500"),
                 ("TICKET_WORKER_LEASE_MS", "500"),
             ],
@@ -157,7 +240,7 @@ async fn a_worker_killed_while_sweeping_leaves_no_half_done_batch() {
 async fn a_worker_killed_while_expiring_holds_leaves_each_hold_whole() {
     let q = queue(1_000, 1_000).await;
     common::run(&q.pool, "UPDATE concerts SET hold_seconds = 1").await;
-    common::drain_with_workers(&q.db, 1, 1000).await;
+    common::drain_with_workers(&q.db, 1, 1000, Mode::Batch).await;
     let held = "SELECT COUNT(*) FROM reservations WHERE status = 'HELD'";
     assert_eq!(common::scalar(&q.pool, held).await, 1_000);
     tokio::time::sleep(Duration::from_millis(1_100)).await;

@@ -511,6 +511,40 @@ pub struct Lease {
     pub until: DateTime<Utc>,
 }
 
+/// How a decision's statements know that the rows are still its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fence {
+    /// Claimed and committed as PROCESSING under this lease token: a worker
+    /// whose rows were re-claimed after its lease ran out changes nothing.
+    Lease(u64),
+    /// PROCESSING rows whose lease ran out, locked by the caller's
+    /// transaction.
+    Expired,
+    /// PENDING rows locked by the caller's transaction ([`lock_pending`]):
+    /// claimed and decided in one transaction, with no lease written. The
+    /// lock is the fence: a worker that dies loses its transaction, and the
+    /// rows are PENDING again for the next.
+    Locked,
+}
+
+impl Fence {
+    /// The condition on `alias`'s rows; a lease binds its token (`bind`).
+    fn condition(self, alias: &str) -> String {
+        match self {
+            Self::Lease(_) => format!("{alias}status = 'PROCESSING' AND {alias}lease_token = ?"),
+            Self::Expired => format!("{alias}status = 'PROCESSING'"),
+            Self::Locked => format!("{alias}status = 'PENDING'"),
+        }
+    }
+
+    fn token(self) -> Option<u64> {
+        match self {
+            Self::Lease(token) => Some(token),
+            Self::Expired | Self::Locked => None,
+        }
+    }
+}
+
 /// What a claim took.
 #[derive(Debug, Default)]
 pub struct Claim {
@@ -565,26 +599,18 @@ pub async fn claim(
             .partition(|(_, attempts)| *attempts >= max_attempts);
         let dead_lettered: Vec<QueueId> = spent.into_iter().map(|(id, _)| id).collect();
         // Their old lease is gone; the locks just taken keep them ours.
-        fail(conn, &dead_lettered, None, FailureReason::ProcessingFailed, now).await?;
+        fail(conn, &dead_lettered, Fence::Expired, FailureReason::ProcessingFailed, now).await?;
         let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
-        let pending: Vec<(QueueId,)> = if room == 0 {
+        let pending = if room == 0 {
             Vec::new()
         } else {
-            sqlx::query_as(
-                "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
-                 AND (retry_at IS NULL OR retry_at <= ?) \
-                 ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
-            )
-            .bind(now.naive_utc())
-            .bind(room)
-            .fetch_all(&mut *conn)
-            .await?
+            first_due(conn, room, now).await?
         };
         let reclaimed = expired.len();
         let mut ids: Vec<QueueId> = expired
             .into_iter()
             .map(|(id, _)| id)
-            .chain(pending.into_iter().map(|(id,)| id))
+            .chain(pending)
             .collect();
         if ids.is_empty() {
             return Ok(Claim {
@@ -617,14 +643,73 @@ pub async fn claim(
     .await
 }
 
-/// Hands rows under this lease back to the queue as PENDING, not to be
-/// claimed before `retry_at`. A deferred row (an earlier request for its seat
-/// was still open elsewhere) gets its attempt back; a row whose attempt
-/// failed keeps it counted.
+/// The first `limit` PENDING rows in line that are due, locked; rows
+/// another transaction holds are skipped, not waited for.
+async fn first_due(
+    conn: &mut MySqlConnection,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<QueueId>, sqlx::Error> {
+    let rows: Vec<(QueueId,)> = sqlx::query_as(
+        "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
+         AND (retry_at IS NULL OR retry_at <= ?) \
+         ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
+    )
+    .bind(now.naive_utc())
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Locks up to `limit` of the first PENDING rows in line that are due, for
+/// a decision in the same transaction ([`Fence::Locked`]): no lease and no
+/// PROCESSING status are written, so a claim costs one statement, not an
+/// UPDATE of every row's status index entry and a commit of its own. In id
+/// order.
+pub async fn lock_pending(
+    conn: &mut MySqlConnection,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<QueueId>, sqlx::Error> {
+    async move {
+        let mut ids = first_due(conn, limit, now).await?;
+        ids.sort_unstable();
+        Ok(ids)
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// Whether any row's lease has run out (its worker died or stalled): the
+/// PROCESSING entries of the status index are few, so this is cheap, and a
+/// worker that decides rows without leases looks now and then.
+pub async fn any_lease_expired(
+    conn: &mut MySqlConnection,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    async move {
+        let row: Option<(i64,)> = sqlx::query_as(
+            "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? LIMIT 1",
+        )
+        .bind(now.naive_utc())
+        .fetch_optional(conn)
+        .await?;
+        Ok(row.is_some())
+    }
+    .instrument(super::span("SELECT", "reservation_queue"))
+    .await
+}
+
+/// Hands rows back to the queue as PENDING, not to be claimed before
+/// `retry_at`. A deferred row (an earlier request for its seat was still
+/// open elsewhere) gets its attempt back; a row whose attempt failed keeps
+/// it counted; a row claimed without a lease ([`Fence::Locked`]) never had
+/// one counted.
 pub async fn hand_back(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
-    token: u64,
+    fence: Fence,
     retry_at: DateTime<Utc>,
     attempt: Attempt,
     now: DateTime<Utc>,
@@ -633,19 +718,22 @@ pub async fn hand_back(
         if ids.is_empty() {
             return Ok(0);
         }
-        let attempts = match attempt {
-            Attempt::Refunded => "IF(attempts > 0, attempts - 1, 0)",
-            Attempt::Counted => "attempts",
+        let attempts = match (fence, attempt) {
+            (Fence::Locked, _) | (_, Attempt::Counted) => "attempts",
+            (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
         };
-        let update = sqlx::query(AssertSqlSafe(format!(
+        let mut update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
                  lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
-             WHERE status = 'PROCESSING' AND lease_token = ? AND id IN ({})",
+             WHERE {} AND id IN ({})",
+            fence.condition(""),
             in_placeholders(ids.len())
         )))
         .bind(retry_at.naive_utc())
-        .bind(now.naive_utc())
-        .bind(token);
+        .bind(now.naive_utc());
+        if let Some(token) = fence.token() {
+            update = update.bind(token);
+        }
         Ok(bind_ids_exec(update, ids)
             .execute(conn)
             .await?
@@ -718,8 +806,8 @@ struct LeasedSeat {
     created_at: DateTime<Utc>,
 }
 
-/// Locks the rows of `ids` that are still PROCESSING under this lease token,
-/// with their seats, in line order. Rows missing from the answer were lost
+/// Locks the rows of `ids` that are still ours (`fence`), with their seats,
+/// in line order. Rows missing from the answer were lost
 /// (re-claimed by another worker, or already decided) and must not be
 /// touched. The concert's hold and opening are read, not locked: a
 /// concert's row is every decision's, and a changed setting applies from
@@ -727,23 +815,26 @@ struct LeasedSeat {
 pub async fn lock_leased(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
-    token: u64,
+    fence: Fence,
 ) -> Result<Vec<LeasedRow>, sqlx::Error> {
     async move {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        let select = sqlx::query_as(AssertSqlSafe(format!(
+        let mut select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
                     (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
                     (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
                     q.line_key, q.traceparent, q.tracestate, q.created_at \
              FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
-             WHERE q.status = 'PROCESSING' AND q.lease_token = ? AND q.id IN ({}) \
+             WHERE {} AND q.id IN ({}) \
              ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
+            fence.condition("q."),
             in_placeholders(ids.len())
-        )))
-        .bind(token);
+        )));
+        if let Some(token) = fence.token() {
+            select = select.bind(token);
+        }
         let seats: Vec<LeasedSeat> = bind_ids(select, ids)
             .fetch_all(conn)
             .await?;
@@ -782,7 +873,7 @@ pub async fn lock_leased(
 pub async fn mark_succeeded(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
-    token: u64,
+    fence: Fence,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
@@ -793,16 +884,18 @@ pub async fn mark_succeeded(
             "UPDATE reservation_queue q \
              SET q.status = 'SUCCESS', q.reservation_id = ({own}), q.reason = NULL, q.lease_until = NULL, \
                  q.decided_at = ?, q.updated_at = ? \
-             WHERE q.id IN ({}) AND q.status = 'PROCESSING' AND q.lease_token = ? AND EXISTS ({own})",
+             WHERE q.id IN ({}) AND {} AND EXISTS ({own})",
             in_placeholders(ids.len()),
+            fence.condition("q."),
             own = "SELECT r.id FROM reservations r WHERE r.queue_id = q.id AND r.user_id = q.user_id"
         )))
         .bind(now.naive_utc())
         .bind(now.naive_utc());
-        let done = bind_ids_exec(update, ids)
-            .bind(token)
-            .execute(&mut *conn)
-            .await?;
+        let mut update = bind_ids_exec(update, ids);
+        if let Some(token) = fence.token() {
+            update = update.bind(token);
+        }
+        let done = update.execute(&mut *conn).await?;
         close_if_all(conn, ids, done.rows_affected()).await?;
         Ok(done.rows_affected())
     }
@@ -813,42 +906,37 @@ pub async fn mark_succeeded(
 pub async fn mark_failed(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
-    token: u64,
+    fence: Fence,
     reason: FailureReason,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    fail(conn, ids, Some(token), reason, now)
+    fail(conn, ids, fence, reason, now)
         .instrument(super::span("UPDATE", "reservation_queue"))
         .await
 }
 
-/// Marks PROCESSING requests FAILED: with `token`, only those still under
-/// that lease; without, the caller holds their row locks.
+/// Marks requests FAILED, those still ours (`fence`).
 async fn fail(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
-    token: Option<u64>,
+    fence: Fence,
     reason: FailureReason,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     if ids.is_empty() {
         return Ok(0);
     }
-    let fence = if token.is_some() {
-        "AND lease_token = ?"
-    } else {
-        ""
-    };
     let mut update = sqlx::query(AssertSqlSafe(format!(
         "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
              decided_at = ?, updated_at = ? \
-         WHERE status = 'PROCESSING' {fence} AND id IN ({})",
+         WHERE {} AND id IN ({})",
+        fence.condition(""),
         in_placeholders(ids.len())
     )))
     .bind(reason.as_str())
     .bind(now.naive_utc())
     .bind(now.naive_utc());
-    if let Some(token) = token {
+    if let Some(token) = fence.token() {
         update = update.bind(token);
     }
     let done = bind_ids_exec(update, ids).execute(&mut *conn).await?;

@@ -74,8 +74,14 @@ pub async fn scrape(w: &ticket_worker::Worker, pool: &sqlx::MySqlPool) -> Sample
 }
 
 /// Runs `n` workers side by side, each with a pool of its own as separate
-/// processes would have, until nothing is open (at most two minutes).
-pub async fn drain_with_workers(db: &TestDatabase, n: usize, batch_size: u32) {
+/// processes would have, until nothing is open (at most two minutes); then
+/// how many requests each of them decided.
+pub async fn drain_with_workers(
+    db: &TestDatabase,
+    n: usize,
+    batch_size: u32,
+    mode: Mode,
+) -> Vec<u64> {
     let shutdown = tokio_util::sync::CancellationToken::new();
     let mut handles = Vec::new();
     for i in 0..n {
@@ -83,12 +89,13 @@ pub async fn drain_with_workers(db: &TestDatabase, n: usize, batch_size: u32) {
         let w = worker(
             &pool,
             &format!("w{i}"),
-            Mode::Batch,
+            mode,
             batch_size,
             Duration::from_secs(60),
         );
         let shutdown = shutdown.clone();
-        handles.push(tokio::spawn(async move { w.run(shutdown).await }));
+        let metrics = w.metrics();
+        handles.push((tokio::spawn(async move { w.run(shutdown).await }), metrics));
     }
     let pool = db.pool(1).await;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
@@ -101,9 +108,12 @@ pub async fn drain_with_workers(db: &TestDatabase, n: usize, batch_size: u32) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     shutdown.cancel();
-    for h in handles {
+    let mut decided = Vec::new();
+    for (h, metrics) in handles {
         h.await.unwrap();
+        decided.push(metrics.decided_count());
     }
+    decided
 }
 
 pub async fn counts(pool: &MySqlPool) -> HashMap<String, i64> {
@@ -180,7 +190,7 @@ pub async fn run(pool: &MySqlPool, sql: &str) {
 /// 40 days, the rest by 2 days; then 5 requests left open, 40 days old.
 pub async fn aged_history() -> Queue {
     let q = queue(600, 1_500).await;
-    drain_with_workers(&q.db, 1, 1000).await;
+    drain_with_workers(&q.db, 1, 1000, Mode::Batch).await;
     run(
         &q.pool,
         "UPDATE reservation_queue SET idempotency_key = CONCAT('key-', id)",
