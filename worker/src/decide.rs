@@ -6,7 +6,7 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, MySql, MySqlConnection, Transaction};
+use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Transaction};
 use ticket_core::db::outbox::{EventKind, ReservationEvent, Subject};
 use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::reservations::ReservedSeat;
@@ -92,42 +92,85 @@ pub async fn batch(
     defer_for: Duration,
 ) -> Result<Report, DecideError> {
     let lock_started = SystemTime::now();
-    let tx = conn.begin().await?;
-    decide_in(tx, ids, Fence::Lease(token), defer_for, lock_started).await
+    let fence = Fence::Lease(token);
+    let mut tx = conn.begin().await?;
+    let locked = queue::lock_leased(&mut tx, ids, fence).await?;
+    let lock = (lock_started, SystemTime::now());
+    decide_rows(tx, ids.len(), locked, fence, defer_for, lock).await
 }
 
-/// Claims the first `limit` PENDING rows in line that are due and decides
-/// them in the same transaction, as [`batch`] does claimed rows: no lease,
-/// no PROCESSING status and no commit of the claim alone. Rows another
+/// Rows claimed in a transaction that stays open for their decision (see
+/// [`claim`] and [`decide_claimed`]).
+pub struct Claimed {
+    tx: Transaction<'static, MySql>,
+    ids: Vec<QueueId>,
+    rows: Vec<queue::LeasedRow>,
+    /// When the claim began and had its rows.
+    lock: (SystemTime, SystemTime),
+}
+
+impl Claimed {
+    /// In id order.
+    pub fn ids(&self) -> &[QueueId] {
+        &self.ids
+    }
+
+    pub fn claim_phase(&self) -> (SystemTime, SystemTime) {
+        self.lock
+    }
+
+    /// Gives the rows back undecided: the transaction rolls back.
+    pub async fn release(self) -> Result<(), sqlx::Error> {
+        self.tx.rollback().await
+    }
+}
+
+/// Locks the first `limit` PENDING rows in line that are due, with their
+/// seats, in a transaction that stays open for their decision: no lease, no
+/// PROCESSING status and no commit of the claim alone. Rows another
 /// transaction holds are skipped. `None` when no row was due.
-pub async fn claim_and_decide(
-    conn: &mut MySqlConnection,
-    limit: u32,
-    defer_for: Duration,
-) -> Result<Option<(Vec<QueueId>, Report)>, DecideError> {
-    let lock_started = SystemTime::now();
-    let mut tx = conn.begin().await?;
+pub async fn claim(pool: &MySqlPool, limit: u32) -> Result<Option<Claimed>, DecideError> {
+    let started = SystemTime::now();
+    let mut tx = pool.begin().await?;
     let ids = queue::lock_pending(&mut tx, limit, db::now()).await?;
     if ids.is_empty() {
         tx.commit().await?;
         return Ok(None);
     }
-    let report = decide_in(tx, &ids, Fence::Locked, defer_for, lock_started).await?;
-    Ok(Some((ids, report)))
+    let rows = queue::lock_leased(&mut tx, &ids, Fence::Locked).await?;
+    Ok(Some(Claimed {
+        tx,
+        ids,
+        rows,
+        lock: (started, SystemTime::now()),
+    }))
 }
 
-/// The decision of rows that `fence` says are ours, in `tx`, committed.
-async fn decide_in(
+/// Decides claimed rows in their claim's transaction, as [`batch`] does
+/// rows claimed under a lease, and commits. Planned only now, so rows
+/// claimed while an earlier batch was being decided see its outcome.
+pub async fn decide_claimed(claimed: Claimed, defer_for: Duration) -> Result<Report, DecideError> {
+    let Claimed {
+        tx,
+        ids,
+        rows,
+        lock,
+    } = claimed;
+    decide_rows(tx, ids.len(), rows, Fence::Locked, defer_for, lock).await
+}
+
+/// The decision of `locked`, the rows of the `wanted` that `fence` says are
+/// still ours, in `tx`, committed.
+async fn decide_rows(
     mut tx: Transaction<'_, MySql>,
-    ids: &[QueueId],
+    wanted: usize,
+    locked: Vec<queue::LeasedRow>,
     fence: Fence,
     defer_for: Duration,
-    lock_started: SystemTime,
+    lock: (SystemTime, SystemTime),
 ) -> Result<Report, DecideError> {
     let now = db::now();
-    let locked = queue::lock_leased(&mut tx, ids, fence).await?;
-    let lock = (lock_started, SystemTime::now());
-    let lost = ids.len() - locked.len();
+    let lost = wanted - locked.len();
     let (rows, early): (Vec<_>, Vec<_>) = locked
         .into_iter()
         .partition(|row| row.opens_at.is_none_or(|at| at <= now));

@@ -44,6 +44,12 @@ pub struct ClaimedBatch {
     pub claim_finished: SystemTime,
 }
 
+/// A batch claimed while the one before it was being decided.
+enum Ahead {
+    Leased(ClaimedBatch),
+    InDecision(decide::Claimed),
+}
+
 /// What one claim-and-decide cycle did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Cycle {
@@ -220,47 +226,97 @@ impl Worker {
         Ok(())
     }
 
-    /// Claims and decides one batch in a single transaction (see
-    /// [`decide::claim_and_decide`]), retrying deadlocks and lock waits:
-    /// the loop's usual cycle. A failure caused by the rows is returned;
-    /// the caller claims them under a lease to split them.
+    /// Claims a batch to be decided in the claim's own transaction (see
+    /// [`decide::claim`]), after the now-and-then work of a claim.
+    async fn claim_in_decision(&self) -> Result<Option<decide::Claimed>, DecideError> {
+        let mut conn = self.connections.take().await?;
+        self.look_around(&mut conn, db::now()).await?;
+        self.connections.keep(conn);
+        decide::claim(self.connections.pool(), self.config().batch_size).await
+    }
+
+    /// Decides rows claimed in the decision's transaction.
+    async fn decide_in_claim(&self, claimed: decide::Claimed) -> Result<Cycle, DecideError> {
+        let (claim_started, claim_finished) = claimed.claim_phase();
+        let batch = ClaimedBatch {
+            ids: claimed.ids().to_vec(),
+            token: 0,
+            reclaimed: 0,
+            dead_lettered: 0,
+            claim_started,
+            claim_finished,
+        };
+        self.metrics.claimed(&batch);
+        let report = decide::decide_claimed(claimed, DEFER_FOR).await?;
+        self.record(&batch, &report);
+        Ok(Cycle {
+            claimed: batch.ids.len(),
+            reclaimed: 0,
+            decided: report.decided,
+        })
+    }
+
+    /// Claims and decides one batch in a single transaction, retrying
+    /// deadlocks and lock waits (each attempt claims afresh). A failure
+    /// caused by the rows is returned; the caller claims them under a lease
+    /// to split them.
     pub async fn claim_and_decide_once(&self) -> Result<Cycle, DecideError> {
         let mut attempt = 1;
         loop {
-            let config = self.config();
-            let mut conn = self.connections.take().await?;
-            self.look_around(&mut conn, db::now()).await?;
-            let claim_started = SystemTime::now();
-            let result = decide::claim_and_decide(&mut conn, config.batch_size, DEFER_FOR).await;
-            if result.is_ok() {
-                self.connections.keep(conn);
-            }
-            match result {
-                Ok(None) => return Ok(Cycle::default()),
-                Ok(Some((ids, report))) => {
-                    let batch = ClaimedBatch {
-                        ids,
-                        token: 0,
-                        reclaimed: 0,
-                        dead_lettered: 0,
-                        claim_started,
-                        claim_finished: report.phases.map_or(claim_started, |p| p.lock.1),
-                    };
-                    self.metrics.claimed(&batch);
-                    self.record(&batch, &report);
-                    return Ok(Cycle {
-                        claimed: batch.ids.len(),
-                        reclaimed: 0,
-                        decided: report.decided,
-                    });
-                }
+            let Some(claimed) = self.claim_in_decision().await? else {
+                return Ok(Cycle::default());
+            };
+            match self.decide_in_claim(claimed).await {
                 Err(e) if e.is_transient() && attempt < DECIDE_ATTEMPTS => {
                     tracing::debug!(error = %e, attempt, "transient conflict while deciding; retrying");
                     tokio::time::sleep(random::jitter(Duration::from_millis(1 << attempt), 1.0))
                         .await;
                     attempt += 1;
                 }
-                Err(e) => return Err(e),
+                other => return other,
+            }
+        }
+    }
+
+    /// The loop's cycle in one transaction per batch. After a full batch
+    /// the next one is claimed while this one is decided: its transaction
+    /// holds its rows and plans once this one has committed, so it sees
+    /// this one's outcome. A transient failure decides the batch again with
+    /// a fresh claim.
+    async fn pipelined_in_decision(
+        &self,
+        prefetched: Option<decide::Claimed>,
+    ) -> Result<(Cycle, Option<decide::Claimed>), DecideError> {
+        let claimed = match prefetched {
+            Some(claimed) => claimed,
+            None => match self.claim_in_decision().await? {
+                Some(claimed) => claimed,
+                None => return Ok((Cycle::default(), None)),
+            },
+        };
+        // Not ahead of rows whose lease ran out: the next cycle takes them.
+        let full = claimed.ids().len() >= self.config().batch_size as usize
+            && self.claims_in_decision().await?;
+        let (decided, next) = if full {
+            tokio::join!(self.decide_in_claim(claimed), self.claim_in_decision())
+        } else {
+            (self.decide_in_claim(claimed).await, Ok(None))
+        };
+        let next = next.unwrap_or_else(|e| {
+            tracing::debug!(error = %e, "claiming ahead failed; the next cycle claims again");
+            None
+        });
+        match decided {
+            Ok(cycle) => Ok((cycle, next)),
+            Err(e) => {
+                if let Some(next) = next {
+                    next.release().await?;
+                }
+                if !e.is_transient() {
+                    return Err(e);
+                }
+                tracing::debug!(error = %e, "transient conflict while deciding; claiming again");
+                Ok((self.claim_and_decide_once().await?, None))
             }
         }
     }
@@ -419,25 +475,36 @@ impl Worker {
     /// can be, else under a lease (see [`Self::pipelined_cycle`]).
     async fn cycle(
         &self,
-        prefetched: Option<ClaimedBatch>,
+        ahead: Option<Ahead>,
         config: WorkerConfig,
-    ) -> anyhow::Result<(Cycle, Option<ClaimedBatch>)> {
-        if prefetched.is_none() && self.claims_in_decision().await? {
-            match self.claim_and_decide_once().await {
-                Ok(cycle) => return Ok((cycle, None)),
-                Err(e) if e.is_caused_by_rows() => {
-                    tracing::warn!(
-                        error = format!("{e:#}"),
-                        "deciding rows failed; claiming them under a lease to split them"
-                    );
-                    self.careful.store(true, Ordering::Relaxed);
-                }
-                Err(e) => return Err(e.into()),
+    ) -> anyhow::Result<(Cycle, Option<Ahead>)> {
+        let in_decision = match ahead {
+            Some(Ahead::Leased(batch)) => {
+                let (cycle, next) = self.pipelined_cycle(Some(batch), config).await?;
+                return Ok((cycle, next.map(Ahead::Leased)));
             }
+            Some(Ahead::InDecision(claimed)) => Some(claimed),
+            None if self.claims_in_decision().await? => None,
+            None => {
+                let (cycle, next) = self.pipelined_cycle(None, config).await?;
+                self.careful.store(false, Ordering::Relaxed);
+                return Ok((cycle, next.map(Ahead::Leased)));
+            }
+        };
+        match self.pipelined_in_decision(in_decision).await {
+            Ok((cycle, next)) => Ok((cycle, next.map(Ahead::InDecision))),
+            Err(e) if e.is_caused_by_rows() => {
+                tracing::warn!(
+                    error = format!("{e:#}"),
+                    "deciding rows failed; claiming them under a lease to split them"
+                );
+                self.careful.store(true, Ordering::Relaxed);
+                let (cycle, next) = self.pipelined_cycle(None, config).await?;
+                self.careful.store(false, Ordering::Relaxed);
+                Ok((cycle, next.map(Ahead::Leased)))
+            }
+            Err(e) => Err(e.into()),
         }
-        let cycle = self.pipelined_cycle(prefetched, config).await?;
-        self.careful.store(false, Ordering::Relaxed);
-        Ok(cycle)
     }
 
     /// A cycle under a lease. After a full batch the next one is claimed while
@@ -504,7 +571,7 @@ impl Worker {
     /// jitter). Errors back off, up to 5 s.
     pub async fn run(&self, shutdown: CancellationToken) {
         let mut failures: u32 = 0;
-        let mut prefetched: Option<ClaimedBatch> = None;
+        let mut prefetched: Option<Ahead> = None;
         tracing::info!(owner = %self.owner, mode = ?self.mode, config = ?self.config(), "worker started");
         while !shutdown.is_cancelled() {
             self.heartbeat.beat();
@@ -550,11 +617,19 @@ impl Worker {
             }
         }
         // Rows claimed ahead are ours: decide them rather than leave them to
-        // wait out their lease.
-        if let Some(batch) = prefetched
-            && let Err(e) = self.decide(&batch).await
-        {
-            tracing::warn!(error = %e, "could not decide the rows claimed ahead; their lease will expire");
+        // wait out their lease, or another worker to claim them again.
+        match prefetched {
+            Some(Ahead::Leased(batch)) => {
+                if let Err(e) = self.decide(&batch).await {
+                    tracing::warn!(error = %e, "could not decide the rows claimed ahead; their lease will expire");
+                }
+            }
+            Some(Ahead::InDecision(claimed)) => {
+                if let Err(e) = self.decide_in_claim(claimed).await {
+                    tracing::warn!(error = %e, "could not decide the rows claimed ahead; they are open again");
+                }
+            }
+            None => {}
         }
         tracing::info!("worker stopped");
     }
