@@ -67,12 +67,17 @@ start_api() {
 }
 start_api
 # A short lease, so that rows whose decision failed are taken up again soon.
+# The worker-kill fault kills a worker holding leased rows (leased-batch):
+# the default, which claims inside the decision's transaction, leaves none
+# to wait for (worker/tests/shutdown.rs kills that one mid-decision).
 workers_started=0
+worker_mode=batch
+[ "$what" = worker-kill ] && worker_mode=leased-batch
 start_worker() {
   workers_started=$((workers_started + 1))
   worker_id="fault-worker-$workers_started"
   stack_spawn env DATABASE_URL="$url" TICKET_WORKER_ID="$worker_id" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 \
-    TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
+    TICKET_WORKER_MODE="$worker_mode" TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
   worker_pid=$spawned_pid
 }
 start_worker
