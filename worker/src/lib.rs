@@ -78,6 +78,19 @@ pub struct Worker {
     careful: AtomicBool,
 }
 
+/// The now-and-then work due at one claim.
+#[derive(Debug, Clone, Copy)]
+struct Errands {
+    admit_opened: bool,
+    publish_rates: bool,
+}
+
+impl Errands {
+    fn any(self) -> bool {
+        self.admit_opened || self.publish_rates
+    }
+}
+
 /// How often a claim looks for rows whose lease ran out: a crashed worker's
 /// rows wait at most this much longer than their lease.
 const EXPIRED_LOOK_EVERY: Duration = Duration::from_secs(1);
@@ -183,7 +196,7 @@ impl Worker {
         };
         let look_for_expired = self.expired_look.due();
         let mut conn = self.connections.take().await?;
-        self.look_around(&mut conn, now).await?;
+        self.run_errands(&mut conn, self.errands_due(), now).await?;
         let mut tx = conn.begin().await?;
         let claim = queue::claim(
             &mut tx,
@@ -210,28 +223,42 @@ impl Worker {
         })
     }
 
-    /// What a claim does besides claiming, now and then: admits the lines of
-    /// sales that have opened, publishes the decision rates.
-    async fn look_around(
+    /// What a claim does besides claiming, now and then, that is due now
+    /// (asking marks it done for one period).
+    fn errands_due(&self) -> Errands {
+        Errands {
+            admit_opened: self.opening_look.due(),
+            publish_rates: self.publishing.due(),
+        }
+    }
+
+    /// Admits the lines of sales that have opened, publishes the decision
+    /// rates: those of `errands`.
+    async fn run_errands(
         &self,
         conn: &mut sqlx::MySqlConnection,
+        errands: Errands,
         now: chrono::DateTime<chrono::Utc>,
     ) -> Result<(), sqlx::Error> {
-        if self.opening_look.due() {
+        if errands.admit_opened {
             opening::admit_opened(conn, now).await?;
         }
-        if self.publishing.due() {
+        if errands.publish_rates {
             self.rates.publish(conn, &self.owner, now).await?;
         }
         Ok(())
     }
 
     /// Claims a batch to be decided in the claim's own transaction (see
-    /// [`decide::claim`]), after the now-and-then work of a claim.
+    /// [`decide::claim`]), after the now-and-then work of a claim, which
+    /// alone needs a kept connection.
     async fn claim_in_decision(&self) -> Result<Option<decide::Claimed>, DecideError> {
-        let mut conn = self.connections.take().await?;
-        self.look_around(&mut conn, db::now()).await?;
-        self.connections.keep(conn);
+        let errands = self.errands_due();
+        if errands.any() {
+            let mut conn = self.connections.take().await?;
+            self.run_errands(&mut conn, errands, db::now()).await?;
+            self.connections.keep(conn);
+        }
         decide::claim(self.connections.pool(), self.config().batch_size).await
     }
 
@@ -479,17 +506,10 @@ impl Worker {
         config: WorkerConfig,
     ) -> anyhow::Result<(Cycle, Option<Ahead>)> {
         let in_decision = match ahead {
-            Some(Ahead::Leased(batch)) => {
-                let (cycle, next) = self.pipelined_cycle(Some(batch), config).await?;
-                return Ok((cycle, next.map(Ahead::Leased)));
-            }
+            Some(Ahead::Leased(batch)) => return self.leased_cycle(Some(batch), config).await,
             Some(Ahead::InDecision(claimed)) => Some(claimed),
             None if self.claims_in_decision().await? => None,
-            None => {
-                let (cycle, next) = self.pipelined_cycle(None, config).await?;
-                self.careful.store(false, Ordering::Relaxed);
-                return Ok((cycle, next.map(Ahead::Leased)));
-            }
+            None => return self.leased_cycle(None, config).await,
         };
         match self.pipelined_in_decision(in_decision).await {
             Ok((cycle, next)) => Ok((cycle, next.map(Ahead::InDecision))),
@@ -499,12 +519,22 @@ impl Worker {
                     "deciding rows failed; claiming them under a lease to split them"
                 );
                 self.careful.store(true, Ordering::Relaxed);
-                let (cycle, next) = self.pipelined_cycle(None, config).await?;
-                self.careful.store(false, Ordering::Relaxed);
-                Ok((cycle, next.map(Ahead::Leased)))
+                self.leased_cycle(None, config).await
             }
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// A cycle under a lease, after which rows are claimed in the decision's
+    /// transaction again (the rows that failed have been split by then).
+    async fn leased_cycle(
+        &self,
+        prefetched: Option<ClaimedBatch>,
+        config: WorkerConfig,
+    ) -> anyhow::Result<(Cycle, Option<Ahead>)> {
+        let (cycle, next) = self.pipelined_cycle(prefetched, config).await?;
+        self.careful.store(false, Ordering::Relaxed);
+        Ok((cycle, next.map(Ahead::Leased)))
     }
 
     /// A cycle under a lease. After a full batch the next one is claimed while

@@ -75,15 +75,10 @@ async fn the_default_loop_takes_over_rows_whose_lease_ran_out() {
         let (w, shutdown) = (rescuer.clone(), shutdown.clone());
         async move { w.run(shutdown).await }
     });
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-    while common::open_requests(&q.pool).await > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not taken over: {:?}",
-            counts(&q.pool).await
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    common::until_drained(&q.pool, Duration::from_secs(20), || {
+        tokio::time::sleep(Duration::from_millis(20))
+    })
+    .await;
     shutdown.cancel();
     running.await.unwrap();
     assert_each_requested_seat_sold_once(&q.pool, 10, 50).await;

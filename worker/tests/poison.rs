@@ -143,27 +143,38 @@ async fn a_row_that_always_fails_is_set_aside_and_the_rest_decided_at_once() {
     );
 
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while row(&q.pool, poison).await.0 != "FAILED" || row(&q.pool, late).await.0 != "SUCCESS" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not settled: {:?} {:?}",
-            row(&q.pool, poison).await,
-            row(&q.pool, late).await
-        );
+    while !settled(&q.pool, poison, late, deadline).await {
         w.process_once().await.unwrap();
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let (_, reason, attempts, _) = row(&q.pool, poison).await;
-    assert_eq!(
-        (reason.as_deref(), attempts),
-        (Some("PROCESSING_FAILED"), max_attempts)
-    );
+    assert_set_aside_alone(&q, &w, poison, max_attempts).await;
     assert_eq!(
         row(&q.pool, late).await.2,
         1,
         "waiting behind the earlier request cost the later one no attempt"
     );
-    let samples = scrape(&w, &q.pool).await;
+}
+
+/// Whether the failing row is set aside and the later request for its seat
+/// has won it; fails the test past `deadline`.
+async fn settled(pool: &MySqlPool, poison: u64, late: u64, deadline: tokio::time::Instant) -> bool {
+    let (poisoned, later) = (row(pool, poison).await, row(pool, late).await);
+    assert!(
+        tokio::time::Instant::now() < deadline,
+        "not settled: {poisoned:?} {later:?}"
+    );
+    poisoned.0 == "FAILED" && later.0 == "SUCCESS"
+}
+
+/// The failing row ended FAILED (PROCESSING_FAILED) after its last attempt,
+/// counted as set aside, and every other row was decided.
+async fn assert_set_aside_alone(q: &Queue, w: &Worker, poison: u64, max_attempts: u32) {
+    let (_, reason, attempts, _) = row(&q.pool, poison).await;
+    assert_eq!(
+        (reason.as_deref(), attempts),
+        (Some("PROCESSING_FAILED"), max_attempts)
+    );
+    let samples = scrape(w, &q.pool).await;
     assert_eq!(
         value(&samples, "ticket_worker_dead_lettered_total", &[]),
         1.0
@@ -229,30 +240,12 @@ async fn the_running_loop_sets_a_failing_row_aside_and_decides_the_rest() {
         async move { w.run(shutdown).await }
     });
     let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    while row(&q.pool, poison).await.0 != "FAILED" || row(&q.pool, late).await.0 != "SUCCESS" {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "not settled: {:?} {:?}",
-            row(&q.pool, poison).await,
-            row(&q.pool, late).await
-        );
+    while !settled(&q.pool, poison, late, deadline).await {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     shutdown.cancel();
     running.await.unwrap();
-    let (_, reason, attempts, _) = row(&q.pool, poison).await;
-    assert_eq!(
-        (reason.as_deref(), attempts),
-        (Some("PROCESSING_FAILED"), max_attempts)
-    );
-    let samples = scrape(&w, &q.pool).await;
-    assert_eq!(
-        value(&samples, "ticket_worker_dead_lettered_total", &[]),
-        1.0
-    );
-    let c = counts(&q.pool).await;
-    assert_eq!((c["SUCCESS"], c["FAILED"]), (300, 1), "{c:?}");
-    common::assert_invariants(&q.pool).await;
+    assert_set_aside_alone(&q, &w, poison, max_attempts).await;
 }
 
 /// A row whose worker dies every time it holds it: after its last attempt
@@ -328,11 +321,11 @@ async fn a_failure_of_every_row_sets_none_aside() {
         .execute(&q.pool)
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while common::open_requests(&q.pool).await > 0 {
-        assert!(tokio::time::Instant::now() < deadline, "not decided");
+    let w = &w;
+    common::until_drained(&q.pool, Duration::from_secs(10), move || async move {
         w.process_once().await.unwrap();
         tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    })
+    .await;
     common::assert_each_requested_seat_sold_once(&q.pool, 4, 8).await;
 }

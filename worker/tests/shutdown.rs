@@ -7,7 +7,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::process::{expect_line, signal, spawn_worker, wait_for_exit};
-use common::{assert_each_requested_seat_sold_once, counts, open_requests, queue, worker};
+use common::{assert_each_requested_seat_sold_once, open_requests, queue, worker};
 use ticket_worker::Mode;
 
 #[tokio::test]
@@ -53,10 +53,11 @@ async fn a_worker_killed_mid_decision_leaves_its_rows_open_at_once() {
         while open_requests(&q.pool).await == open_before {
             assert!(Instant::now() < deadline, "the worker decided nothing");
         }
-        until_a_decision_is_writing(&q.pool).await;
+        until_decisions_writing(&q.pool, |n| n > 0, "no decision was seen writing").await;
         signal(&child, "-KILL");
         wait_for_exit(&mut child);
-        until_no_decision_is_open(&q.pool).await;
+        // The server has rolled the killed worker's transaction back.
+        until_decisions_writing(&q.pool, |n| n == 0, "the killed decision stayed open").await;
         // Nothing half done, and nothing left under a lease.
         common::assert_invariants(&q.pool).await;
         assert_eq!(common::processing(&q.pool).await, 0);
@@ -74,34 +75,22 @@ async fn a_worker_killed_mid_decision_leaves_its_rows_open_at_once() {
         1000,
         Duration::from_secs(3600),
     );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while open_requests(&q.pool).await > 0 {
+    let rescuer = &rescuer;
+    common::until_drained(&q.pool, Duration::from_secs(120), move || async move {
         rescuer.claim_and_decide_once().await.unwrap();
-        assert!(
-            Instant::now() < deadline,
-            "not drained: {:?}",
-            counts(&q.pool).await
-        );
-    }
+    })
+    .await;
     assert_each_requested_seat_sold_once(&q.pool, 500, 30_000).await;
 }
 
-/// Waits until a transaction on this test's database has changed rows
-/// (the worker's decision, between its first write and its commit).
-async fn until_a_decision_is_writing(pool: &sqlx::MySqlPool) {
+/// Waits until the number of transactions on this test's database that
+/// have changed rows (the worker's decision, between its first write and
+/// its commit or rollback) is as `wanted`.
+async fn until_decisions_writing(pool: &sqlx::MySqlPool, wanted: fn(i64) -> bool, what: &str) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    while decisions_writing(pool).await == 0 {
-        assert!(Instant::now() < deadline, "no decision was seen writing");
+    while !wanted(decisions_writing(pool).await) {
+        assert!(Instant::now() < deadline, "{what}");
         // INNODB_TRX is refreshed for a reader at most every 0.1 s.
-        tokio::time::sleep(Duration::from_millis(150)).await;
-    }
-}
-
-/// Waits until the server has rolled back the killed worker's transaction.
-async fn until_no_decision_is_open(pool: &sqlx::MySqlPool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while decisions_writing(pool).await > 0 {
-        assert!(Instant::now() < deadline, "the killed decision stayed open");
         tokio::time::sleep(Duration::from_millis(150)).await;
     }
 }
@@ -152,15 +141,11 @@ async fn a_worker_killed_holding_leased_rows_loses_nothing() {
         1000,
         Duration::from_secs(30),
     );
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while open_requests(&q.pool).await > 0 {
+    let rescuer = &rescuer;
+    common::until_drained(&q.pool, Duration::from_secs(120), move || async move {
         rescuer.process_once().await.unwrap();
-        assert!(
-            Instant::now() < deadline,
-            "not drained: {:?}",
-            counts(&q.pool).await
-        );
-    }
+    })
+    .await;
     assert_each_requested_seat_sold_once(&q.pool, 500, 30_000).await;
     let (twice,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE attempts > 1")

@@ -141,6 +141,23 @@ pub async fn until_rows_are_claimed(pool: &MySqlPool) {
     }
 }
 
+/// Runs `step` until no request is open, failing the test after `within`.
+pub async fn until_drained<F, Fut>(pool: &MySqlPool, within: Duration, mut step: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let deadline = std::time::Instant::now() + within;
+    while open_requests(pool).await > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "not drained: {:?}",
+            counts(pool).await
+        );
+        step().await;
+    }
+}
+
 pub async fn open_requests(pool: &MySqlPool) -> i64 {
     let c = counts(pool).await;
     ["WAITING", "PENDING", "PROCESSING"]
