@@ -223,7 +223,7 @@ pub fn signed_in(
         .map_err(|e| e.describe())?;
     if state
         .revocations
-        .is_revoked(principal.user, principal.issued_at_ms)
+        .is_revoked(principal.user, principal.issued_at_us)
     {
         return Err(
             "the token was revoked (password changed, account deleted or logged out everywhere); log in again",

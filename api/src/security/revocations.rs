@@ -26,7 +26,7 @@ const LATE_COMMIT_MARGIN: chrono::Duration = chrono::Duration::seconds(60);
 const PRUNE_BATCH: u32 = 500;
 
 pub struct Revocations {
-    /// User → tokens issued before this (ms since the epoch) are void.
+    /// User → tokens issued before this (µs since the epoch) are void.
     before: RwLock<HashMap<UserId, i64>>,
     /// Tokens live this long: older revocations void nothing.
     token_ttl: chrono::Duration,
@@ -44,19 +44,19 @@ impl Revocations {
         }
     }
 
-    /// Whether a token of `user` issued at `issued_at_ms` was revoked.
-    pub fn is_revoked(&self, user: UserId, issued_at_ms: i64) -> bool {
+    /// Whether a token of `user` issued at `issued_at_us` was revoked.
+    pub fn is_revoked(&self, user: UserId, issued_at_us: i64) -> bool {
         // A poisoned lock only means a writer panicked mid-insert of one
         // entry; the map is still usable.
         let before = self.before.read().unwrap_or_else(|e| e.into_inner());
-        before.get(&user).is_some_and(|&at| issued_at_ms < at)
+        before.get(&user).is_some_and(|&at| issued_at_us < at)
     }
 
     /// Applies a revocation this instance just committed.
     pub fn apply(&self, user: UserId, before: DateTime<Utc>) {
         let mut map = self.before.write().unwrap_or_else(|e| e.into_inner());
         let at = map.entry(user).or_insert(i64::MIN);
-        *at = (*at).max(before.timestamp_millis());
+        *at = (*at).max(before.timestamp_micros());
     }
 
     /// Reads the revocations recorded since the last read (the last token
@@ -75,7 +75,7 @@ impl Revocations {
         for (user, before) in rows {
             self.apply(user, before);
         }
-        let expired = older(Utc::now(), self.token_ttl).timestamp_millis();
+        let expired = older(Utc::now(), self.token_ttl).timestamp_micros();
         self.before
             .write()
             .unwrap_or_else(|e| e.into_inner())
@@ -125,15 +125,16 @@ mod tests {
     #[test]
     fn tokens_issued_before_a_revocation_are_void_and_later_ones_valid() {
         let revocations = Revocations::new(Duration::from_secs(3600));
-        let at = Utc::now();
-        let ms = at.timestamp_millis();
-        assert!(!revocations.is_revoked(UserId(1), ms - 1));
+        let at = ticket_core::db::now();
+        let us = at.timestamp_micros();
+        assert!(!revocations.is_revoked(UserId(1), us - 1));
         revocations.apply(UserId(1), at);
-        assert!(revocations.is_revoked(UserId(1), ms - 1));
-        assert!(!revocations.is_revoked(UserId(1), ms));
-        assert!(!revocations.is_revoked(UserId(2), ms - 1), "per user");
+        // To the microsecond: a login and a revocation can share a millisecond.
+        assert!(revocations.is_revoked(UserId(1), us - 1));
+        assert!(!revocations.is_revoked(UserId(1), us));
+        assert!(!revocations.is_revoked(UserId(2), us - 1), "per user");
         // An older revocation read late does not undo a newer one.
         revocations.apply(UserId(1), at - chrono::Duration::seconds(10));
-        assert!(revocations.is_revoked(UserId(1), ms - 1));
+        assert!(revocations.is_revoked(UserId(1), us - 1));
     }
 }

@@ -29,10 +29,16 @@ struct Claims {
     sub: String,
     role: Role,
     iat: i64,
-    /// `iat` in milliseconds: a token issued in the second of a revocation,
-    /// but after it, must stay valid. Absent in tokens of older versions.
+    /// `iat` in milliseconds, for instances of the previous version during
+    /// a rolling update. Absent in tokens of versions before it.
     #[serde(default)]
     iat_ms: Option<i64>,
+    /// `iat` in microseconds, the precision revocations are recorded at: a
+    /// login and a "log out everywhere" can fall in one millisecond, and
+    /// the token must then be void, while one issued after it stays valid.
+    /// Absent in tokens of older versions.
+    #[serde(default)]
+    iat_us: Option<i64>,
     exp: i64,
 }
 
@@ -41,8 +47,11 @@ struct Claims {
 pub struct Principal {
     pub user: UserId,
     pub role: Role,
-    /// When the token was issued (ms since the epoch), for revocations.
-    pub issued_at_ms: i64,
+    /// When the token was issued (µs since the epoch), for revocations. A
+    /// token of an older version says it less precisely: it is taken at the
+    /// start of its millisecond (or second), so that a revocation in the
+    /// same one voids it.
+    pub issued_at_us: i64,
 }
 
 #[derive(Debug)]
@@ -96,6 +105,7 @@ impl TokenKeys {
             role,
             iat: now.timestamp(),
             iat_ms: Some(now.timestamp_millis()),
+            iat_us: Some(now.timestamp_micros()),
             exp: (now + self.ttl).timestamp(),
         };
         // Serialising a struct of strings and integers cannot fail.
@@ -140,9 +150,10 @@ impl TokenKeys {
         Ok(Principal {
             user,
             role: claims.role,
-            issued_at_ms: claims
-                .iat_ms
-                .unwrap_or_else(|| claims.iat.saturating_mul(1000)),
+            issued_at_us: claims
+                .iat_us
+                .or_else(|| claims.iat_ms.map(|ms| ms.saturating_mul(1000)))
+                .unwrap_or_else(|| claims.iat.saturating_mul(1_000_000)),
         })
     }
 }
@@ -176,7 +187,7 @@ mod tests {
             Ok(Principal {
                 user: UserId(42),
                 role: Role::Admin,
-                issued_at_ms: now.timestamp_millis(),
+                issued_at_us: now.timestamp_micros(),
             })
         );
         let later = now + chrono::Duration::seconds(3600);
@@ -209,6 +220,33 @@ mod tests {
         for junk in ["", "a.b", "a.b.c.d", "....", &format!("{HEADER}.!!.??")] {
             assert!(k.verify(junk, now).is_err(), "{junk:?}");
         }
+    }
+
+    /// Tokens of older versions, which said when they were issued to the
+    /// millisecond or the second, are dated at its start.
+    #[test]
+    fn older_tokens_are_dated_at_the_start_of_their_millisecond_or_second() {
+        let k = keys(&[7; 32]);
+        let now = Utc::now();
+        let signed = |claims: String| {
+            let input = format!("{HEADER}.{}", B64.encode(claims));
+            let mut mac = k.mac();
+            mac.update(input.as_bytes());
+            format!("{input}.{}", B64.encode(mac.finalize().into_bytes()))
+        };
+        let exp = now.timestamp() + 99;
+        let (s, ms) = (now.timestamp(), now.timestamp_millis());
+        let with_ms = signed(format!(
+            r#"{{"sub":"1","role":"USER","iat":{s},"iat_ms":{ms},"exp":{exp}}}"#
+        ));
+        assert_eq!(k.verify(&with_ms, now).unwrap().issued_at_us, ms * 1000);
+        let seconds_only = signed(format!(
+            r#"{{"sub":"1","role":"USER","iat":{s},"exp":{exp}}}"#
+        ));
+        assert_eq!(
+            k.verify(&seconds_only, now).unwrap().issued_at_us,
+            s * 1_000_000
+        );
     }
 
     #[test]
