@@ -14,6 +14,9 @@ export DATABASE_URL
 # The page's tests drive a real headless Chromium.
 TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
 export TICKET_CHROMEDRIVER
+# The clock tests run the real executables with their clocks set apart.
+TICKET_LIBFAKETIME="$(scripts/faketime.sh)"
+export TICKET_LIBFAKETIME
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.

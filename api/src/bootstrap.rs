@@ -26,7 +26,8 @@ pub async fn admin(
             .context("looking up the admin account")?;
         let Some(user) = existing else {
             let hash = passwords.hash(password.expose()).await?;
-            match db::users::insert(&mut conn, nickname, &hash, Role::Admin, db::now()).await {
+            let now = db::now(&mut conn).await?;
+            match db::users::insert(&mut conn, nickname, &hash, Role::Admin, now).await {
                 Ok(_) => return Ok(()),
                 Err(e) if db::violated_unique_key(&e).is_some() => continue,
                 Err(e) => return Err(e).context("creating the admin account"),
@@ -48,8 +49,8 @@ pub async fn admin(
             return Ok(());
         }
         let hash = passwords.hash(password.expose()).await?;
-        let now = db::now();
         let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+        let now = db::now(&mut tx).await?;
         db::users::update(&mut tx, user.id, None, Some(&hash), now).await?;
         db::revocations::record(&mut tx, user.id, now).await?;
         tx.commit().await.context("updating the admin password")?;

@@ -19,7 +19,7 @@ use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::{Connection, MySqlPool};
 use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, queue, request_seats};
-use ticket_core::domain::QueueId;
+use ticket_core::domain::{LineKey, QueueId, QueueStatus, SaleWindow};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -49,6 +49,25 @@ pub enum EnqueueError {
     /// A valid token whose account was deleted since.
     #[error("no such user")]
     UserGone,
+    /// The sale takes no requests yet by the database's clock.
+    #[error("the sale has not opened")]
+    SaleNotOpen(SaleWindow),
+}
+
+/// A request in line: WAITING in the lottery, else PENDING.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Queued {
+    pub id: QueueId,
+    pub status: QueueStatus,
+}
+
+impl Queued {
+    pub fn new(id: QueueId, line: LineKey) -> Self {
+        Self {
+            id,
+            status: QueueStatus::in_line_at(line),
+        }
+    }
 }
 
 impl EnqueueError {
@@ -70,7 +89,7 @@ impl EnqueueError {
     }
 }
 
-type Reply = oneshot::Sender<Result<QueueId, EnqueueError>>;
+type Reply = oneshot::Sender<Result<Queued, EnqueueError>>;
 
 /// A request waiting for its group, with the trace it belongs to.
 struct Job {
@@ -108,7 +127,7 @@ impl EnqueueBatcher {
         &self,
         request: queue::NewRequest,
         trace: Context,
-    ) -> Result<QueueId, EnqueueError> {
+    ) -> Result<Queued, EnqueueError> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Job {
@@ -291,7 +310,7 @@ fn record_insert(trace: &Context, started: SystemTime, group_size: usize) {
 
 /// What the group write says to one of its requests.
 enum Answer {
-    Ready(Result<QueueId, EnqueueError>),
+    Ready(Result<Queued, EnqueueError>),
     /// Not settled by the group: enqueue it alone.
     Alone,
 }
@@ -339,12 +358,21 @@ async fn insert_group(
     limit: u32,
 ) -> Result<Vec<Answer>, sqlx::Error> {
     let mut tx = conn.begin().await?;
-    let written = queue::enqueue_many(&mut tx, requests, GROUP_CLOCK.now()).await?;
+    // The database's clock decides which requests the sale takes yet.
+    let now = GROUP_CLOCK.after(db::now(&mut tx).await?);
+    let written = queue::enqueue_many(&mut tx, requests, now).await?;
     let mut answers: Vec<Answer> = written
         .outcomes
         .iter()
-        .map(|outcome| match *outcome {
-            queue::Outcome::Queued(id) => Answer::Ready(Ok(id)),
+        .zip(requests)
+        .map(|(outcome, request)| match *outcome {
+            queue::Outcome::Queued(id) => Answer::Ready(Ok(Queued::new(
+                id,
+                request.line_at(now).unwrap_or(LineKey::AFTER_OPENING),
+            ))),
+            queue::Outcome::SaleNotOpen => {
+                Answer::Ready(Err(EnqueueError::SaleNotOpen(request.sale)))
+            }
             queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
             queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
             queue::Outcome::UserNotFound => Answer::Ready(Err(EnqueueError::UserGone)),
@@ -382,7 +410,7 @@ async fn insert_one(
     pool: &MySqlPool,
     r: &queue::NewRequest,
     limit: u32,
-) -> Result<QueueId, EnqueueError> {
+) -> Result<Queued, EnqueueError> {
     let mut conn = pool.acquire().await?;
     if limit > 0 {
         let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
@@ -391,10 +419,14 @@ async fn insert_one(
         }
     }
     let mut tx = conn.begin().await?;
-    match queue::enqueue(&mut tx, r, None, db::now()).await {
+    let now = db::now(&mut tx).await?;
+    let Some(line) = r.line_at(now) else {
+        return Err(EnqueueError::SaleNotOpen(r.sale));
+    };
+    match queue::enqueue(&mut tx, r, line, None, now).await {
         Ok(id) => {
             tx.commit().await?;
-            Ok(id)
+            Ok(Queued::new(id, line))
         }
         Err(e) => {
             tx.rollback().await?;

@@ -251,7 +251,7 @@ impl LineWatch {
         let previous = self.current();
         let (rates, requests) = if self.rates_due() {
             self.queries.inc_by(2);
-            let since = db::now() - RATES_FRESH_FOR;
+            let since = db::now(&mut conn).await? - RATES_FRESH_FOR;
             let decisions = rates::decisions(&mut conn, since).await?;
             let requests = rates::requests(&mut conn, since).await?;
             (

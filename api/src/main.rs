@@ -65,13 +65,10 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             retention_days,
         } => {
             let mut conn = pool.acquire().await.context("connecting to the database")?;
-            let now = chrono::Utc::now();
-            let stale_before = now - chrono::Duration::seconds(stuck_after_secs.into());
-            let events_kept_since = now
-                .checked_sub_signed(chrono::Duration::days(retention_days.into()))
-                .unwrap_or(chrono::DateTime::<chrono::Utc>::UNIX_EPOCH);
+            let stuck_after = chrono::Duration::seconds(stuck_after_secs.into());
+            let events_kept_for = chrono::Duration::try_days(retention_days.into());
             let violations =
-                db::invariants::check(&mut conn, stale_before, max_attempts, events_kept_since)
+                db::invariants::check(&mut conn, stuck_after, max_attempts, events_kept_for)
                     .await
                     .context("checking the invariants")?;
             for v in &violations {

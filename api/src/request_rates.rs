@@ -45,7 +45,8 @@ impl RequestRates {
             }
             let published = async {
                 let mut conn = pool.acquire().await?;
-                rates::publish_requests(&mut conn, &self.instance, &rolled, db::now()).await
+                let now = db::now(&mut conn).await?;
+                rates::publish_requests(&mut conn, &self.instance, &rolled, now).await
             };
             if let Err(e) = published.await {
                 tracing::warn!(error = %e, "publishing the request rates failed");

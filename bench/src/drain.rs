@@ -121,9 +121,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let mut conn = pool.acquire().await?;
     let violations = ticket_core::db::invariants::check(
         &mut conn,
-        chrono::Utc::now(),
+        chrono::Duration::zero(),
         ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
-        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        None,
     )
     .await?;
     ensure!(violations.is_empty(), "invariants violated: {violations:?}");

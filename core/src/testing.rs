@@ -7,6 +7,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use sqlx::mysql::{MySqlConnectOptions, MySqlPool};
 use sqlx::{ConnectOptions, Connection, Executor};
 
+/// This host's clock at the database's microsecond precision: tests run on
+/// the database's host, so for them it is the database's clock (the code
+/// under test reads the database's own, `db::now`).
+pub fn now() -> chrono::DateTime<chrono::Utc> {
+    use chrono::SubsecRound as _;
+    chrono::Utc::now().trunc_subsecs(6)
+}
+
 pub struct TestDatabase {
     server: MySqlConnectOptions,
     pub name: String,
@@ -126,12 +134,11 @@ pub fn database_url_for(name: &str) -> String {
 /// queue (a request counts as stuck five minutes after its lease ended).
 pub async fn assert_invariants(pool: &MySqlPool) {
     let mut conn = pool.acquire().await.expect("a connection");
-    let stale_before = chrono::Utc::now() - chrono::Duration::minutes(5);
     let violations = crate::db::invariants::check(
         &mut conn,
-        stale_before,
+        chrono::Duration::minutes(5),
         crate::db::queue::DEFAULT_MAX_ATTEMPTS,
-        chrono::DateTime::<chrono::Utc>::UNIX_EPOCH,
+        None,
     )
     .await
     .expect("the invariant checks ran");
@@ -185,7 +192,7 @@ pub mod seed {
         prefix: &str,
         n: usize,
     ) -> Result<Vec<UserId>, sqlx::Error> {
-        let now = db::now().naive_utc();
+        let now = db::now(&mut *conn).await?.naive_utc();
         for chunk in (0..n).collect::<Vec<_>>().chunks(5_000) {
             let mut insert = QueryBuilder::new(
                 "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) ",
@@ -220,6 +227,7 @@ pub mod seed {
         let title =
             ConcertTitle::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
         let venue = Venue::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+        let now = db::now(&mut *conn).await?;
         let id = db::concerts::insert_with_seats(
             &mut *conn,
             &title,
@@ -227,7 +235,7 @@ pub mod seed {
             date,
             layout,
             db::concerts::Settings::default(),
-            db::now(),
+            now,
         )
         .await?;
         let seats: Vec<(SeatId,)> =
@@ -253,7 +261,7 @@ pub mod seed {
         requests: &[(UserId, SeatId)],
         sampled: f64,
     ) -> Result<(), sqlx::Error> {
-        let now = db::now().naive_utc();
+        let now = db::now(&mut *conn).await?.naive_utc();
         // Each row carries a trace context of its own, as the API stores it,
         // so that the worker's tracing does its real work.
         let mut state = now.and_utc().timestamp_nanos_opt().unwrap_or(1) as u64;
@@ -297,7 +305,7 @@ pub mod seed {
     ) -> Result<Vec<crate::domain::QueueId>, sqlx::Error> {
         let concerts =
             concerts_of(conn, orders.iter().flat_map(|(_, s)| s.iter().copied())).await?;
-        let now = db::now().naive_utc();
+        let now = db::now(&mut *conn).await?.naive_utc();
         let mut ids = Vec::with_capacity(orders.len());
         for chunk in orders.chunks(2_000) {
             let mut insert = QueryBuilder::new(

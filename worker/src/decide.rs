@@ -132,7 +132,7 @@ impl Claimed {
 pub async fn claim(pool: &MySqlPool, limit: u32) -> Result<Option<Claimed>, DecideError> {
     let started = SystemTime::now();
     let mut tx = pool.begin().await?;
-    let ids = queue::lock_pending(&mut tx, limit, db::now()).await?;
+    let ids = queue::lock_pending(&mut tx, limit).await?;
     if ids.is_empty() {
         tx.commit().await?;
         return Ok(None);
@@ -169,7 +169,7 @@ async fn decide_rows(
     defer_for: Duration,
     lock: (SystemTime, SystemTime),
 ) -> Result<Report, DecideError> {
-    let now = db::now();
+    let now = db::now(&mut tx).await?;
     let lost = wanted - locked.len();
     let (rows, early): (Vec<_>, Vec<_>) = locked
         .into_iter()

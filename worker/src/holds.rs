@@ -6,9 +6,8 @@
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySqlPool};
-use ticket_core::db::holds;
+use ticket_core::db::{self, holds};
 use tokio_util::sync::CancellationToken;
 
 /// Holds expired per transaction: a short transaction on one concert.
@@ -46,9 +45,11 @@ impl HoldSweeper {
         self
     }
 
-    /// Expires one batch of the holds that ended by `now`, of one concert.
-    pub async fn sweep_once(&self, now: DateTime<Utc>) -> Result<Expired, sqlx::Error> {
+    /// Expires one batch of the holds that have ended by the database's
+    /// clock, of one concert.
+    pub async fn sweep_once(&self) -> Result<Expired, sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
+        let now = db::now(&mut conn).await?;
         let due = holds::due(&mut conn, now, BATCH).await?;
         if due.is_empty() {
             return Ok(Expired::default());
@@ -74,7 +75,7 @@ impl HoldSweeper {
         loop {
             let swept = tokio::select! {
                 () = shutdown.cancelled() => return,
-                swept = self.sweep_once(ticket_core::db::now()) => swept,
+                swept = self.sweep_once() => swept,
             };
             let pause = match swept {
                 Ok(swept) if swept.more => BUSY_PAUSE,

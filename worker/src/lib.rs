@@ -187,7 +187,8 @@ impl Worker {
     async fn try_claim(&self) -> Result<ClaimedBatch, sqlx::Error> {
         let config = self.config();
         let claim_started = SystemTime::now();
-        let now = db::now();
+        let mut conn = self.connections.take().await?;
+        let now = db::now(&mut conn).await?;
         let lease = queue::Lease {
             owner: self.owner.clone(),
             token: random::u64(),
@@ -195,7 +196,6 @@ impl Worker {
                 + chrono::Duration::from_std(config.lease).unwrap_or(chrono::Duration::seconds(30)),
         };
         let look_for_expired = self.expired_look.due();
-        let mut conn = self.connections.take().await?;
         self.run_errands(&mut conn, self.errands_due(), now).await?;
         let mut tx = conn.begin().await?;
         let claim = queue::claim(
@@ -256,7 +256,8 @@ impl Worker {
         let errands = self.errands_due();
         if errands.any() {
             let mut conn = self.connections.take().await?;
-            self.run_errands(&mut conn, errands, db::now()).await?;
+            let now = db::now(&mut conn).await?;
+            self.run_errands(&mut conn, errands, now).await?;
             self.connections.keep(conn);
         }
         decide::claim(self.connections.pool(), self.config().batch_size).await
@@ -371,7 +372,7 @@ impl Worker {
         }
         if self.expired_look.due() {
             let mut conn = self.connections.take().await?;
-            let expired = queue::any_lease_expired(&mut conn, db::now()).await?;
+            let expired = queue::any_lease_expired(&mut conn).await?;
             self.connections.keep(conn);
             if expired {
                 self.expired_look.again();

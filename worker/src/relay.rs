@@ -17,7 +17,10 @@ use chrono::Utc;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use sqlx::{Connection, MySqlPool};
-use ticket_core::db::outbox::{self, Deliverable, Delivery};
+use ticket_core::db::{
+    self,
+    outbox::{self, Deliverable, Delivery},
+};
 use ticket_core::secret::Secret;
 use tokio_util::sync::CancellationToken;
 
@@ -138,10 +141,10 @@ impl Relay {
 
     /// Claims what is due, posts it all at once and records each outcome.
     pub async fn deliver_once(&self) -> Result<Round, sqlx::Error> {
-        let now = ticket_core::db::now();
         let token = crate::random::u64();
-        let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
         let mut conn = self.pool.acquire().await?;
+        let now = db::now(&mut conn).await?;
+        let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
         let mut tx = conn.begin().await?;
         let events =
             outbox::claim_deliverable(&mut tx, token, lease_until, self.config.batch, now).await?;
@@ -153,6 +156,8 @@ impl Relay {
         // One event per reservation in a claim: they may go out together.
         let posts = events.iter().map(|event| self.post(event));
         let outcomes = futures::future::join_all(posts).await;
+        // Retries are due by the database's clock, as of the posts' end.
+        let now = db::now(&mut conn).await?;
         let mut delivered = Vec::with_capacity(events.len());
         for (event, outcome) in events.iter().zip(outcomes) {
             let outcome = self.judge(event, outcome);
@@ -180,12 +185,11 @@ impl Relay {
                     );
                 }
             }
-            outbox::record_delivery(&mut conn, event.id, token, &outcome, ticket_core::db::now())
-                .await?;
+            outbox::record_delivery(&mut conn, event.id, token, &outcome, now).await?;
         }
         // The common case, in one statement.
         round.delivered = delivered.len();
-        outbox::mark_delivered(&mut conn, &delivered, token, ticket_core::db::now()).await?;
+        outbox::mark_delivered(&mut conn, &delivered, token, now).await?;
         if let Some(metrics) = &self.metrics {
             metrics.webhooks(&round);
         }

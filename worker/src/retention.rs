@@ -160,6 +160,12 @@ impl Sweeper {
         Ok(total)
     }
 
+    /// One pass as of the database's clock, which ages are measured by.
+    async fn pass_by_the_database(&mut self) -> Result<Swept, sqlx::Error> {
+        let now = ticket_core::db::now(&mut *self.pool.acquire().await?).await?;
+        self.pass(now).await
+    }
+
     /// A pass every minute until `shutdown`; a failed pass is logged and
     /// the next one starts over.
     pub async fn run(mut self, shutdown: CancellationToken) {
@@ -169,7 +175,7 @@ impl Sweeper {
         loop {
             let pass = tokio::select! {
                 () = shutdown.cancelled() => return,
-                pass = self.pass(Utc::now()) => pass,
+                pass = self.pass_by_the_database() => pass,
             };
             match pass {
                 Ok(swept) if swept != Swept::default() => {

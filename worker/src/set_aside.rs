@@ -32,7 +32,7 @@ pub(crate) async fn failed_attempt(
     cause: &DecideError,
     max_attempts: u32,
 ) -> Result<Decided, sqlx::Error> {
-    let now = db::now();
+    let now = db::now(conn).await?;
     let Some(attempts) = queue::attempts(conn, id, token).await? else {
         return Ok(Decided {
             lost: 1,
@@ -95,7 +95,7 @@ pub(crate) async fn hand_back_uncounted(
     ids: &[QueueId],
     token: u64,
 ) -> Result<u64, sqlx::Error> {
-    let now = db::now();
+    let now = db::now(conn).await?;
     let retry_at = now + chrono::Duration::from_std(FIRST_RETRY).unwrap_or_default();
     queue::hand_back(
         conn,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use sqlx::{Connection as _, MySqlConnection, MySqlPool};
 use ticket_core::db::outbox::{self, EventKind};
 use ticket_core::db::queue::{self, GroupClock, NewRequest, Outcome, TraceContext};
-use ticket_core::db::{self, reservations, seats};
+use ticket_core::db::{reservations, seats};
 use ticket_core::domain::{
     ConcertId, LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
 };
@@ -31,15 +31,22 @@ fn lease(token: u64) -> queue::Lease {
     queue::Lease {
         owner: format!("test-{token}"),
         token,
-        until: db::now() + chrono::Duration::seconds(60),
+        until: ticket_core::testing::now() + chrono::Duration::seconds(60),
     }
 }
 
 /// Claims every PENDING request and decides them as one batch.
 async fn claim_and_decide(conn: &mut MySqlConnection, token: u64) -> Vec<QueueId> {
-    let claim = queue::claim(conn, &lease(token), 100, 5, false, db::now())
-        .await
-        .unwrap();
+    let claim = queue::claim(
+        conn,
+        &lease(token),
+        100,
+        5,
+        false,
+        ticket_core::testing::now(),
+    )
+    .await
+    .unwrap();
     ticket_worker::decide::batch(conn, &claim.ids, token, Duration::from_millis(20))
         .await
         .unwrap();
@@ -124,7 +131,8 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
         user,
         concert,
         seats: SeatIds::parse(&wanted.iter().map(|s| s.0).collect::<Vec<_>>()).unwrap(),
-        line: LineKey::AFTER_OPENING,
+        sale: ticket_core::domain::SaleWindow::default(),
+        draw: LineKey::AFTER_OPENING,
         trace: TraceContext::default(),
     }
 }
@@ -152,7 +160,12 @@ async fn an_enqueued_group_takes_its_seats_in_id_order_so_a_confirm_never_waits_
     let session = session_id(&mut writer).await;
     let enqueue = tokio::spawn(async move {
         let mut tx = writer.begin().await?;
-        let enqueued = queue::enqueue_many(&mut tx, &group, GroupClock::new().now()).await?;
+        let enqueued = queue::enqueue_many(
+            &mut tx,
+            &group,
+            GroupClock::new().after(ticket_core::testing::now()),
+        )
+        .await?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(enqueued)
     });
@@ -205,9 +218,16 @@ async fn a_decision_takes_its_own_rows_without_waiting_for_requests_being_enqueu
         .await
         .unwrap();
     common::run(&pool, "ANALYZE TABLE reservation_queue, reservations").await;
-    let claim = queue::claim(&mut conn, &lease(2), 100, 5, false, db::now())
-        .await
-        .unwrap();
+    let claim = queue::claim(
+        &mut conn,
+        &lease(2),
+        100,
+        5,
+        false,
+        ticket_core::testing::now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(claim.ids, decided);
     drop(conn);
     let concert = concert_of(&pool, seats[25]).await;
@@ -217,7 +237,7 @@ async fn a_decision_takes_its_own_rows_without_waiting_for_requests_being_enqueu
     let written = queue::enqueue_many(
         &mut enqueuing,
         &[request(users[10], concert, &[seats[25]])],
-        GroupClock::new().now(),
+        GroupClock::new().after(ticket_core::testing::now()),
     )
     .await
     .unwrap();
@@ -250,14 +270,21 @@ async fn a_seat_a_cancel_frees_while_a_decision_waits_for_it_goes_to_the_next_in
     )
     .await
     .unwrap();
-    let claim = queue::claim(&mut conn, &lease(3), 100, 5, false, db::now())
-        .await
-        .unwrap();
+    let claim = queue::claim(
+        &mut conn,
+        &lease(3),
+        100,
+        5,
+        false,
+        ticket_core::testing::now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(claim.ids, queued);
 
     let mut canceller = pool.acquire().await.unwrap();
     let mut cancel = canceller.begin().await.unwrap();
-    let now = db::now();
+    let now = ticket_core::testing::now();
     let locked = reservations::lock_with_seats(&mut cancel, held)
         .await
         .unwrap()

@@ -84,7 +84,7 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     let (db, pool) = TestDatabase::migrated().await;
     let (concert, seats) = lottery(&pool, 200, 5, Utc::now() - chrono::Duration::seconds(1)).await;
     let mut conn = pool.acquire().await.unwrap();
-    let admitted = db::line::admit_waiting(&mut conn, concert, 300, db::now())
+    let admitted = db::line::admit_waiting(&mut conn, concert, 300, ticket_core::testing::now())
         .await
         .unwrap();
     assert_eq!(admitted, 300);
@@ -92,11 +92,18 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     let lease = queue::Lease {
         owner: "partial".into(),
         token: 7,
-        until: db::now() + chrono::Duration::seconds(30),
+        until: ticket_core::testing::now() + chrono::Duration::seconds(30),
     };
-    let claim = queue::claim(&mut conn, &lease, 1_000, 5, false, db::now())
-        .await
-        .unwrap();
+    let claim = queue::claim(
+        &mut conn,
+        &lease,
+        1_000,
+        5,
+        false,
+        ticket_core::testing::now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(claim.ids.len(), 300);
     let report = ticket_worker::decide::batch(&mut conn, &claim.ids, 7, Duration::from_millis(20))
         .await

@@ -22,7 +22,7 @@ async fn decision_rates_are_summed_over_live_workers_and_stale_ones_go() {
     let (_db, pool) = TestDatabase::migrated().await;
     let mut conn = pool.acquire().await.unwrap();
     seed::concert(&mut conn, 1, 2).await.unwrap();
-    let now = db::now();
+    let now = db::now(&mut conn).await.unwrap();
     rates::publish_decisions(
         &mut conn,
         "stopped",
@@ -81,7 +81,7 @@ async fn request_rates_are_summed_over_live_instances_and_stale_ones_go() {
     let mut conn = pool.acquire().await.unwrap();
     seed::concert(&mut conn, 1, 2).await.unwrap();
     let concert = ConcertId(1);
-    let now = db::now();
+    let now = db::now(&mut conn).await.unwrap();
     rates::publish_requests(
         &mut conn,
         "gone",

@@ -73,7 +73,9 @@ pub async fn login(
         return Err(invalid());
     }
     let user = user.ok_or_else(invalid)?;
-    let issued = state.tokens.issue(user.id, user.role, chrono::Utc::now());
+    // Dated by the database's clock, which revocations are dated by too.
+    let issued_at = db::now(&mut *state.pool.acquire().await?).await?;
+    let issued = state.tokens.issue(user.id, user.role, issued_at);
     Ok(Json(LoginResponse {
         access_token: issued.token,
         token_type: "Bearer",
@@ -88,8 +90,8 @@ pub async fn login(
     responses((status = 204), (status = 401, body = Problem), (status = 429, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn logout_all(State(state): State<AppState>, caller: AuthUser) -> ApiResult<StatusCode> {
-    let now = db::now();
     let mut conn = state.pool.acquire().await?;
+    let now = db::now(&mut conn).await?;
     db::revocations::record(&mut conn, caller.id, now).await?;
     state.revocations.apply(caller.id, now);
     Ok(StatusCode::NO_CONTENT)

@@ -83,7 +83,7 @@ pub async fn confirm(
     };
     let mut tx = state.pool.begin().await?;
     let locked = lock_own(&mut tx, caller, id).await?;
-    let now = db::now();
+    let now = db::now(&mut tx).await?;
     let replayed = match locked.status {
         ReservationStatus::Confirmed => {
             let same_key = key.as_ref().map(IdempotencyKey::as_str)
@@ -101,14 +101,19 @@ pub async fn confirm(
             same_key
         }
         ReservationStatus::Held if locked.is_live_hold(now) => {
-            reservations::confirm(
+            let confirmed = reservations::confirm(
                 &mut tx,
                 id,
+                locked.seats.len(),
                 payment.as_ref(),
                 key.as_ref().map(IdempotencyKey::as_str),
                 now,
             )
             .await?;
+            if !confirmed {
+                // The transaction rolls back as it is dropped.
+                return Err(hold_expired());
+            }
             seats::mark(&mut tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
             announce(
                 &mut tx,
@@ -177,7 +182,7 @@ async fn cancel_reservation(
 ) -> ApiResult<Json<CancelResponse>> {
     let mut tx = state.pool.begin().await?;
     let locked = lock_own(&mut tx, caller, id).await?;
-    let now = db::now();
+    let now = db::now(&mut tx).await?;
     match locked.status {
         ReservationStatus::Confirmed => {}
         ReservationStatus::Held if locked.is_live_hold(now) => {}

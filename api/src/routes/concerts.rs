@@ -334,6 +334,7 @@ pub async fn create(
 ) -> ApiResult<impl IntoResponse> {
     let new = NewConcert::try_from(req)?;
     let mut tx = state.pool.begin().await?;
+    let now = db::now(&mut tx).await?;
     let id = db::concerts::insert_with_seats(
         &mut tx,
         &new.title,
@@ -341,7 +342,7 @@ pub async fn create(
         new.date,
         new.layout,
         new.settings,
-        db::now(),
+        now,
     )
     .await?;
     let concert = load(&mut tx, id).await?;
@@ -407,7 +408,8 @@ pub async fn update(
     if db::concerts::lock(&mut tx, id).await?.is_none() {
         return Err(concert_not_found());
     }
-    db::concerts::update(&mut tx, id, &changes.0, db::now()).await?;
+    let now = db::now(&mut tx).await?;
+    db::concerts::update(&mut tx, id, &changes.0, now).await?;
     let concert = load(&mut tx, id).await?;
     tx.commit().await?;
     Ok(Json(concert.into()))

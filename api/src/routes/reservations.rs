@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    Admission, ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, QueueStatus,
-    ReservationId, SeatId, SeatIds, UserId,
+    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, ReservationId,
+    SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -18,7 +18,7 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use utoipa::{IntoParams, ToSchema};
 
 use super::concerts::PageQuery;
-use crate::enqueue_batcher::EnqueueError;
+use crate::enqueue_batcher::{EnqueueError, Queued};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::line_watch::Place;
@@ -124,7 +124,9 @@ impl LineFields {
             return Ok(None);
         }
         let sale = state.sales.of(&state.pool, row.concert_id).await?;
-        let now = db::now();
+        // Only what the client is told to expect: the opening itself is
+        // decided by the database's clock (the workers admit the lottery).
+        let now = Utc::now();
         Ok(sale
             .opens_at
             .filter(|at| *at > now)
@@ -256,16 +258,16 @@ pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<(
     }
 }
 
-fn accepted(queue_id: QueueId, status: QueueStatus, replayed: bool) -> Response {
+fn accepted(queued: Queued, replayed: bool) -> Response {
     let mut response = (
         StatusCode::CREATED,
         [(
             header::LOCATION,
-            format!("/api/reservations/status/{queue_id}"),
+            format!("/api/reservations/status/{}", queued.id),
         )],
         Json(ReserveResponse {
-            queue_id: queue_id.get(),
-            status: status.as_str(),
+            queue_id: queued.id.get(),
+            status: queued.status.as_str(),
         }),
     )
         .into_response();
@@ -307,28 +309,21 @@ pub async fn enqueue(
     } else {
         state.seats.concert_of_order(&state.pool, &seats).await?
     };
+    // Whether the sale takes the request yet, and in the lottery or behind
+    // the line, is decided when it is written, by the database's clock.
     let sale = state.sales.of(&state.pool, concert).await?;
-    let line = match sale.admission(db::now()) {
-        Admission::NotYet { .. } => return Err(ApiError::sale_not_open(sale)),
-        admission => LineKey::for_admission(admission),
-    };
-    let status = if line.is_lottery() {
-        QueueStatus::Waiting
-    } else {
-        QueueStatus::Pending
-    };
     let order = Order {
         user: caller.id,
         concert,
         seats,
-        line,
+        sale,
     };
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
     let current = tracing::Span::current().context();
     if !current.span().span_context().is_sampled() {
-        let (id, replayed) = place(&state, order, key, current).await?;
-        return Ok(accepted(id, status, replayed));
+        let (queued, replayed) = place(&state, order, key, current).await?;
+        return Ok(accepted(queued, replayed));
     }
     // The producer span: the queue row carries its context to the worker,
     // whose processing of the row continues this trace.
@@ -337,10 +332,10 @@ pub async fn enqueue(
     let placed = place(&state, order, key, context)
         .instrument(send.clone())
         .await;
-    if let Ok((id, _)) = &placed {
-        send.record("messaging.message.id", id.get());
+    if let Ok((queued, _)) = &placed {
+        send.record("messaging.message.id", queued.id.get());
     }
-    placed.map(|(id, replayed)| accepted(id, status, replayed))
+    placed.map(|(queued, replayed)| accepted(queued, replayed))
 }
 
 fn too_many_open() -> ApiError {
@@ -356,6 +351,7 @@ fn refused(e: EnqueueError) -> ApiError {
         EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
         EnqueueError::SeatNotFound => super::seats::seat_not_found(),
         EnqueueError::UserGone => ApiError::account_gone(),
+        EnqueueError::SaleNotOpen(sale) => ApiError::sale_not_open(sale),
         EnqueueError::Database(e) => e.into(),
     }
 }
@@ -365,7 +361,7 @@ struct Order {
     user: UserId,
     concert: ConcertId,
     seats: SeatIds,
-    line: LineKey,
+    sale: SaleWindow,
 }
 
 /// Queues the request; `(queue id, replayed)`. A new one counts in the
@@ -375,7 +371,7 @@ async fn place(
     order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
-) -> ApiResult<(QueueId, bool)> {
+) -> ApiResult<(Queued, bool)> {
     let concert = order.concert;
     let placed = place_uncounted(state, order, key, context).await?;
     if !placed.1 {
@@ -389,18 +385,19 @@ async fn place_uncounted(
     order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
-) -> ApiResult<(QueueId, bool)> {
+) -> ApiResult<(Queued, bool)> {
     let request = queue::NewRequest {
         user: order.user,
         concert: order.concert,
         seats: order.seats,
-        line: order.line,
+        sale: order.sale,
+        draw: LineKey::draw(),
         trace: propagation::stored_form(&context),
     };
     let Some(key) = key else {
         // The common case: written together with concurrent requests.
         return match state.enqueuer.enqueue(request, context).await {
-            Ok(id) => Ok((id, false)),
+            Ok(queued) => Ok((queued, false)),
             Err(e) => Err(refused(e)),
         };
     };
@@ -419,10 +416,14 @@ async fn place_uncounted(
         }
     }
     let mut tx = conn.begin().await?;
-    match queue::enqueue(&mut tx, &request, Some(&key), db::now()).await {
+    let now = db::now(&mut tx).await?;
+    let Some(line) = request.line_at(now) else {
+        return Err(ApiError::sale_not_open(request.sale));
+    };
+    match queue::enqueue(&mut tx, &request, line, Some(&key), now).await {
         Ok(id) => {
             tx.commit().await?;
-            Ok((id, false))
+            Ok((Queued::new(id, line), false))
         }
         Err(e) => {
             tx.rollback().await?;
@@ -439,7 +440,7 @@ async fn place_uncounted(
                         "this Idempotency-Key was used for a different request",
                     ));
                 }
-                return Ok((original.id, true));
+                return Ok((Queued::new(original.id, original.line_key), true));
             }
             Err(refused(
                 EnqueueError::from_insert(&mut conn, &request, e).await,
@@ -502,7 +503,8 @@ pub async fn show(
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<ReservationResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let reservation = reservations::find(&mut conn, id, db::now())
+    let now = db::now(&mut conn).await?;
+    let reservation = reservations::find(&mut conn, id, now)
         .await?
         .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(reservation_not_found)?;
@@ -520,7 +522,8 @@ pub async fn mine(
 ) -> ApiResult<Json<Vec<ReservationResponse>>> {
     let page = PageRequest::parse(q.page, q.size)?;
     let mut conn = state.pool.acquire().await?;
-    let rows = reservations::list_for_user(&mut conn, caller.id, page, db::now()).await?;
+    let now = db::now(&mut conn).await?;
+    let rows = reservations::list_for_user(&mut conn, caller.id, page, now).await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
 }
 

@@ -69,7 +69,7 @@ pub async fn sale(
     let decisions = now.and_then(|n| n.decisions);
     Ok(Json(SaleBody {
         concert_id: id.get(),
-        measured_at: ticket_core::db::now(),
+        measured_at: chrono::Utc::now(),
         line_length: now.map(|n| n.line_length),
         requests_per_sec: now.map_or(0.0, |n| n.requests_per_sec),
         decisions_per_sec: decisions.map_or(0.0, |d| d.decisions_per_sec),

@@ -214,7 +214,8 @@ pub async fn create(
     if db::concerts::lock(&mut tx, concert).await?.is_none() {
         return Err(concert_not_found());
     }
-    let id = db::seats::insert(&mut tx, concert, &number, db::now()).await?;
+    let now = db::now(&mut tx).await?;
+    let id = db::seats::insert(&mut tx, concert, &number, now).await?;
     db::concerts::adjust_seat_count(&mut tx, concert, 1).await?;
     let seat = db::seats::find(&mut tx, id)
         .await?
@@ -246,7 +247,8 @@ pub async fn update(
     db::seats::find_for_update(&mut tx, id)
         .await?
         .ok_or_else(seat_not_found)?;
-    let claim = db::seats::live_claim(&mut tx, id, db::now()).await?;
+    let now = db::now(&mut tx).await?;
+    let claim = db::seats::live_claim(&mut tx, id, now).await?;
     let sold = claim.is_some();
     let consistent = match claim {
         Some(ReservationStatus::Held) => SeatStatus::Held,
@@ -273,14 +275,7 @@ pub async fn update(
             ),
         ));
     }
-    db::seats::update(
-        &mut tx,
-        id,
-        changes.number.as_ref(),
-        changes.status,
-        db::now(),
-    )
-    .await?;
+    db::seats::update(&mut tx, id, changes.number.as_ref(), changes.status, now).await?;
     let seat = db::seats::find(&mut tx, id)
         .await?
         .ok_or_else(seat_not_found)?;

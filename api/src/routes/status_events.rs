@@ -132,7 +132,7 @@ fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Even
         let standing = f.standing.borrow_and_update().clone();
         match standing {
             Standing::Open(place) => {
-                let now = ticket_core::db::now();
+                let now = chrono::Utc::now();
                 let line = match f.opens_at.filter(|at| *at > now) {
                     Some(opens_at) => LineFields::until_opening(opens_at, now),
                     None => LineFields::placed(place),

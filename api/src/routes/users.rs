@@ -143,7 +143,8 @@ pub async fn create(
         .await
         .map_err(ApiError::internal)?;
     let mut conn = state.pool.acquire().await?;
-    let id = db::users::insert(&mut conn, &new.nickname, &hash, Role::User, db::now()).await?;
+    let now = db::now(&mut conn).await?;
+    let id = db::users::insert(&mut conn, &new.nickname, &hash, Role::User, now).await?;
     let user = load(&mut conn, id).await?;
     let location = format!("/api/users/{id}");
     Ok((
@@ -209,7 +210,7 @@ pub async fn update(
     if !db::users::lock(&mut tx, id).await? {
         return Err(user_not_found());
     }
-    let now = db::now();
+    let now = db::now(&mut tx).await?;
     db::users::update(&mut tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
     if hash.is_some() {
         db::revocations::record(&mut tx, id, now).await?;
@@ -276,7 +277,7 @@ pub async fn remove(
         ));
     }
     db::users::delete_with_history(&mut tx, id).await?;
-    let now = db::now();
+    let now = db::now(&mut tx).await?;
     db::revocations::record(&mut tx, id, now).await?;
     tx.commit().await?;
     state.revocations.apply(id, now);

@@ -8,6 +8,8 @@ use std::collections::HashMap;
 use std::sync::RwLock;
 use std::time::Duration;
 
+#[cfg(test)]
+use chrono::SubsecRound as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlPool;
 use ticket_core::db;
@@ -65,7 +67,7 @@ impl Revocations {
     pub async fn refresh(&self, pool: &MySqlPool) -> Result<(), sqlx::Error> {
         let mut last_read = self.last_read.lock().await;
         let mut conn = pool.acquire().await?;
-        let now = db::revocations::database_now(&mut conn).await?;
+        let now = db::now(&mut conn).await?;
         let oldest_live = older(now, self.token_ttl + LATE_COMMIT_MARGIN);
         let since = match *last_read {
             Some(at) => older(at, LATE_COMMIT_MARGIN),
@@ -125,7 +127,7 @@ mod tests {
     #[test]
     fn tokens_issued_before_a_revocation_are_void_and_later_ones_valid() {
         let revocations = Revocations::new(Duration::from_secs(3600));
-        let at = ticket_core::db::now();
+        let at = Utc::now().trunc_subsecs(6);
         let us = at.timestamp_micros();
         assert!(!revocations.is_revoked(UserId(1), us - 1));
         revocations.apply(UserId(1), at);

@@ -335,7 +335,7 @@ async fn an_expired_hold_frees_its_seats_at_once_and_the_sweep_writes_it_down() 
     assert_eq!(seat_ids_of(&bobs), [seats[1], seats[2]]);
 
     let swept = HoldSweeper::new(app.pool.clone())
-        .sweep_once(ticket_core::db::now())
+        .sweep_once()
         .await
         .unwrap();
     assert_eq!(swept.holds, 1);
@@ -442,7 +442,7 @@ async fn confirm_cancel_and_expiry_racing_on_a_hold_have_one_outcome() {
         start.wait().await;
         let until = tokio::time::Instant::now() + Duration::from_secs(3);
         while tokio::time::Instant::now() < until {
-            sweeper.sweep_once(ticket_core::db::now()).await.unwrap();
+            sweeper.sweep_once().await.unwrap();
         }
     });
     let mut answers = Vec::new();

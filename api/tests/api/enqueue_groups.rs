@@ -20,7 +20,8 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
         user,
         concert: CONCERT,
         seats: SeatIds::parse(&raw).unwrap(),
-        line: LineKey::AFTER_OPENING,
+        sale: ticket_core::domain::SaleWindow::default(),
+        draw: LineKey::AFTER_OPENING,
         trace: TraceContext::default(),
     }
 }
@@ -40,9 +41,13 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
         .await
         .unwrap();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let earlier = queue::enqueue_many(&mut tx, &[request(alice, seats[0])], ticket_core::db::now())
-        .await
-        .unwrap();
+    let earlier = queue::enqueue_many(
+        &mut tx,
+        &[request(alice, seats[0])],
+        ticket_core::testing::now(),
+    )
+    .await
+    .unwrap();
     let Outcome::Queued(earlier) = earlier.outcomes[0] else {
         panic!("{earlier:?}")
     };
@@ -58,7 +63,7 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
     ];
     let clock = queue::GroupClock::new();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let written = queue::enqueue_many(&mut tx, &group, clock.now())
+    let written = queue::enqueue_many(&mut tx, &group, clock.after(ticket_core::testing::now()))
         .await
         .unwrap();
     tx.commit().await.unwrap();

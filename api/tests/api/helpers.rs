@@ -390,6 +390,14 @@ impl TestApp {
 
     /// A client for an API on `base` whose database `pool` reaches, with no
     /// admin signed in and no database of its own to drop.
+    /// The URL of this app's own database, for another process to use.
+    pub fn database_url(&self) -> String {
+        self._db
+            .as_ref()
+            .expect("an app with a database of its own")
+            .url()
+    }
+
     pub fn at(base: String, pool: MySqlPool) -> TestApp {
         TestApp {
             base,
@@ -470,7 +478,7 @@ impl TestApp {
     /// leaves it: the seat RESERVED, a CONFIRMED reservation claiming it
     /// (made by no request) and its ReservationConfirmed event.
     pub async fn book_directly(&self, user: u64, seat: u64) {
-        let now = ticket_core::db::now().naive_utc();
+        let now = ticket_core::testing::now().naive_utc();
         let mut tx = self.pool.begin().await.unwrap();
         let taken = sqlx::query(
             "UPDATE seats SET status = 'RESERVED' WHERE id = ? AND status = 'AVAILABLE'",

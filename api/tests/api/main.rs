@@ -7,6 +7,7 @@ mod authorization;
 mod availability;
 mod binaries;
 mod checkout;
+mod clocks;
 mod concerts;
 mod deletes;
 mod enqueue_groups;

@@ -1,7 +1,7 @@
 //! Checks that the data tells one consistent story about every seat. Used by
 //! the tests after every concurrency scenario, and by operators.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Duration, Utc};
 use sqlx::MySqlConnection;
 
 /// One broken invariant, with how many rows break it.
@@ -172,18 +172,24 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
 ];
 
 /// Every violated invariant; empty when all hold. A PROCESSING request whose
-/// lease ended before `stale_before` counts as stuck, and so does a hold
-/// that ended before it but is still HELD (the sweep is not running); one
-/// claimed more than `max_attempts` times (the workers' limit) escaped
-/// being set aside. Events of reservations made before `events_kept_since`
-/// may have been pruned (retention), so only younger ones must have theirs.
+/// lease ended more than `stuck_after` ago counts as stuck, and so does a
+/// hold that ended that long ago but is still HELD (the sweep is not
+/// running); one claimed more than `max_attempts` times (the workers'
+/// limit) escaped being set aside. Events of reservations made more than
+/// `events_kept_for` ago may have been pruned (retention; `None`: events
+/// are kept), so only younger ones must have theirs. Ages are measured on
+/// the database's clock, as every deadline is.
 pub async fn check(
     conn: &mut MySqlConnection,
-    stale_before: DateTime<Utc>,
+    stuck_after: Duration,
     max_attempts: u32,
-    events_kept_since: DateTime<Utc>,
+    events_kept_for: Option<Duration>,
 ) -> Result<Vec<Violation>, sqlx::Error> {
-    let now = crate::db::now();
+    let now = crate::db::now(&mut *conn).await?;
+    let stale_before = now - stuck_after;
+    let events_kept_since = events_kept_for
+        .and_then(|kept| now.checked_sub_signed(kept))
+        .unwrap_or(DateTime::<Utc>::UNIX_EPOCH);
     let mut violations = Vec::new();
     for (invariant, sql, binds) in CHECKS {
         let mut query = sqlx::query_as(*sql);

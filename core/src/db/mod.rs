@@ -24,7 +24,7 @@ pub mod revocations;
 pub mod seats;
 pub mod users;
 
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use sqlx::migrate::{MigrateError, Migrator};
 use sqlx::mysql::{MySqlConnection, MySqlPool};
 use sqlx::{Connection, Executor};
@@ -93,13 +93,24 @@ pub async fn ping(pool: &MySqlPool) -> Result<(), sqlx::Error> {
     pool.acquire().await?.ping().await
 }
 
-/// The current time at the precision `DATETIME(6)` stores, so what we return
-/// to a client equals what a later read returns.
+/// The database's clock, at the microsecond precision `DATETIME(6)` stores.
+///
+/// Every deadline (a hold's end, an opening, a lease, a retry, retention)
+/// is compared against this one clock: hosts' clocks differ, and a deadline
+/// compared on two clocks opens a window at every deadline in which two
+/// processes disagree about whether it has passed (a worker ahead of an API
+/// would give away a seat of a hold that the API still confirms). Read it
+/// once per transaction, after the locks the decision rests on are taken,
+/// and pass it to the statements; a statement that acts on a deadline alone
+/// says `UTC_TIMESTAMP(6)` itself.
 ///
 /// Bind times as `.naive_utc()` (a `DATETIME`): sqlx sends a `DateTime<Utc>`
 /// as a `TIMESTAMP`, whose range ends in 2038.
-pub fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
+pub async fn now(conn: &mut MySqlConnection) -> Result<DateTime<Utc>, sqlx::Error> {
+    let (now,): (DateTime<Utc>,) = sqlx::query_as("SELECT UTC_TIMESTAMP(6)")
+        .fetch_one(conn)
+        .await?;
+    Ok(now)
 }
 
 /// The name of the unique index a statement violated (MySQL/MariaDB error

@@ -9,8 +9,8 @@ use tracing::Instrument as _;
 use super::request_seats::{self, RequestSeat};
 use super::{bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
-    ConcertId, FailureReason, HoldDuration, IdempotencyKey, LineKey, QueueId, QueueStatus,
-    ReservationId, SeatId, SeatIds, UserId,
+    Admission, ConcertId, FailureReason, HoldDuration, IdempotencyKey, LineKey, QueueId,
+    QueueStatus, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
@@ -52,8 +52,8 @@ pub struct TraceContext {
     pub tracestate: Option<String>,
 }
 
-/// Adds a request with its seats (WAITING in a lottery, else PENDING);
-/// call inside a transaction. Fails
+/// Adds a request with its seats, in line at `line` (WAITING in a lottery,
+/// else PENDING: see [`NewRequest::line_at`]); call inside a transaction. Fails
 /// with a violation of `uq_request_seats_open` when the user already has an
 /// open request for one of the seats, of `uq_queue_idempotency` when the
 /// key was used before, and with a foreign key error (1452) when a seat or
@@ -61,6 +61,7 @@ pub struct TraceContext {
 pub async fn enqueue(
     conn: &mut MySqlConnection,
     request: &NewRequest,
+    line: LineKey,
     key: Option<&IdempotencyKey>,
     now: DateTime<Utc>,
 ) -> Result<QueueId, sqlx::Error> {
@@ -75,8 +76,8 @@ pub async fn enqueue(
         .bind(request.concert)
         .bind(request.seats.first())
         .bind(request.seat_count())
-        .bind(request.line)
-        .bind(request.status())
+        .bind(line)
+        .bind(QueueStatus::in_line_at(line))
         .bind(key.map(IdempotencyKey::as_str))
         .bind(request.trace.traceparent.as_deref())
         .bind(request.trace.tracestate.as_deref())
@@ -85,7 +86,7 @@ pub async fn enqueue(
         .execute(&mut *conn)
         .await?;
         let id = QueueId(done.last_insert_id());
-        request_seats::insert(conn, &request.seat_rows(id), false).await?;
+        request_seats::insert(conn, &request.seat_rows(id, line), false).await?;
         Ok(id)
     }
     .instrument(super::span("INSERT", "reservation_queue"))
@@ -98,8 +99,12 @@ pub struct NewRequest {
     pub user: UserId,
     pub concert: ConcertId,
     pub seats: SeatIds,
-    /// Its key in the concert's line (a lottery draw, or after opening).
-    pub line: LineKey,
+    /// Its concert's sale, which decides by the database's clock, when the
+    /// request is written, whether it is too early, in the lottery, or
+    /// behind everyone already in line.
+    pub sale: SaleWindow,
+    /// Its key in the line if it arrives inside the lottery window.
+    pub draw: LineKey,
     pub trace: TraceContext,
 }
 
@@ -108,16 +113,17 @@ impl NewRequest {
         u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
     }
 
-    /// A lottery request waits for its sale to open; any other is due now.
-    fn status(&self) -> QueueStatus {
-        if self.line.is_lottery() {
-            QueueStatus::Waiting
-        } else {
-            QueueStatus::Pending
+    /// Its key in the concert's line when written at `now` (the database's
+    /// clock), or `None` when its sale does not take requests yet.
+    pub fn line_at(&self, now: DateTime<Utc>) -> Option<LineKey> {
+        match self.sale.admission(now) {
+            Admission::NotYet { .. } => None,
+            Admission::Lottery { .. } => Some(self.draw),
+            Admission::Open => Some(LineKey::AFTER_OPENING),
         }
     }
 
-    fn seat_rows(&self, queue_id: QueueId) -> Vec<RequestSeat> {
+    fn seat_rows(&self, queue_id: QueueId, line: LineKey) -> Vec<RequestSeat> {
         self.seats
             .as_slice()
             .iter()
@@ -126,15 +132,15 @@ impl NewRequest {
                 seat,
                 user: self.user,
                 concert: self.concert,
-                line: self.line,
+                line,
             })
             .collect()
     }
 }
 
-/// Hands out each group's `now`: the current time at the database's
-/// precision, but never the same value twice in this process, so that a
-/// group can tell its own rows from older ones by their `created_at`.
+/// Hands out each group's `now`: the database's clock as the group read
+/// it, but never the same value twice in this process, so that a group can
+/// tell its own rows from older ones by their `created_at`.
 #[derive(Debug)]
 pub struct GroupClock {
     last_micros: std::sync::atomic::AtomicI64,
@@ -153,9 +159,11 @@ impl GroupClock {
         }
     }
 
-    pub fn now(&self) -> DateTime<Utc> {
+    /// `read` (the database's clock), or a microsecond after the last time
+    /// handed out when that is later.
+    pub fn after(&self, read: DateTime<Utc>) -> DateTime<Utc> {
         use std::sync::atomic::Ordering;
-        let wall = super::now().timestamp_micros();
+        let wall = read.timestamp_micros();
         let mut last = self.last_micros.load(Ordering::Relaxed);
         loop {
             let next = wall.max(last + 1);
@@ -165,7 +173,7 @@ impl GroupClock {
                 Ordering::Relaxed,
                 Ordering::Relaxed,
             ) {
-                Ok(_) => return DateTime::from_timestamp_micros(next).unwrap_or_else(super::now),
+                Ok(_) => return DateTime::from_timestamp_micros(next).unwrap_or(read),
                 Err(seen) => last = seen,
             }
         }
@@ -176,6 +184,8 @@ impl GroupClock {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     Queued(QueueId),
+    /// Its sale does not take requests yet at the group's `now`.
+    SaleNotOpen,
     /// The user already has an open request for one of the seats (an
     /// earlier click, or the same request twice in the group): that one.
     Duplicate(QueueId),
@@ -249,7 +259,10 @@ pub async fn enqueue_many(
         if requests.is_empty() {
             return Ok(Enqueued::default());
         }
-        let mut order: Vec<usize> = (0..requests.len()).collect();
+        let lines: Vec<Option<LineKey>> = requests.iter().map(|r| r.line_at(now)).collect();
+        let mut order: Vec<usize> = (0..requests.len())
+            .filter(|&i| lines[i].is_some())
+            .collect();
         order.sort_by_key(|&i| requests[i].seats.first());
         // Of two requests of one user with the same first seat, the first is
         // written and the second is its duplicate.
@@ -257,17 +270,24 @@ pub async fn enqueue_many(
         let mut written = Vec::with_capacity(order.len());
         for &i in &order {
             let r = &requests[i];
-            if let std::collections::hash_map::Entry::Vacant(e) =
-                first_of.entry((r.user, r.seats.first()))
+            if let (std::collections::hash_map::Entry::Vacant(e), Some(line)) =
+                (first_of.entry((r.user, r.seats.first())), lines[i])
             {
                 e.insert(i);
-                written.push(r);
+                written.push((r, line));
             }
         }
-        if written.iter().any(|r| r.seats.len() > 1) {
+        if written.is_empty() {
+            // Every request came before its sale takes any.
+            return Ok(Enqueued {
+                outcomes: vec![Outcome::SaleNotOpen; requests.len()],
+                ..Enqueued::default()
+            });
+        }
+        if written.iter().any(|(r, _)| r.seats.len() > 1) {
             let mut group_seats: Vec<SeatId> = written
                 .iter()
-                .flat_map(|r| r.seats.as_slice().iter().copied())
+                .flat_map(|(r, _)| r.seats.as_slice().iter().copied())
                 .collect();
             group_seats.sort_unstable();
             group_seats.dedup();
@@ -278,13 +298,13 @@ pub async fn enqueue_many(
              (user_id, concert_id, seat_id, seat_count, line_key, status, traceparent, tracestate, \
               created_at, updated_at) ",
         );
-        insert.push_values(&written, |mut row, r| {
+        insert.push_values(&written, |mut row, (r, line)| {
             row.push_bind(r.user)
                 .push_bind(r.concert)
                 .push_bind(r.seats.first())
                 .push_bind(r.seat_count())
-                .push_bind(r.line)
-                .push_bind(r.status())
+                .push_bind(*line)
+                .push_bind(QueueStatus::in_line_at(*line))
                 .push_bind(r.trace.traceparent.clone())
                 .push_bind(r.trace.tracestate.clone())
                 .push_bind(now.naive_utc())
@@ -295,9 +315,9 @@ pub async fn enqueue_many(
 
         let seat_rows: Vec<RequestSeat> = written
             .iter()
-            .filter_map(|r| {
+            .filter_map(|(r, line)| {
                 ids.get(&(r.user, r.seats.first()))
-                    .map(|&id| r.seat_rows(id))
+                    .map(|&id| r.seat_rows(id, *line))
             })
             .flatten()
             .collect();
@@ -313,7 +333,7 @@ pub async fn enqueue_many(
         let mut refused = Vec::new();
         let mut settled: HashMap<(UserId, SeatId), Outcome> = HashMap::new();
         let mut missing = Vec::new();
-        for r in &written {
+        for (r, _) in &written {
             let key = (r.user, r.seats.first());
             let Some(&id) = ids.get(&key) else {
                 missing.push(*r);
@@ -353,6 +373,9 @@ pub async fn enqueue_many(
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                if lines[i].is_none() {
+                    return Outcome::SaleNotOpen;
+                }
                 let first = first_of[&(r.user, r.seats.first())];
                 match settle(&requests[first]) {
                     Outcome::Queued(id) | Outcome::Duplicate(id) if first != i => {
@@ -604,7 +627,7 @@ pub async fn claim(
         let pending = if room == 0 {
             Vec::new()
         } else {
-            first_due(conn, room, now).await?
+            first_due(conn, room).await?
         };
         let reclaimed = expired.len();
         let mut ids: Vec<QueueId> = expired
@@ -643,19 +666,14 @@ pub async fn claim(
     .await
 }
 
-/// The first `limit` PENDING rows in line that are due, locked; rows
-/// another transaction holds are skipped, not waited for.
-async fn first_due(
-    conn: &mut MySqlConnection,
-    limit: u32,
-    now: DateTime<Utc>,
-) -> Result<Vec<QueueId>, sqlx::Error> {
+/// The first `limit` PENDING rows in line that are due by the database's
+/// clock, locked; rows another transaction holds are skipped, not waited for.
+async fn first_due(conn: &mut MySqlConnection, limit: u32) -> Result<Vec<QueueId>, sqlx::Error> {
     let rows: Vec<(QueueId,)> = sqlx::query_as(
         "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
-         AND (retry_at IS NULL OR retry_at <= ?) \
+         AND (retry_at IS NULL OR retry_at <= UTC_TIMESTAMP(6)) \
          ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
     )
-    .bind(now.naive_utc())
     .bind(limit)
     .fetch_all(&mut *conn)
     .await?;
@@ -670,10 +688,9 @@ async fn first_due(
 pub async fn lock_pending(
     conn: &mut MySqlConnection,
     limit: u32,
-    now: DateTime<Utc>,
 ) -> Result<Vec<QueueId>, sqlx::Error> {
     async move {
-        let mut ids = first_due(conn, limit, now).await?;
+        let mut ids = first_due(conn, limit).await?;
         ids.sort_unstable();
         Ok(ids)
     }
@@ -684,15 +701,12 @@ pub async fn lock_pending(
 /// Whether any row's lease has run out (its worker died or stalled): the
 /// PROCESSING entries of the status index are few, so this is cheap, and a
 /// worker that decides rows without leases looks now and then.
-pub async fn any_lease_expired(
-    conn: &mut MySqlConnection,
-    now: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
+pub async fn any_lease_expired(conn: &mut MySqlConnection) -> Result<bool, sqlx::Error> {
     async move {
         let row: Option<(i64,)> = sqlx::query_as(
-            "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? LIMIT 1",
+            "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' \
+             AND lease_until < UTC_TIMESTAMP(6) LIMIT 1",
         )
-        .bind(now.naive_utc())
         .fetch_optional(conn)
         .await?;
         Ok(row.is_some())

@@ -281,34 +281,45 @@ pub async fn insert_many(
 }
 
 /// HELD → CONFIRMED, with the buyer's payment reference and the confirm's
-/// Idempotency-Key. Call with the reservation locked by [`lock_with_seats`]
-/// and its hold still running.
+/// Idempotency-Key, if the hold is still running at `now` (the database's
+/// clock, read with the reservation locked by [`lock_with_seats`]) and every
+/// one of its `seats` claims is still live. Returns false, having changed
+/// nothing the caller's rollback would not undo, when either is not so: a
+/// seat whose claim a decision ended (its hold ran out) belongs to someone
+/// else now, and the hold cannot be confirmed without it.
 pub async fn confirm(
     conn: &mut MySqlConnection,
     id: ReservationId,
+    seats: usize,
     payment: Option<&PaymentReference>,
     key: Option<&str>,
     now: DateTime<Utc>,
-) -> Result<(), sqlx::Error> {
+) -> Result<bool, sqlx::Error> {
     async move {
-        sqlx::query(
+        let confirmed = sqlx::query(
             "UPDATE reservations SET status = 'CONFIRMED', confirmed_at = ?, payment_reference = ?, \
-             confirm_key = ?, updated_at = ? WHERE id = ? AND status = 'HELD'",
+             confirm_key = ?, updated_at = ? WHERE id = ? AND status = 'HELD' AND hold_expires_at > ?",
         )
         .bind(now.naive_utc())
         .bind(payment.map(PaymentReference::as_str))
         .bind(key)
         .bind(now.naive_utc())
         .bind(id)
+        .bind(now.naive_utc())
         .execute(&mut *conn)
-        .await?;
-        sqlx::query(
+        .await?
+        .rows_affected();
+        if confirmed != 1 {
+            return Ok(false);
+        }
+        let claims = sqlx::query(
             "UPDATE reservation_seats SET status = 'CONFIRMED' WHERE reservation_id = ? AND status = 'HELD'",
         )
         .bind(id)
         .execute(conn)
-        .await?;
-        Ok(())
+        .await?
+        .rows_affected();
+        Ok(claims == seats as u64)
     }
     .instrument(super::span("UPDATE", "reservations"))
     .await

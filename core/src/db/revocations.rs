@@ -30,15 +30,6 @@ pub async fn record(
     .await
 }
 
-/// The database's clock, which `recorded_at` follows: readers ask for rows
-/// recorded since their previous look by this clock, not their own.
-pub async fn database_now(conn: &mut MySqlConnection) -> Result<DateTime<Utc>, sqlx::Error> {
-    let (now,): (DateTime<Utc>,) = sqlx::query_as("SELECT UTC_TIMESTAMP(6)")
-        .fetch_one(conn)
-        .await?;
-    Ok(now)
-}
-
 /// Revocations recorded at or after `since`: (user, revoked before).
 pub async fn recorded_since(
     conn: &mut MySqlConnection,

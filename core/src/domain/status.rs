@@ -81,6 +81,18 @@ status_enum!(
     /// (claimed by a worker), then SUCCESS or FAILED.
     QueueStatus { Waiting => "WAITING", Pending => "PENDING", Processing => "PROCESSING", Success => "SUCCESS", Failed => "FAILED" }
 );
+impl QueueStatus {
+    /// A new request's status at its place in line: a lottery request
+    /// waits for its sale to open; any other is due now.
+    pub fn in_line_at(line: super::LineKey) -> Self {
+        if line.is_lottery() {
+            Self::Waiting
+        } else {
+            Self::Pending
+        }
+    }
+}
+
 status_enum!(
     /// What a user may do: admins manage concerts, seats and any user.
     Role { User => "USER", Admin => "ADMIN" }
