@@ -13,7 +13,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use sqlx::{Connection, MySqlPool};
@@ -160,7 +160,7 @@ impl Relay {
         let now = db::now(&mut conn).await?;
         let mut delivered = Vec::with_capacity(events.len());
         for (event, outcome) in events.iter().zip(outcomes) {
-            let outcome = self.judge(event, outcome);
+            let outcome = self.judge(event, outcome, now);
             match &outcome {
                 Delivery::Delivered => {
                     delivered.push(event.id);
@@ -223,11 +223,17 @@ impl Relay {
     }
 
     /// The outcome of a post: delivered, retried later, or given up.
-    fn judge(&self, event: &Deliverable, posted: Result<(), String>) -> Delivery {
+    /// How a post ended, as of `now` (the database's clock, which retries
+    /// and the retry period are measured by).
+    fn judge(
+        &self,
+        event: &Deliverable,
+        posted: Result<(), String>,
+        now: DateTime<Utc>,
+    ) -> Delivery {
         let Err(error) = posted else {
             return Delivery::Delivered;
         };
-        let now = Utc::now();
         let give_up_at = event.created_at
             + chrono::Duration::from_std(self.config.give_up_after).unwrap_or_default();
         let wait = backoff(

@@ -19,16 +19,32 @@ use ticket_worker::relay::{Relay, WebhookConfig};
 use tokio_util::sync::CancellationToken;
 
 /// Three events (held, confirmed, cancelled) for each of `reservations`
-/// reservations, written as the application writes them.
+/// reservations, written as the application writes them; every event's id.
 async fn events(pool: &MySqlPool, reservations: u64) -> Vec<u64> {
+    let kinds = [EventKind::Held, EventKind::Confirmed, EventKind::Cancelled];
+    record_events(pool, 1..=reservations, &kinds).await;
+    let ids: Vec<(u64,)> = sqlx::query_as("SELECT id FROM outbox ORDER BY id")
+        .fetch_all(pool)
+        .await
+        .unwrap();
+    ids.into_iter().map(|(id,)| id).collect()
+}
+
+/// Events of `kinds`, in that order, for each of the `reservations`.
+async fn record_events(
+    pool: &MySqlPool,
+    reservations: std::ops::RangeInclusive<u64>,
+    kinds: &[EventKind],
+) {
     let seats = [ReservedSeat {
         seat_id: SeatId(7),
         seat_number: "A7".into(),
     }];
     let now = ticket_core::testing::now();
     let mut conn = pool.acquire().await.unwrap();
-    for kind in [EventKind::Held, EventKind::Confirmed, EventKind::Cancelled] {
-        let batch: Vec<ReservationEvent> = (1..=reservations)
+    for &kind in kinds {
+        let batch: Vec<ReservationEvent> = reservations
+            .clone()
             .map(|r| {
                 ReservationEvent::new(
                     kind,
@@ -47,11 +63,6 @@ async fn events(pool: &MySqlPool, reservations: u64) -> Vec<u64> {
             .collect();
         outbox::record(&mut conn, &batch, now).await.unwrap();
     }
-    let ids: Vec<(u64,)> = sqlx::query_as("SELECT id FROM outbox ORDER BY id")
-        .fetch_all(&mut *conn)
-        .await
-        .unwrap();
-    ids.into_iter().map(|(id,)| id).collect()
 }
 
 fn config(receiver: &Receiver) -> WebhookConfig {
@@ -132,6 +143,7 @@ async fn every_event_arrives_signed_and_in_order_through_failures_slowness_and_a
         slow_every: Some(7),
         slow_for: Duration::from_millis(600),
         always_fail: false,
+        refuse_type: None,
     })
     .await;
     let shutdown = CancellationToken::new();
@@ -270,4 +282,54 @@ async fn a_worker_killed_mid_delivery_loses_no_event() {
     common::process::signal(&second, "-TERM");
     assert!(common::process::wait_for_exit(&mut second).success());
     assert_all_arrived_in_order(&receiver, &ids);
+}
+
+#[tokio::test]
+async fn a_reservation_whose_event_keeps_failing_holds_back_only_its_own_later_events() {
+    let (_db, pool) = TestDatabase::migrated().await;
+    // 40 reservations held and confirmed: the receiver refuses every
+    // ReservationHeld, so each one's ReservationConfirmed waits behind it.
+    record_events(&pool, 1..=40, &[EventKind::Held, EventKind::Confirmed]).await;
+    let receiver = Receiver::start(Behaviour {
+        refuse_type: Some("ReservationHeld"),
+        ..Behaviour::default()
+    })
+    .await;
+    let shutdown = CancellationToken::new();
+    let relay = Relay::new(pool.clone(), config(&receiver)).unwrap();
+    let running = tokio::spawn(relay.run(shutdown.clone()));
+    // Every refused event has been tried (and is in its backoff) before the
+    // new reservations come.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while receiver.requests() < 40 {
+        assert!(
+            Instant::now() < deadline,
+            "the refused events were not tried"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Five new reservations (of a concert without holds: confirmed at once).
+    record_events(&pool, 41..=45, &[EventKind::Confirmed]).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let arrived = receiver
+            .accepted()
+            .iter()
+            .filter(|a| a.reservation_id > 40)
+            .count();
+        if arrived == 5 {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{arrived} of the 5 new reservations' events arrived within 5 s"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        receiver.accepted().iter().all(|a| a.reservation_id > 40),
+        "no event of a reservation whose first event is refused went out"
+    );
+    shutdown.cancel();
+    running.await.unwrap();
 }

@@ -143,10 +143,16 @@ pub struct Deliverable {
 /// Claims up to `limit` events for delivery under a lease (`token` until
 /// `lease_until`), in a short transaction of the caller's that commits at
 /// once. An event is due when it is neither delivered nor given up, its
-/// next attempt is due and no lease on it runs; of each reservation only
-/// the earliest undelivered event is ever claimed, so its events go out in
-/// order (a later one waits while an earlier one is retried). Rows another
-/// relay holds are skipped, not waited for.
+/// next attempt is due (by `now`, the database's clock) and no lease on it
+/// runs; of each reservation only the earliest undelivered event is ever
+/// claimed, so its events go out in order (a later one waits while an
+/// earlier one is retried). Rows another relay holds are skipped, not
+/// waited for.
+///
+/// The events waiting behind an earlier one of their reservation are left
+/// out by the statement itself, not after its `LIMIT`: otherwise a page of
+/// them (one reservation's refused event each, its later events behind it)
+/// fills every claim and no other reservation's event is ever delivered.
 pub async fn claim_deliverable(
     conn: &mut sqlx::MySqlConnection,
     token: u64,
@@ -155,39 +161,22 @@ pub async fn claim_deliverable(
     now: DateTime<Utc>,
 ) -> Result<Vec<Deliverable>, sqlx::Error> {
     async move {
-        let due: Vec<(u64, u64)> = sqlx::query_as(
-            "SELECT id, aggregate_id FROM outbox \
-             WHERE published_at IS NULL AND failed_at IS NULL \
-               AND (next_attempt_at IS NULL OR next_attempt_at <= ?) \
-               AND (lease_until IS NULL OR lease_until < ?) \
-             ORDER BY id LIMIT ? FOR UPDATE SKIP LOCKED",
+        let due: Vec<(u64,)> = sqlx::query_as(
+            "SELECT o.id FROM outbox o \
+             WHERE o.published_at IS NULL AND o.failed_at IS NULL \
+               AND (o.next_attempt_at IS NULL OR o.next_attempt_at <= ?) \
+               AND (o.lease_until IS NULL OR o.lease_until < ?) \
+               AND NOT EXISTS (SELECT 1 FROM outbox e FORCE INDEX (idx_outbox_reservation) \
+                               WHERE e.aggregate_id = o.aggregate_id AND e.id < o.id \
+                                 AND e.published_at IS NULL AND e.failed_at IS NULL) \
+             ORDER BY o.id LIMIT ? FOR UPDATE SKIP LOCKED",
         )
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .bind(limit)
         .fetch_all(&mut *conn)
         .await?;
-        if due.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut aggregates: Vec<u64> = due.iter().map(|(_, a)| *a).collect();
-        aggregates.sort_unstable();
-        aggregates.dedup();
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT aggregate_id, MIN(id) FROM outbox WHERE aggregate_id IN ({}) \
-             AND published_at IS NULL AND failed_at IS NULL GROUP BY aggregate_id",
-            super::in_placeholders(aggregates.len())
-        )));
-        let first: std::collections::HashMap<u64, u64> = super::bind_ids(select, &aggregates)
-            .fetch_all(&mut *conn)
-            .await?
-            .into_iter()
-            .collect();
-        let ids: Vec<u64> = due
-            .iter()
-            .filter(|(id, aggregate)| first.get(aggregate) == Some(id))
-            .map(|(id, _)| *id)
-            .collect();
+        let ids: Vec<u64> = due.into_iter().map(|(id,)| id).collect();
         if ids.is_empty() {
             return Ok(Vec::new());
         }

@@ -29,6 +29,8 @@ pub struct Behaviour {
     pub slow_for: Duration,
     /// Answer every request with 500.
     pub always_fail: bool,
+    /// Answer 500 to every event of this type.
+    pub refuse_type: Option<&'static str>,
 }
 
 /// One accepted (200) delivery.
@@ -194,7 +196,10 @@ async fn receive(
         tokio::time::sleep(behaviour.slow_for).await;
     }
     let close = [(header::CONNECTION, "close")];
-    if !signed || behaviour.always_fail || attempt <= behaviour.fail_first {
+    let refused = behaviour
+        .refuse_type
+        .is_some_and(|refused| event["type"] == refused);
+    if !signed || behaviour.always_fail || refused || attempt <= behaviour.fail_first {
         return (StatusCode::INTERNAL_SERVER_ERROR, close);
     }
     shared.log.lock().unwrap().accepted.push(Accepted {
