@@ -178,8 +178,9 @@ impl FromRequestParts<AppState> for AuthUser {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        // Verified already on the way in (routes::limit_anonymous); without
-        // it, the token is missing or invalid, and what follows says which.
+        // Verified (and its budget spent) on the way in
+        // (routes::limit_every_caller); without it, the token is missing or
+        // invalid, and what follows says which.
         let verified = parts
             .extensions
             .get::<crate::security::Principal>()
@@ -188,7 +189,6 @@ impl FromRequestParts<AppState> for AuthUser {
             Some(principal) => principal,
             None => unverified(parts, state)?,
         };
-        state.limits.user_request(principal.user)?;
         Ok(Self {
             id: principal.user,
             role: principal.role,

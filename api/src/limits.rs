@@ -27,7 +27,8 @@ pub struct LimitSettings {
     /// Requests per second per client address without a valid token (every
     /// public route but the probes), with bursts of twice that.
     pub anonymous_requests_per_sec: u32,
-    /// Login attempts per minute for one nickname (from anywhere).
+    /// Login attempts per minute for one nickname from one client address;
+    /// from all addresses together, [`ACCOUNT_WIDE_LOGINS`] times that.
     pub logins_per_minute_per_nickname: u32,
     /// Login attempts per minute from one client address.
     pub logins_per_minute_per_client: u32,
@@ -72,6 +73,12 @@ impl LoginKey {
     }
 }
 
+/// How many times one address's login budget for an account the account
+/// allows from all addresses together: wrong passwords from one address
+/// lock only that address out (not the owner, who logs in from another),
+/// and credential stuffing from many addresses still meets a limit.
+pub const ACCOUNT_WIDE_LOGINS: u32 = 10;
+
 /// What a caller's sampled flag can do.
 enum CallerSampling {
     Obeyed,
@@ -86,6 +93,7 @@ pub struct Limits {
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
+    logins_by_nickname_and_client: Option<DefaultKeyedRateLimiter<(LoginKey, IpAddr)>>,
     logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
     signups_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
 }
@@ -116,7 +124,14 @@ impl Limits {
             },
             users: limiter(per_second(settings.user_requests_per_sec)),
             anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
-            logins_by_nickname: limiter(per_minute(settings.logins_per_minute_per_nickname)),
+            logins_by_nickname: limiter(per_minute(
+                settings
+                    .logins_per_minute_per_nickname
+                    .saturating_mul(ACCOUNT_WIDE_LOGINS),
+            )),
+            logins_by_nickname_and_client: limiter(per_minute(
+                settings.logins_per_minute_per_nickname,
+            )),
             logins_by_client: limiter(per_minute(settings.logins_per_minute_per_client)),
             signups_by_client: limiter(per_minute(settings.signups_per_minute_per_client)),
         }
@@ -160,9 +175,16 @@ impl Limits {
         )
     }
 
-    /// A password check against one account (or a name without one): a
-    /// login, or the current password of a password change.
-    pub fn password_check(&self, key: &LoginKey) -> Result<(), ApiError> {
+    /// A password check against one account (or a name without one) from
+    /// `client`: a login, or the current password of a password change.
+    /// The address's own budget for the account first, so that attempts it
+    /// refuses spend nothing of the account-wide one.
+    pub fn password_check(&self, key: &LoginKey, client: IpAddr) -> Result<(), ApiError> {
+        check(
+            self.logins_by_nickname_and_client.as_ref(),
+            &(key.clone(), client),
+            "too many login attempts for this nickname from this address",
+        )?;
         check(
             self.logins_by_nickname.as_ref(),
             key,
@@ -195,6 +217,9 @@ impl Limits {
             users.retain_recent();
         }
         if let Some(nicknames) = &self.logins_by_nickname {
+            nicknames.retain_recent();
+        }
+        if let Some(nicknames) = &self.logins_by_nickname_and_client {
             nicknames.retain_recent();
         }
     }

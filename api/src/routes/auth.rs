@@ -59,10 +59,13 @@ pub async fn login(
     let mut conn = state.pool.acquire().await?;
     let user = db::users::find_by_nickname(&mut conn, &nickname).await?;
     drop(conn);
-    state.limits.password_check(&match &user {
-        Some(user) => LoginKey::Account(user.id),
-        None => LoginKey::unknown(nickname.as_str()),
-    })?;
+    state.limits.password_check(
+        &match &user {
+            Some(user) => LoginKey::Account(user.id),
+            None => LoginKey::unknown(nickname.as_str()),
+        },
+        client.0,
+    )?;
     let hash = user.as_ref().map(|u| u.password_hash.as_str());
     if !state
         .passwords

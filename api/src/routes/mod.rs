@@ -59,7 +59,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(middleware::from_fn_with_state(
             state.clone(),
-            limit_anonymous,
+            limit_every_caller,
         ))
         .layer(middleware::from_fn(move |request: Request, next: Next| {
             timeout(request_timeout, request, next)
@@ -94,12 +94,13 @@ async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
     }
 }
 
-/// Requests without a valid token spend their client address's budget;
-/// signed-in ones are limited per user where the token is read (the
-/// verified caller goes on in the request's extensions, so the token is
-/// checked once). Probes are never limited: the kubelet and the load
-/// balancer ask from one address.
-async fn limit_anonymous(
+/// Decides every request's budget, on every route: a valid token spends its
+/// user's, anything else its client address's (a signed-in caller does not
+/// escape limits by reading routes that never look at the user). The
+/// verified caller goes on in the request's extensions, so extractors only
+/// read it and the token is checked once. Probes and the page's assets are
+/// never limited: the kubelet and the load balancer ask from one address.
+async fn limit_every_caller(
     axum::extract::State(state): axum::extract::State<AppState>,
     mut request: Request,
     next: Next,
@@ -112,6 +113,9 @@ async fn limit_anonymous(
         .and_then(|token| crate::extract::signed_in(&state, token).ok());
     match caller {
         Some(principal) => {
+            if let Err(refused) = state.limits.user_request(principal.user) {
+                return refused.into_response();
+            }
             request.extensions_mut().insert(principal);
         }
         None => {

@@ -404,24 +404,26 @@ async fn place_uncounted(
     let user = request.user;
     let mut conn = state.pool.acquire().await?;
     let limit = state.limits.max_open_requests_per_user();
-    if limit > 0 {
-        let open = request_seats::open_counts(&mut conn, &[user]).await?;
-        // A replayed key does not add a request: let it through to answer.
-        if open.get(&user).copied().unwrap_or(0) + request.seats.len() as u64 > u64::from(limit)
-            && queue::find_by_idempotency_key(&mut conn, user, &key)
-                .await?
-                .is_none()
-        {
-            return Err(too_many_open());
-        }
-    }
     let mut tx = conn.begin().await?;
+    if limit > 0 {
+        // One keyed request of a user at a time, counted after its own
+        // write: concurrent ones cannot all pass a count taken before.
+        db::users::lock(&mut tx, user).await?;
+    }
     let now = db::now(&mut tx).await?;
     let Some(line) = request.line_at(now) else {
         return Err(ApiError::sale_not_open(request.sale));
     };
     match queue::enqueue(&mut tx, &request, line, Some(&key), now).await {
         Ok(id) => {
+            if limit > 0 {
+                let open = request_seats::open_counts(&mut tx, &[user]).await?;
+                if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {
+                    // Rolled back as it is dropped: a replay of this key
+                    // is refused the same way while the user is at the limit.
+                    return Err(too_many_open());
+                }
+            }
             tx.commit().await?;
             Ok((Queued::new(id, line), false))
         }

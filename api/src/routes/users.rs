@@ -188,13 +188,14 @@ pub async fn show(
 pub async fn update(
     State(state): State<AppState>,
     caller: AuthUser,
+    client: ClientAddress,
     ApiPath(id): ApiPath<UserId>,
     ApiJson(req): ApiJson<UpdateUserRequest>,
 ) -> ApiResult<Json<UserResponse>> {
     caller.ensure_can_act_on(id)?;
     let changes = UserChanges::try_from(req)?;
     if changes.password.is_some() && caller.id == id {
-        confirm_current_password(&state, id, changes.current_password.as_deref()).await?;
+        confirm_current_password(&state, id, client, changes.current_password.as_deref()).await?;
     }
     let hash = match &changes.password {
         Some(p) => Some(
@@ -227,6 +228,7 @@ pub async fn update(
 async fn confirm_current_password(
     state: &AppState,
     id: UserId,
+    client: ClientAddress,
     current: Option<&str>,
 ) -> ApiResult<()> {
     let Some(current) = current else {
@@ -237,7 +239,7 @@ async fn confirm_current_password(
     };
     state
         .limits
-        .password_check(&crate::limits::LoginKey::Account(id))?;
+        .password_check(&crate::limits::LoginKey::Account(id), client.0)?;
     let mut conn = state.pool.acquire().await?;
     let user = load(&mut conn, id).await?;
     drop(conn);

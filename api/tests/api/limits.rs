@@ -77,10 +77,13 @@ async fn login_attempts_are_limited_per_nickname_from_any_address() {
     })
     .await;
     app.user("carol").await; // one login spent
-    for client in ["192.0.2.1", "192.0.2.2"] {
+    // Credential stuffing: one guess from each of many addresses meets the
+    // account-wide budget (ten times one address's).
+    let wide = 3 * ticket_api::limits::ACCOUNT_WIDE_LOGINS;
+    for i in 1..wide {
         from(
             &app,
-            client,
+            &format!("198.18.0.{i}"),
             "/api/auth/login",
             json!({"nickName": "carol", "password": "wrong-password"}),
         )
@@ -98,6 +101,103 @@ async fn login_attempts_are_limited_per_nickname_from_any_address() {
     )
     .await;
     other.assert_problem(401, "INVALID_CREDENTIALS");
+}
+
+#[tokio::test]
+async fn wrong_passwords_from_one_address_do_not_lock_the_owner_out() {
+    let app = spawn_app_with_limits(LimitSettings {
+        logins_per_minute_per_nickname: 10,
+        ..LimitSettings::OFF
+    })
+    .await;
+    app.user("erin").await;
+    let attacker = "203.0.113.66";
+    let wrong = json!({"nickName": "erin", "password": "wrong-password"});
+    let mut limited = 0;
+    for _ in 0..12 {
+        let reply = from(&app, attacker, "/api/auth/login", wrong.clone()).await;
+        if reply.status == 429 {
+            assert_limited(&reply);
+            limited += 1;
+        } else {
+            reply.assert_problem(401, "INVALID_CREDENTIALS");
+        }
+    }
+    assert_eq!(limited, 2, "the attacker's address met its limit");
+    let right = json!({"nickName": "erin", "password": "password123"});
+    from(&app, "198.51.100.7", "/api/auth/login", right.clone())
+        .await
+        .assert_status(200);
+    assert_limited(&from(&app, attacker, "/api/auth/login", right).await);
+}
+
+#[tokio::test]
+async fn a_signed_in_caller_is_limited_on_every_route() {
+    let app = spawn_app_with_limits(LimitSettings {
+        user_requests_per_sec: 2,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, alice) = app.user("alice").await;
+    let (concert, _) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 2}))
+        .await;
+    // Routes that never read the caller: a burst of twice the rate, then 429.
+    let paths = [
+        format!("/api/concerts/{concert}"),
+        format!("/api/concerts/{concert}/seats"),
+        format!("/api/concerts/{concert}/availability"),
+        format!("/api/concerts/{concert}/seat-map"),
+    ];
+    let mut answers = Vec::new();
+    for path in paths.iter().cycle().take(8) {
+        answers.push(
+            get_from(&app, "198.51.100.30", path, Some(&alice))
+                .await
+                .status,
+        );
+    }
+    let limited = answers.iter().filter(|&&status| status == 429).count();
+    assert!(
+        (4..=6).contains(&limited),
+        "a burst of 4 then limits: {answers:?}"
+    );
+    assert_limited(&get_from(&app, "198.51.100.30", &paths[0], Some(&alice)).await);
+    // Another user's budget is their own.
+    let (_, bob) = app.user("bob").await;
+    get_from(&app, "198.51.100.30", &paths[0], Some(&bob))
+        .await
+        .assert_status(200);
+}
+
+#[tokio::test]
+async fn keyed_orders_sent_at_once_obey_the_open_seat_limit_exactly() {
+    let app = spawn_app_with_limits(LimitSettings {
+        max_open_requests_per_user: 10,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, greedy) = app.user("greedy").await;
+    let seats = app
+        .concert_and_seats(json!({"rows": 10, "seatsPerRow": 10, "maxSeatsPerOrder": 4}))
+        .await
+        .1;
+    let orders = seats.chunks(4).take(25).enumerate().map(|(i, order)| {
+        let request = app
+            .client
+            .post(format!("{}/api/reservations", app.base))
+            .bearer_auth(&greedy)
+            .header("idempotency-key", format!("order-{i}"))
+            .json(&json!({"seatIds": order}));
+        async move { TestApp::reply(request.send().await.unwrap()).await }
+    });
+    let replies = futures::future::join_all(orders).await;
+    for reply in replies.iter().filter(|r| r.status != 201) {
+        assert_limited(reply);
+    }
+    let accepted = replies.iter().filter(|r| r.status == 201).count();
+    assert_eq!(accepted, 2, "two orders of four seats fit under ten");
+    assert_eq!(app.count("request_seats").await, 8, "every 429 left no row");
 }
 
 #[tokio::test]
