@@ -292,6 +292,24 @@ def test_rate_limits_reach_the_api():
     assert env_of(find(render(behind_cdn), "Deployment", "-api"))["TICKET_TRUSTED_PROXIES"] == "2"
 
 
+def test_behind_the_charts_own_ingress_clients_are_told_apart():
+    assert "Ingress" not in kinds(render())
+    docs = render({"ingress": {"enabled": True, "host": "tickets.example.org"}})
+    ingress = find(docs, "Ingress")
+    assert ingress["spec"]["rules"][0]["host"] == "tickets.example.org"
+    backend = ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]
+    assert backend == {"name": "ticket-api", "port": {"name": "http"}}
+    env = env_of(find(docs, "Deployment", "-api"))
+    # Without it every client behind the controller would share one budget.
+    assert env["TICKET_CLIENT_ADDRESS_HEADER"] == "X-Forwarded-For"
+    assert env["TICKET_TRUSTED_PROXIES"] == "1"
+    # The metrics port is not behind it, and the public Service has none.
+    service = find(docs, "Service", "-api")
+    assert [p["name"] for p in service["spec"]["ports"]] == ["http"]
+    own = {"ingress": {"enabled": True}, "api": {"limits": {"clientAddressHeader": "X-Real-IP"}}}
+    assert env_of(find(render(own), "Deployment", "-api"))["TICKET_CLIENT_ADDRESS_HEADER"] == "X-Real-IP"
+
+
 def secret_env_names(docs):
     """Every environment variable filled from a Secret, by pod."""
     found = []
