@@ -131,6 +131,16 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_MAX_OPEN_REQUESTS_PER_USER", default_value_t = 10)]
     pub max_open_requests_per_user: u32,
 
+    /// Event streams one user may have open on an instance; more answer 429
+    /// RATE_LIMITED. 0: no limit.
+    #[arg(long, env = "TICKET_MAX_STREAMS_PER_USER", default_value_t = 4)]
+    pub max_streams_per_user: u32,
+
+    /// Event streams an instance follows at once; more answer 503
+    /// INSTANCE_BUSY, so that a load balancer moves the client. 0: no limit.
+    #[arg(long, env = "TICKET_MAX_STREAMS", default_value_t = 20_000)]
+    pub max_streams: u32,
+
     /// Groups of reservation requests written at the same time, each on a
     /// connection of its own. One makes the largest groups, which costs the
     /// database least per request and leaves it to the deciding workers

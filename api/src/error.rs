@@ -49,6 +49,9 @@ pub enum ErrorCode {
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
+    /// This instance follows as many event streams as it may; another may
+    /// take the request (503, `Retry-After`).
+    InstanceBusy,
     InternalError,
 }
 
@@ -78,7 +81,7 @@ impl ErrorCode {
             | SaleNotOpen => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            DatabaseUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            DatabaseUnavailable | InstanceBusy => StatusCode::SERVICE_UNAVAILABLE,
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -304,7 +307,7 @@ impl IntoResponse for ApiError {
             ErrorCode::Unauthorized | ErrorCode::InvalidCredentials => {
                 headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             }
-            ErrorCode::DatabaseUnavailable => {
+            ErrorCode::DatabaseUnavailable | ErrorCode::InstanceBusy => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
             ErrorCode::RateLimited => {

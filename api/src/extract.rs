@@ -153,6 +153,9 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
 pub struct AuthUser {
     pub id: UserId,
     pub role: Role,
+    /// The token it was proven by (what a long-lived answer, an event
+    /// stream, checks again while it lasts).
+    pub token: crate::security::Principal,
 }
 
 impl AuthUser {
@@ -192,6 +195,7 @@ impl FromRequestParts<AppState> for AuthUser {
         Ok(Self {
             id: principal.user,
             role: principal.role,
+            token: principal,
         })
     }
 }

@@ -21,3 +21,4 @@ pub mod security;
 pub mod server;
 pub mod startup;
 pub mod state;
+pub mod stream_permits;

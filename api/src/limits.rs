@@ -36,6 +36,11 @@ pub struct LimitSettings {
     pub signups_per_minute_per_client: u32,
     /// Open (PENDING or PROCESSING) reservation requests one user may have.
     pub max_open_requests_per_user: u32,
+    /// Event streams one user may have open on an instance (more: 429).
+    pub max_streams_per_user: u32,
+    /// Event streams an instance follows at once (more: 503, so that a
+    /// load balancer moves the client to another instance).
+    pub max_streams_per_instance: u32,
     /// Requests per second (per instance, all callers together) whose
     /// caller's `traceparent` may force tracing with its sampled flag;
     /// beyond it the caller's trace id is kept but the flag is not obeyed.
@@ -52,6 +57,8 @@ impl LimitSettings {
         logins_per_minute_per_client: 0,
         signups_per_minute_per_client: 0,
         max_open_requests_per_user: 0,
+        max_streams_per_user: 0,
+        max_streams_per_instance: 0,
         caller_sampled_traces_per_sec: u32::MAX,
     };
 }

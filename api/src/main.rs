@@ -125,6 +125,8 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     logins_per_minute_per_client: server.logins_per_minute_per_client,
                     signups_per_minute_per_client: server.signups_per_minute_per_client,
                     max_open_requests_per_user: server.max_open_requests_per_user,
+                    max_streams_per_user: server.max_streams_per_user,
+                    max_streams_per_instance: server.max_streams,
                     caller_sampled_traces_per_sec: server.caller_sampled_traces_per_sec,
                 },
                 client_address_header: server

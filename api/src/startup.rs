@@ -97,6 +97,12 @@ impl Application {
                 passwords,
                 metrics,
                 limits: Arc::new(Limits::new(settings.limits)),
+                streams: Arc::new(crate::stream_permits::StreamPermits::new(
+                    crate::stream_permits::StreamBounds {
+                        per_user: settings.limits.max_streams_per_user,
+                        per_instance: settings.limits.max_streams_per_instance,
+                    },
+                )),
                 client_address_header: settings.client_address_header.map(Arc::new),
                 database_reached: Arc::default(),
             }),

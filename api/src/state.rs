@@ -49,6 +49,8 @@ pub struct Shared {
     pub sales: Arc<crate::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
+    /// The event streams open on this instance, bounded.
+    pub streams: Arc<crate::stream_permits::StreamPermits>,
     pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,
     /// Set once the database has answered since start (see `/readyz`).
     pub database_reached: Arc<std::sync::atomic::AtomicBool>,

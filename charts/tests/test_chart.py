@@ -283,6 +283,7 @@ def test_rate_limits_reach_the_api():
     assert env["TICKET_ANONYMOUS_REQUESTS_PER_SEC"] == "20"
     assert env["TICKET_LOGINS_PER_MINUTE_PER_NICKNAME"] == "10"
     assert "TICKET_CLIENT_ADDRESS_HEADER" not in env
+    assert (env["TICKET_MAX_STREAMS_PER_USER"], env["TICKET_MAX_STREAMS"]) == ("4", "20000")
     behind_ingress = {"api": {"limits": {"clientAddressHeader": "X-Forwarded-For", "userRequestsPerSec": 0}}}
     env = env_of(find(render(behind_ingress), "Deployment", "-api"))
     assert env["TICKET_CLIENT_ADDRESS_HEADER"] == "X-Forwarded-For"

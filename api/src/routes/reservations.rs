@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, ReservationId,
-    SaleWindow, SeatId, SeatIds, UserId,
+    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, QueueStatus,
+    ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -143,6 +143,20 @@ impl LineFields {
         }
     }
 
+    /// The status a client is shown, the same in a poll and in a stream:
+    /// WAITING while the lottery waits for its opening; once the sale is
+    /// open, a lottery request still WAITING in the table (its admission
+    /// runs a moment later) is PENDING, in line like the rest.
+    pub(crate) fn status_of(&self, row: &queue::QueueRow) -> &'static str {
+        if self.opens_at.is_some() {
+            QueueStatus::Waiting.as_str()
+        } else if row.status == QueueStatus::Waiting {
+            QueueStatus::Pending.as_str()
+        } else {
+            row.status.as_str()
+        }
+    }
+
     /// In line, at `place` once the line has been read.
     pub(crate) fn placed(place: Option<Place>) -> Self {
         Self {
@@ -157,7 +171,7 @@ impl QueueStatusResponse {
     pub(crate) fn of(row: queue::QueueRow, seat_ids: Vec<u64>, line: LineFields) -> Self {
         Self {
             queue_id: row.id.get(),
-            status: row.status.as_str(),
+            status: line.status_of(&row),
             reservation_id: row.reservation_id.map(ReservationId::get),
             seat_id: row.seat_id.get(),
             seat_ids,

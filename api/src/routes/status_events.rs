@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use futures::Stream;
 use serde::Serialize;
-use ticket_core::domain::{QueueId, QueueStatus};
+use ticket_core::domain::QueueId;
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
@@ -22,7 +22,11 @@ use super::reservations::{LineFields, QueueStatusResponse};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
 use crate::line_watch::Standing;
+use crate::security::Principal;
+use crate::security::revocations::Revocations;
 use crate::state::AppState;
+use crate::stream_permits::StreamPermit;
+use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
     Router::new().route("/api/reservations/status/{id}/events", get(events))
@@ -33,6 +37,10 @@ pub fn router() -> Router<AppState> {
 const DECISION_ID: &str = "decision";
 /// Comments sent while nothing changes, so that proxies keep the stream.
 const HEARTBEAT: Duration = Duration::from_secs(15);
+/// How often a waiting stream checks that its token still holds: revoked
+/// (log out everywhere, a password change, the account deleted) or expired,
+/// the stream ends (revocations reach every instance within about a second).
+const TOKEN_RECHECK: Duration = Duration::from_secs(1);
 
 /// The data of a `position` or `waiting` event.
 #[derive(Serialize, ToSchema)]
@@ -51,14 +59,17 @@ pub struct PositionEvent {
 /// the opening), `position` (with its place whenever it changes), then one
 /// `decision` (the body of the status poll, id `decision`) and the end.
 /// Heartbeat comments every 15 s. Reconnecting with `Last-Event-ID:
-/// decision` answers 204. Only its owner (or an admin) may follow it.
+/// decision` answers 204. Only its owner (or an admin) may follow it, and
+/// only while the token it began with holds. A user may have a few streams
+/// open on an instance (429 beyond), an instance a bounded number (503).
 #[utoipa::path(get, path = "/api/reservations/status/{id}/events", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path, description = "queueId"),
            ("Last-Event-ID" = Option<String>, Header, description = "the id of the last event received")),
     responses((status = 200, content_type = "text/event-stream", body = String,
                description = "events `waiting` and `position` (data: PositionEvent), then `decision` (data: QueueStatusResponse)"),
               (status = 204, description = "the decision was already delivered"),
-              (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
+              (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem),
+              (status = 429, body = Problem), (status = 503, body = Problem)))]
 pub async fn events(
     State(state): State<AppState>,
     caller: AuthUser,
@@ -79,12 +90,19 @@ pub async fn events(
         return Ok(sse(stream(Step::Decided(decision_event(row, seats)), None)));
     }
     drop(conn);
+    let permit = state.streams.open(caller.id)?;
     let line = LineFields::of(&state, &row).await?;
     let first = Step::Open(position_event(&row, line));
+    let mut recheck = tokio::time::interval(TOKEN_RECHECK);
+    recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let follow = Follow {
         standing: state.line.watch(&row),
         opens_at: line.opens_at,
         row,
+        token: caller.token,
+        revocations: state.revocations.clone(),
+        recheck,
+        _permit: permit,
     };
     Ok(sse(stream(first, Some(follow))))
 }
@@ -114,6 +132,36 @@ struct Follow {
     /// While in the lottery: the opening, as it was when the stream began.
     opens_at: Option<chrono::DateTime<chrono::Utc>>,
     row: ticket_core::db::queue::QueueRow,
+    /// The token the stream began with, checked every [`TOKEN_RECHECK`].
+    token: Principal,
+    revocations: Arc<Revocations>,
+    recheck: tokio::time::Interval,
+    /// Its place among the instance's bounded streams, given back at the end.
+    _permit: StreamPermit,
+}
+
+impl Follow {
+    /// The next change of the request's standing; `None` when the stream
+    /// should end first (its token was revoked or expired, or the line
+    /// watch stopped).
+    async fn next_standing(&mut self) -> Option<Standing> {
+        loop {
+            tokio::select! {
+                changed = self.standing.changed() => {
+                    changed.ok()?;
+                    return Some(self.standing.borrow_and_update().clone());
+                }
+                _ = self.recheck.tick() => {
+                    let revoked = self
+                        .revocations
+                        .is_revoked(self.token.user, self.token.issued_at_us);
+                    if revoked || self.token.expires_at <= chrono::Utc::now().timestamp() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The first event, then one per change of the request's standing, until
@@ -128,8 +176,7 @@ fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Even
             };
         }
         let f = follow.as_mut()?;
-        f.standing.changed().await.ok()?;
-        let standing = f.standing.borrow_and_update().clone();
+        let standing = f.next_standing().await?;
         match standing {
             Standing::Open(place) => {
                 let now = chrono::Utc::now();
@@ -152,13 +199,7 @@ fn position_event(row: &ticket_core::db::queue::QueueRow, line: LineFields) -> E
     let waiting = line.opens_at.is_some();
     let data = PositionEvent {
         queue_id: row.id.get(),
-        status: if waiting {
-            "WAITING"
-        } else if row.status == QueueStatus::Waiting {
-            "PENDING"
-        } else {
-            row.status.as_str()
-        },
+        status: line.status_of(row),
         position: line.place.map(|p| p.position),
         estimated_wait_ms: line.place.and_then(|p| p.estimated_wait_ms),
         poll_after_ms: line.poll_after_ms,

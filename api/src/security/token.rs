@@ -52,6 +52,8 @@ pub struct Principal {
     /// start of its millisecond (or second), so that a revocation in the
     /// same one voids it.
     pub issued_at_us: i64,
+    /// When the token expires (seconds since the epoch).
+    pub expires_at: i64,
 }
 
 #[derive(Debug)]
@@ -154,6 +156,7 @@ impl TokenKeys {
                 .iat_us
                 .or_else(|| claims.iat_ms.map(|ms| ms.saturating_mul(1000)))
                 .unwrap_or_else(|| claims.iat.saturating_mul(1_000_000)),
+            expires_at: claims.exp,
         })
     }
 }
@@ -188,6 +191,7 @@ mod tests {
                 user: UserId(42),
                 role: Role::Admin,
                 issued_at_us: now.timestamp_micros(),
+                expires_at: now.timestamp() + 3600,
             })
         );
         let later = now + chrono::Duration::seconds(3600);

@@ -304,3 +304,100 @@ async fn many_streams_are_fed_by_a_few_queries() {
     );
     assert_eq!(app.metric("ticket_api_status_streams").await, 0.0);
 }
+
+/// A request nobody decides (no worker runs here): its stream stays open.
+async fn waiting_request(app: &TestApp, token: &str, seat: u64) -> u64 {
+    app.reserve(token, seat).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn open_streams_are_bounded_per_user_and_per_instance() {
+    let app = crate::helpers::spawn_app_with_limits(ticket_api::limits::LimitSettings {
+        max_streams_per_user: 2,
+        max_streams_per_instance: 3,
+        ..ticket_api::limits::LimitSettings::OFF
+    })
+    .await;
+    let seats = app.seat_ids(4).await;
+    let (_, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    let mine = waiting_request(&app, &alice, seats[0]).await;
+    let bobs = waiting_request(&app, &bob, seats[1]).await;
+    let first = EventStream::follow(&app, &alice, mine).await;
+    let _second = EventStream::follow(&app, &alice, mine).await;
+    let third = EventStream::open(&app, &alice, mine, None).await;
+    assert_eq!(third.status(), 429, "a user's share is two");
+    assert!(third.headers().contains_key("retry-after"));
+    let _bobs = EventStream::follow(&app, &bob, bobs).await;
+    let (_, carol) = app.user("carol").await;
+    let carols = waiting_request(&app, &carol, seats[2]).await;
+    let busy = EventStream::open(&app, &carol, carols, None).await;
+    assert_eq!(busy.status(), 503, "the instance follows three at most");
+    assert_eq!(busy.headers()["retry-after"], "1");
+    let body: Value = busy.json().await.unwrap();
+    assert_eq!(body["code"], "INSTANCE_BUSY");
+    // A stream that ends gives its place back.
+    drop(first);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let again = EventStream::open(&app, &carol, carols, None).await;
+        if again.status() == 200 {
+            break;
+        }
+        assert_eq!(again.status(), 503);
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the place never came back"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_stream_ends_soon_after_its_token_is_revoked() {
+    let app = spawn_app().await;
+    let seats = app.seat_ids(1).await;
+    let (_, token) = app.user("leaver").await;
+    let id = waiting_request(&app, &token, seats[0]).await;
+    let mut stream = EventStream::follow(&app, &token, id).await;
+    assert_eq!(stream.next().await.expect("its place").event, "position");
+    app.post("/api/auth/logout-all", Some(&token), json!({}))
+        .await
+        .assert_status(204);
+    let revoked = tokio::time::Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(5), async {
+        while stream.next().await.is_some() {}
+    })
+    .await;
+    assert!(ended.is_ok(), "the stream outlived its token by 5 s");
+    assert!(
+        revoked.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        revoked.elapsed()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn after_the_opening_the_poll_and_the_stream_report_the_same_status() {
+    let app = spawn_app().await;
+    let opens_at = chrono::Utc::now() + chrono::Duration::milliseconds(1_500);
+    let (_, seats) = app
+        .concert_and_seats(
+            json!({"rows": 1, "seatsPerRow": 1, "opensAt": opens_at.to_rfc3339(),
+                                   "lotteryWindowSeconds": 60}),
+        )
+        .await;
+    let (_, token) = app.user("early").await;
+    let id = waiting_request(&app, &token, seats[0]).await;
+    assert_eq!(app.queue_status(&token, id).await["status"], "WAITING");
+    // The sale opens; no worker has admitted the lottery yet (none runs),
+    // so the row is still WAITING in the table.
+    let polled = until_poll(&app, &token, id, |s| s["opensAt"].is_null()).await;
+    let mut stream = EventStream::follow(&app, &token, id).await;
+    let event = stream.next().await.expect("an event");
+    assert_eq!(event.event, "position");
+    assert_eq!(polled["status"], "PENDING", "{polled}");
+    assert_eq!(event.data["status"], polled["status"]);
+}
