@@ -17,6 +17,9 @@ export TICKET_CHROMEDRIVER
 # The clock tests run the real executables with their clocks set apart.
 TICKET_LIBFAKETIME="$(scripts/faketime.sh)"
 export TICKET_LIBFAKETIME
+# README's walk is run as written.
+scripts/debian.sh curl curl
+scripts/debian.sh jq jq
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.

@@ -25,3 +25,4 @@ mod seats;
 mod status_events;
 mod users;
 mod validation;
+mod walk;

@@ -142,3 +142,33 @@ async fn every_error_response_is_a_documented_problem() {
         "bearer"
     );
 }
+
+/// README's table of error codes names every `ErrorCode`, and no other.
+#[test]
+fn the_readme_lists_every_error_code() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let (_, table) = readme
+        .split_once("<!-- error-codes -->")
+        .expect("the table's start marker");
+    let (table, _) = table
+        .split_once("<!-- /error-codes -->")
+        .expect("the table's end marker");
+    let listed: BTreeSet<String> = table
+        .lines()
+        .filter_map(|row| row.strip_prefix("| "))
+        .filter_map(|row| row.split(" | ").next())
+        .flat_map(|codes| codes.split(", "))
+        .filter_map(|code| code.strip_prefix('`')?.strip_suffix('`'))
+        .map(str::to_owned)
+        .collect();
+    let doc =
+        serde_json::to_value(<ticket_api::openapi::ApiDoc as utoipa::OpenApi>::openapi()).unwrap();
+    let defined: BTreeSet<String> = doc["components"]["schemas"]["ErrorCode"]["enum"]
+        .as_array()
+        .expect("ErrorCode's values in the OpenAPI document")
+        .iter()
+        .map(|code| code.as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(listed, defined);
+}
