@@ -11,7 +11,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
 use opentelemetry::Context;
@@ -318,6 +318,41 @@ enum Answer {
 /// Every group's `now`, distinct within the process.
 static GROUP_CLOCK: queue::GroupClock = queue::GroupClock::new();
 
+/// The latest reading of the database's clock a group made (µs).
+static DATABASE_SEEN: AtomicI64 = AtomicI64::new(0);
+
+/// When the group is written. Which requests a sale takes (and whether in
+/// its lottery) is decided by the database's clock; the database is asked
+/// only when a request's sale opens (or its lottery starts) later than the
+/// last reading: once a sale is seen open it stays open, and a sale without
+/// an opening is always open. That keeps the round trip off groups of
+/// sales long open.
+async fn group_time(
+    tx: &mut sqlx::MySqlConnection,
+    requests: &[queue::NewRequest],
+) -> Result<queue::GroupTime, sqlx::Error> {
+    let seen = DATABASE_SEEN.load(Ordering::Relaxed);
+    let depends_on_the_clock = requests.iter().any(|r| {
+        r.sale
+            .lottery_begins()
+            .into_iter()
+            .chain(r.sale.opens_at)
+            .any(|at| at.timestamp_micros() >= seen)
+    });
+    if depends_on_the_clock {
+        let read = db::now(tx).await?;
+        DATABASE_SEEN.fetch_max(read.timestamp_micros(), Ordering::Relaxed);
+        return Ok(queue::GroupTime {
+            admitted_at: read,
+            written_at: GROUP_CLOCK.after(read),
+        });
+    }
+    Ok(queue::GroupTime {
+        admitted_at: chrono::DateTime::from_timestamp_micros(seen).unwrap_or_default(),
+        written_at: GROUP_CLOCK.after(chrono::Utc::now()),
+    })
+}
+
 /// Group writes that deadlock are tried again: everything was rolled back.
 const GROUP_ATTEMPTS: u32 = 3;
 
@@ -358,9 +393,8 @@ async fn insert_group(
     limit: u32,
 ) -> Result<Vec<Answer>, sqlx::Error> {
     let mut tx = conn.begin().await?;
-    // The database's clock decides which requests the sale takes yet.
-    let now = GROUP_CLOCK.after(db::now(&mut tx).await?);
-    let written = queue::enqueue_many(&mut tx, requests, now).await?;
+    let time = group_time(&mut tx, requests).await?;
+    let written = queue::enqueue_many(&mut tx, requests, time).await?;
     let mut answers: Vec<Answer> = written
         .outcomes
         .iter()
@@ -368,7 +402,9 @@ async fn insert_group(
         .map(|(outcome, request)| match *outcome {
             queue::Outcome::Queued(id) => Answer::Ready(Ok(Queued::new(
                 id,
-                request.line_at(now).unwrap_or(LineKey::AFTER_OPENING),
+                request
+                    .line_at(time.admitted_at)
+                    .unwrap_or(LineKey::AFTER_OPENING),
             ))),
             queue::Outcome::SaleNotOpen => {
                 Answer::Ready(Err(EnqueueError::SaleNotOpen(request.sale)))

@@ -163,7 +163,7 @@ async fn an_enqueued_group_takes_its_seats_in_id_order_so_a_confirm_never_waits_
         let enqueued = queue::enqueue_many(
             &mut tx,
             &group,
-            GroupClock::new().after(ticket_core::testing::now()),
+            queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now())),
         )
         .await?;
         tx.commit().await?;
@@ -237,7 +237,7 @@ async fn a_decision_takes_its_own_rows_without_waiting_for_requests_being_enqueu
     let written = queue::enqueue_many(
         &mut enqueuing,
         &[request(users[10], concert, &[seats[25]])],
-        GroupClock::new().after(ticket_core::testing::now()),
+        queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now())),
     )
     .await
     .unwrap();

@@ -44,7 +44,7 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
     let earlier = queue::enqueue_many(
         &mut tx,
         &[request(alice, seats[0])],
-        ticket_core::testing::now(),
+        queue::GroupTime::at(ticket_core::testing::now()),
     )
     .await
     .unwrap();
@@ -63,9 +63,13 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
     ];
     let clock = queue::GroupClock::new();
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let written = queue::enqueue_many(&mut tx, &group, clock.after(ticket_core::testing::now()))
-        .await
-        .unwrap();
+    let written = queue::enqueue_many(
+        &mut tx,
+        &group,
+        queue::GroupTime::at(clock.after(ticket_core::testing::now())),
+    )
+    .await
+    .unwrap();
     tx.commit().await.unwrap();
     let o = &written.outcomes;
     let (Outcome::Queued(bobs), Outcome::Queued(alices)) = (o[1], o[5]) else {

@@ -180,6 +180,28 @@ impl GroupClock {
     }
 }
 
+/// The times a group is written at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupTime {
+    /// A reading of the database's clock at least as late as every opening
+    /// and lottery start the group's admissions depend on: which requests
+    /// the sale takes yet, and whether in the lottery, is decided by it.
+    pub admitted_at: DateTime<Utc>,
+    /// The rows' `created_at`, distinct per group (see [`GroupClock`]): a
+    /// record of the arrival, which no deadline is compared against.
+    pub written_at: DateTime<Utc>,
+}
+
+impl GroupTime {
+    /// Both at `at` (the database's clock, read for the group).
+    pub fn at(at: DateTime<Utc>) -> Self {
+        Self {
+            admitted_at: at,
+            written_at: at,
+        }
+    }
+}
+
 /// How one request of a group fared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
@@ -253,13 +275,17 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
 pub async fn enqueue_many(
     conn: &mut MySqlConnection,
     requests: &[NewRequest],
-    now: DateTime<Utc>,
+    time: GroupTime,
 ) -> Result<Enqueued, sqlx::Error> {
+    let now = time.written_at;
     async move {
         if requests.is_empty() {
             return Ok(Enqueued::default());
         }
-        let lines: Vec<Option<LineKey>> = requests.iter().map(|r| r.line_at(now)).collect();
+        let lines: Vec<Option<LineKey>> = requests
+            .iter()
+            .map(|r| r.line_at(time.admitted_at))
+            .collect();
         let mut order: Vec<usize> = (0..requests.len())
             .filter(|&i| lines[i].is_some())
             .collect();
