@@ -21,7 +21,7 @@ use crate::fresh_cache::FreshCache;
 
 /// How old an answer may be.
 pub const FRESH_FOR: Duration = Duration::from_secs(1);
-/// Concerts kept before the cache starts again empty.
+/// Concerts kept; past it the one read longest ago goes.
 const MAX_CONCERTS: usize = 1_024;
 
 /// The seat map's state, in a form of about one byte per seat.
@@ -106,7 +106,7 @@ impl Snapshot {
 }
 
 pub struct AvailabilityCache {
-    cache: FreshCache<ConcertId, Option<Arc<Snapshot>>>,
+    cache: FreshCache<ConcertId, Arc<Snapshot>>,
     queries: IntCounter,
 }
 
@@ -127,8 +127,8 @@ impl AvailabilityCache {
     ) -> ApiResult<Option<Arc<Snapshot>>> {
         self.cache
             .get(concert, || async {
-                let mut conn = pool.acquire().await?;
                 self.queries.inc();
+                let mut conn = pool.acquire().await?;
                 let seats = db::seats::states_of_concert(&mut conn, concert).await?;
                 if seats.is_empty() && db::concerts::find(&mut conn, concert).await?.is_none() {
                     return Ok::<_, ApiError>(None);
@@ -138,6 +138,7 @@ impl AvailabilityCache {
                 )))))
             })
             .await
+            .map_err(ApiError::from)
     }
 }
 

@@ -9,6 +9,8 @@ use ticket_core::db;
 use ticket_core::domain::{FieldError, QueueId, SaleWindow};
 use utoipa::ToSchema;
 
+use crate::fresh_cache::Unanswered;
+
 /// Stable, documented error codes; clients switch on these, not on text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -273,6 +275,18 @@ impl From<sqlx::Error> for ApiError {
             };
         }
         Self::internal(err)
+    }
+}
+
+impl From<Unanswered<ApiError>> for ApiError {
+    fn from(unanswered: Unanswered<ApiError>) -> Self {
+        match unanswered {
+            Unanswered::Failed(err) => err,
+            Unanswered::ReadFailed => Self::new(
+                ErrorCode::DatabaseUnavailable,
+                "the database is unavailable; retry shortly",
+            ),
+        }
     }
 }
 

@@ -61,7 +61,7 @@ impl ApiMetrics {
             availability_queries: metrics::counter(
                 &registry,
                 "ticket_api_availability_queries_total",
-                "Database reads of seat availability (at most one per second and concert)",
+                "Database reads of seat availability begun (at most one per second and concert)",
             ),
             registry,
         })

@@ -29,8 +29,10 @@ impl SaleWindows {
             .get(concert, || async {
                 let mut conn = pool.acquire().await?;
                 let row = db::concerts::find(&mut conn, concert).await?;
-                Ok::<_, ApiError>(row.map(|c| c.sale()).unwrap_or_default())
+                Ok::<_, ApiError>(row.map(|c| c.sale()))
             })
             .await
+            .map(Option::unwrap_or_default)
+            .map_err(ApiError::from)
     }
 }

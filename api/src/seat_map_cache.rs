@@ -22,7 +22,7 @@ use crate::fresh_cache::FreshCache;
 
 /// How old an answer may be.
 pub const FRESH_FOR: Duration = Duration::from_secs(5);
-/// Concerts kept before the cache starts again empty.
+/// Concerts kept; past it the one read longest ago goes.
 const MAX_CONCERTS: usize = 1_024;
 
 /// The seats of a concert in natural order, in about a seat number's
@@ -57,7 +57,7 @@ impl SeatMapBody {
 }
 
 pub struct SeatMapCache {
-    cache: FreshCache<ConcertId, Option<Arc<CachedBody>>>,
+    cache: FreshCache<ConcertId, Arc<CachedBody>>,
 }
 
 impl Default for SeatMapCache {
@@ -90,6 +90,7 @@ impl SeatMapCache {
                 ))))
             })
             .await
+            .map_err(ApiError::from)
     }
 }
 

@@ -146,6 +146,7 @@ pub struct ConcertResponse {
 pub struct ConcertDetailResponse {
     #[serde(flatten)]
     concert: ConcertResponse,
+    /// The seat counts are at most about a second old (the availability's).
     available_seats: u64,
     /// Seats under a running hold (a hold that has just run out counts here
     /// until the sweep frees it, within seconds).
@@ -374,16 +375,24 @@ pub async fn list(
     }))
 }
 
-/// One concert with its settings and its seat counts.
+/// One concert with its settings and its seat counts (the counts at most
+/// about a second old).
 #[utoipa::path(get, path = "/api/concerts/{id}", tag = "concerts", params(("id" = u64, Path)),
     responses((status = 200, body = ConcertDetailResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn show(
     State(state): State<AppState>,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<ConcertDetailResponse>> {
+    // The page reads this on every visit: the counts come from the snapshot
+    // the seat maps share, not from a count over every seat per request.
+    let counts = state
+        .availability
+        .get(&state.pool, id)
+        .await?
+        .ok_or_else(concert_not_found)?
+        .counts;
     let mut conn = state.pool.acquire().await?;
     let concert = load(&mut conn, id).await?;
-    let counts = db::concerts::seat_counts(&mut conn, id).await?;
     Ok(Json(ConcertDetailResponse {
         concert: concert.into(),
         available_seats: counts.available,

@@ -186,3 +186,77 @@ async fn the_seat_map_gives_every_seat_in_natural_order_once_cacheable() {
         .await
         .assert_problem(404, "CONCERT_NOT_FOUND");
 }
+
+/// The concert's page reads its detail on every visit: the counts come from
+/// the snapshot the seat maps share, so any number of visits cost the
+/// database about one count per second, and they agree with the map.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_concerts_counts_come_from_the_availability_snapshot() {
+    let app = spawn_app().await;
+    let (alice, _) = app.user("alice").await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 5}))
+        .await;
+    app.book_directly(alice, seats[1]).await;
+    let before = app.metric("ticket_api_availability_queries_total").await;
+    let path = format!("/api/concerts/{concert}");
+    let details = futures::future::join_all((0..100).map(|_| app.get(&path, None))).await;
+    let reads = app.metric("ticket_api_availability_queries_total").await - before;
+    assert!(
+        (1.0..=2.0).contains(&reads),
+        "{reads} snapshot reads for 100 visits"
+    );
+    let map: Value = get(&app, concert, &[]).await.json().await.unwrap();
+    assert_eq!(map["states"], "ARAAA");
+    for detail in &details {
+        let body = detail.assert_status(200);
+        assert_eq!(
+            (&body["availableSeats"], &body["reservedSeats"]),
+            (&map["available"], &map["reserved"])
+        );
+    }
+    assert_eq!(details[0].body["availableSeats"], 4);
+}
+
+/// During an outage the requests waiting for one concert's read share its
+/// failure: the tenth does not wait ten connection timeouts, trying again
+/// after each of the nine before it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_failed_read_is_not_tried_again_by_every_waiter() {
+    // A server that accepts connections and never says a word: every
+    // connection attempt waits out the pool's timeout.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let (connected, mut connections) = tokio::sync::watch::channel(0);
+    tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            held.push(socket);
+            connected.send_replace(held.len());
+        }
+    });
+    let pool = sqlx::mysql::MySqlPoolOptions::new()
+        .acquire_timeout(Duration::from_secs(2))
+        .connect_lazy_with(ticket_core::testing::server_options().port(port));
+    let app = TestApp::at(
+        crate::helpers::start_server_with(pool.clone(), None).await,
+        pool,
+    );
+    // The pool tries a few connections in one timeout: count them for
+    // one request alone, then for eight at once.
+    app.get("/api/concerts/1/availability", None)
+        .await
+        .assert_problem(503, "DATABASE_UNAVAILABLE");
+    let alone = *connections.borrow_and_update();
+    let replies =
+        futures::future::join_all((0..8).map(|_| app.get("/api/concerts/1/availability", None)))
+            .await;
+    for reply in &replies {
+        reply.assert_problem(503, "DATABASE_UNAVAILABLE");
+    }
+    let together = *connections.borrow_and_update() - alone;
+    assert!(
+        together <= 2 * alone,
+        "{together} connections tried for 8 waiting requests, {alone} for one"
+    );
+}

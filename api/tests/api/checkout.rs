@@ -210,15 +210,7 @@ async fn a_hold_is_shown_held_and_confirmed_once() {
     let held = reservation_of(&app, &token, queue_id).await;
     assert_eq!(held["status"], "HELD");
     assert!(held["holdExpiresAt"].is_string());
-    let counts = app.get(&format!("/api/concerts/{concert}"), None).await;
-    assert_eq!(
-        (
-            counts.body["availableSeats"].as_u64(),
-            counts.body["heldSeats"].as_u64(),
-            counts.body["reservedSeats"].as_u64()
-        ),
-        (Some(1), Some(2), Some(0))
-    );
+    app.seat_counts_become(concert, (1, 2, 0)).await;
     let listed = app
         .get(&format!("/api/concerts/{concert}/seats?status=HELD"), None)
         .await;
@@ -349,8 +341,7 @@ async fn an_expired_hold_frees_its_seats_at_once_and_the_sweep_writes_it_down() 
         "HELD",
         "Bob's hold, not freed by Alice's expiry"
     );
-    let counts = app.get(&format!("/api/concerts/{concert}"), None).await;
-    assert_eq!(counts.body["availableSeats"], 1);
+    app.seat_counts_become(concert, (1, 2, 0)).await;
     let (status,): (String,) = sqlx::query_as("SELECT status FROM reservations WHERE id = ?")
         .bind(id)
         .fetch_one(&app.pool)

@@ -452,6 +452,27 @@ impl TestApp {
             .clone()
     }
 
+    /// Waits until the concert's detail shows these (available, held,
+    /// reserved) counts: they come from a snapshot at most about a second
+    /// old. Panics with the last counts after five seconds.
+    pub async fn seat_counts_become(&self, concert: u64, expected: (u64, u64, u64)) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let detail = self.get(&format!("/api/concerts/{concert}"), None).await;
+            let body = detail.assert_status(200);
+            let counts = ["availableSeats", "heldSeats", "reservedSeats"]
+                .map(|field| body[field].as_u64().expect("a count"));
+            if (counts[0], counts[1], counts[2]) == expected {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "counts {counts:?}, expected {expected:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
     /// A new concert with the given extra fields: its id and its seat ids,
     /// in order.
     pub async fn concert_and_seats(&self, extra: Value) -> (u64, Vec<u64>) {
