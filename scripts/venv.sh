@@ -8,12 +8,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # TICKET_VENV: another one, for tools whose pins clash with the others.
 venv="${TICKET_VENV:-.local/venv}"
-apt_install() {
-  local sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get update -qq >&2
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
-}
+apt_install() { scripts/debian.sh "$@"; }
 if [ ! -x "$venv/bin/python" ]; then
   command -v python3 >/dev/null 2>&1 || apt_install python3 python3-venv
   if ! python3 -m venv "$venv" >&2 2>/dev/null; then

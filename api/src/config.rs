@@ -126,8 +126,8 @@ pub struct ServerArgs {
     )]
     pub logins_per_minute_per_client: u32,
 
-    /// Open (PENDING or PROCESSING) reservation requests one user may have;
-    /// more answer 429 RATE_LIMITED. 0: no limit.
+    /// Seats in one user's open (WAITING, PENDING or PROCESSING)
+    /// reservation requests; more answer 429 RATE_LIMITED. 0: no limit.
     #[arg(long, env = "TICKET_MAX_OPEN_REQUESTS_PER_USER", default_value_t = 10)]
     pub max_open_requests_per_user: u32,
 

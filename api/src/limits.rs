@@ -34,7 +34,8 @@ pub struct LimitSettings {
     pub logins_per_minute_per_client: u32,
     /// Sign-ups per minute from one client address.
     pub signups_per_minute_per_client: u32,
-    /// Open (PENDING or PROCESSING) reservation requests one user may have.
+    /// Seats in one user's open (WAITING, PENDING or PROCESSING)
+    /// reservation requests.
     pub max_open_requests_per_user: u32,
     /// Event streams one user may have open on an instance (more: 429).
     pub max_streams_per_user: u32,

@@ -1,5 +1,5 @@
 //! The seats each request names. A row is open while its request is
-//! (PENDING or PROCESSING); (user, open seat) is unique, which is "one open
+//! (WAITING, PENDING or PROCESSING); (user, open seat) is unique, which is "one open
 //! request per user and seat", and the open rows of a seat in line order
 //! ((line key, queue id), see `LineKey`) are its line.
 
