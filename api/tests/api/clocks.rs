@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use crate::helpers::{SECRET, TestApp, spawn_app};
+use crate::helpers::{SECRET, TestApp, executable, spawn_app};
 
 /// libfaketime, as `scripts/faketime.sh` installs it (its path in
 /// `TICKET_LIBFAKETIME`), or where Debian's package puts it.
@@ -24,25 +24,15 @@ fn libfaketime() -> String {
 }
 
 /// One of the workspace's executables, its clock `offset` away from this
-/// host's (libfaketime's syntax: "+3s", "-3s"); both executables are built
-/// by `cargo test --workspace`, the worker's next to the API's.
+/// host's (libfaketime's syntax: "+3s", "-3s").
 fn skewed(name: &str, database_url: &str, offset: &str) -> Command {
-    let path = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ticket-api")).with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace (cargo build --workspace)",
-        path.display()
-    );
-    let mut cmd = Command::new(path);
-    cmd.env_clear()
-        .env("DATABASE_URL", database_url)
-        .env("LD_PRELOAD", libfaketime())
+    let mut cmd = executable(name, database_url);
+    cmd.env("LD_PRELOAD", libfaketime())
         .env("FAKETIME", offset)
         // Timers and intervals run on the monotonic clock: leave it alone.
         .env("FAKETIME_DONT_FAKE_MONOTONIC", "1")
         .env("TICKET_LOG_FORMAT", "json")
         .env("RUST_LOG", "info")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     cmd

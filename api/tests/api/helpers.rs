@@ -188,6 +188,23 @@ impl ChildLog {
     }
 }
 
+/// One of the workspace's executables with a clean environment but its
+/// database: both are built by `cargo test --workspace`, the worker's next
+/// to the API's.
+pub fn executable(name: &str, database_url: &str) -> std::process::Command {
+    let path = std::path::PathBuf::from(env!("CARGO_BIN_EXE_ticket-api")).with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: build the workspace (cargo build --workspace)",
+        path.display()
+    );
+    let mut cmd = std::process::Command::new(path);
+    cmd.env_clear()
+        .env("DATABASE_URL", database_url)
+        .stdin(std::process::Stdio::null());
+    cmd
+}
+
 /// Starts the API on a pool that points at nothing that answers.
 pub async fn spawn_app_without_database() -> TestApp {
     let options = ticket_core::testing::server_options().port(1);

@@ -3,7 +3,6 @@
 //! API's and the worker's spans of one reservation arrive there in one trace.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -15,7 +14,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message as _;
 use ticket_core::testing::{TestDatabase, seed};
 
-use crate::helpers::{ChildLog, SECRET, TestApp};
+use crate::helpers::{ChildLog, SECRET, TestApp, executable};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -108,21 +107,9 @@ impl Running {
 }
 
 fn binary(name: &str, database_url: &str, collector: &str) -> Command {
-    // Both executables are built by `cargo test --workspace`; the worker's
-    // sits next to the API's.
-    let api = PathBuf::from(env!("CARGO_BIN_EXE_ticket-api"));
-    let path = api.with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: build the workspace (cargo build --workspace)",
-        path.display()
-    );
-    let mut cmd = Command::new(path);
-    cmd.env_clear()
-        .env("DATABASE_URL", database_url)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
-        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf")
-        .stdin(Stdio::null());
+    let mut cmd = executable(name, database_url);
+    cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", collector)
+        .env("OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf");
     cmd
 }
 
