@@ -539,8 +539,9 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
         .await;
     page.screenshot(&screenshot_dir().join("lottery.png")).await;
 
-    // The operator opens the sale now: the draw happens, the request wins.
-    let deciding = Deciding::start(&app);
+    // The operator opens the sale now: once it is open the request shows in
+    // line, even before a worker has let the lottery in; then the draw
+    // happens and the request wins.
     app.patch(
         &format!("/api/concerts/{lottery}"),
         Some(&app.admin_token),
@@ -548,6 +549,9 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
     )
     .await
     .assert_status(200);
+    page.wait_element(".line.waiting", Some("Position 1 in line"))
+        .await;
+    let deciding = Deciding::start(&app);
     page.wait_element(".line.confirmed", Some("Seats A2, A3 are yours"))
         .await;
     deciding.stop().await;

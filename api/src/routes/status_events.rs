@@ -22,6 +22,7 @@ use super::reservations::{LineFields, QueueStatusResponse};
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
 use crate::line_watch::Standing;
+use crate::sale_windows::SaleWindows;
 use crate::security::Principal;
 use crate::security::revocations::Revocations;
 use crate::state::AppState;
@@ -98,6 +99,8 @@ pub async fn events(
     let follow = Follow {
         standing: state.line.watch(&row),
         opens_at: line.opens_at,
+        sales: state.sales.clone(),
+        pool: state.pool.clone(),
         row,
         token: caller.token,
         revocations: state.revocations.clone(),
@@ -129,8 +132,11 @@ enum Step {
 /// be tens of thousands of them.
 struct Follow {
     standing: watch::Receiver<Standing>,
-    /// While in the lottery: the opening, as it was when the stream began.
+    /// While in the lottery: the opening, as last read (an operator may
+    /// move it).
     opens_at: Option<chrono::DateTime<chrono::Utc>>,
+    sales: Arc<SaleWindows>,
+    pool: sqlx::MySqlPool,
     row: ticket_core::db::queue::QueueRow,
     /// The token the stream began with, checked every [`TOKEN_RECHECK`].
     token: Principal,
@@ -141,9 +147,10 @@ struct Follow {
 }
 
 impl Follow {
-    /// The next change of the request's standing; `None` when the stream
-    /// should end first (its token was revoked or expired, or the line
-    /// watch stopped).
+    /// The next change of the request's standing, or of its sale's opening
+    /// while it waits for it (the opening passed or was moved); `None` when
+    /// the stream should end first (its token was revoked or expired, or
+    /// the line watch stopped).
     async fn next_standing(&mut self) -> Option<Standing> {
         loop {
             tokio::select! {
@@ -158,9 +165,31 @@ impl Follow {
                     if revoked || self.token.expires_at <= chrono::Utc::now().timestamp() {
                         return None;
                     }
+                    if self.opening_changed().await {
+                        return Some(self.standing.borrow_and_update().clone());
+                    }
                 }
             }
         }
+    }
+}
+
+impl Follow {
+    /// Whether the sale this lottery request waits for has opened, or its
+    /// opening moved, since the last look (read from the instance's sale
+    /// windows, about a second old; a failed read changes nothing).
+    async fn opening_changed(&mut self) -> bool {
+        if self.opens_at.is_none() {
+            return false;
+        }
+        let Ok(sale) = self.sales.of(&self.pool, self.row.concert_id).await else {
+            return false;
+        };
+        let now = chrono::Utc::now();
+        let opens_at = sale.opens_at.filter(|at| *at > now);
+        let changed = opens_at != self.opens_at;
+        self.opens_at = opens_at;
+        changed
     }
 }
 
