@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -280,6 +280,22 @@ enqueue_clean() {
   enqueue_run TICKET_BENCH_KEYED=0
 }
 
+# The concert's detail, which the page reads on every visit, for a concert
+# of 100,000 seats: its counts come from the availability snapshot (issue
+# 27), not from a count over every seat per request.
+concert_detail() {
+  ensure_wrk
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 1 --seats 100000 --out "$work/detail-lines")"
+  start_api "$url" TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0
+  # A fresh database: the concert is the first.
+  curl -sf "$api_url/api/concerts/1" >/dev/null
+  echo "## GET /api/concerts/{id}, 100,000 seats, wrk, 64 connections, 10 s (${bin})"
+  wrk -t2 -c64 -d10s --latency "$api_url/api/concerts/1"
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
 # Enqueue with tracing exported, every request's traceparent asking to be
 # sampled (as an outsider could send) against none asking, alternating: the
 # caller's flag is obeyed only within TICKET_CALLER_SAMPLED_TRACES_PER_SEC.
@@ -394,6 +410,7 @@ case "$what" in
   sampled) caller_sampled ;;
   retention) retention_cost ;;
   clean) enqueue_clean ;;
+  detail) concert_detail ;;
   checkout) checkout ;;
   open) ticket_open ;;
   open-polls) open_polls ;;
@@ -401,5 +418,5 @@ case "$what" in
   open-availability) open_availability ;;
   page) page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
 esac
