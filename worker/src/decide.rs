@@ -11,6 +11,7 @@ use ticket_core::db::outbox::{EventKind, ReservationEvent, Subject};
 use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::reservations::ReservedSeat;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
+use ticket_core::domain::allocation::{self, Verdict};
 use ticket_core::domain::{
     ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
 };
@@ -358,7 +359,8 @@ impl Plan {
 }
 
 /// Locks the free seats our rows want (in id order, like every other writer
-/// of seats) and decides each row's fate, in line order (`rows` are).
+/// of seats) and has the allocation rule decide each row's fate, in line
+/// order (`rows` are); the plan is what that means for the tables.
 async fn plan(
     tx: &mut MySqlConnection,
     rows: &[queue::LeasedRow],
@@ -382,48 +384,43 @@ async fn plan(
             free.insert(s.seat, s);
         }
     }
-    // Seats a request of this batch took, or waits for (deferred).
-    let mut taken: HashSet<SeatId> = HashSet::new();
-    let mut waiting: HashSet<SeatId> = HashSet::new();
-    for row in rows {
-        let lost = row.seats.is_empty()
-            || row
-                .seats
-                .iter()
-                .any(|s| !free.contains_key(s) || taken.contains(s));
-        let behind = row.seats.iter().any(|s| {
-            waiting.contains(s)
-                || free
-                    .get(s)
-                    .and_then(|st| st.first_open_elsewhere)
-                    .is_some_and(|first| first < row.line.place(row.id))
-        });
-        if lost {
-            plan.failed.push(row.id);
-        } else if behind {
-            plan.deferred.push(row.id);
-            waiting.extend(row.seats.iter().copied());
-        } else {
-            taken.extend(row.seats.iter().copied());
-            plan.reclaimed.extend(
-                row.seats
-                    .iter()
-                    .filter(|s| free[s].claim == seats::Claim::ExpiredHold),
-            );
-            let held = row.hold.is_hold();
-            plan.reservations.push(reservations::NewReservation {
-                queue_id: row.id,
-                user: row.user_id,
-                concert: row.concert_id,
-                seats: row.seats.clone(),
-                status: if held {
-                    ReservationStatus::Held
-                } else {
-                    ReservationStatus::Confirmed
-                },
-                hold_expires_at: held
-                    .then(|| now + chrono::Duration::seconds(i64::from(row.hold.seconds()))),
-            });
+    let line: Vec<allocation::Request<'_>> = rows
+        .iter()
+        .map(|row| allocation::Request {
+            id: row.id,
+            place: row.line.place(row.id),
+            seats: &row.seats,
+        })
+        .collect();
+    let free_places: allocation::FreeSeats = free
+        .iter()
+        .map(|(seat, standing)| (*seat, standing.first_open_elsewhere))
+        .collect();
+    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free_places)) {
+        match verdict {
+            Verdict::Lost => plan.failed.push(row.id),
+            Verdict::Deferred => plan.deferred.push(row.id),
+            Verdict::Won => {
+                plan.reclaimed.extend(
+                    row.seats
+                        .iter()
+                        .filter(|s| free[s].claim == seats::Claim::ExpiredHold),
+                );
+                let held = row.hold.is_hold();
+                plan.reservations.push(reservations::NewReservation {
+                    queue_id: row.id,
+                    user: row.user_id,
+                    concert: row.concert_id,
+                    seats: row.seats.clone(),
+                    status: if held {
+                        ReservationStatus::Held
+                    } else {
+                        ReservationStatus::Confirmed
+                    },
+                    hold_expires_at: held
+                        .then(|| now + chrono::Duration::seconds(i64::from(row.hold.seconds()))),
+                });
+            }
         }
     }
     plan.reclaimed.sort_unstable();

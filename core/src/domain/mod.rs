@@ -1,6 +1,7 @@
 //! Domain types. Each is built with `parse`, which is the only way to get one,
 //! so a value of these types has already been validated.
 
+pub mod allocation;
 mod concert;
 mod ids;
 mod order;
