@@ -1,6 +1,6 @@
+use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
-use tracing::Instrument as _;
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder, OpensAt,
@@ -94,7 +94,7 @@ pub async fn insert_with_seats(
         }
         Ok(id)
     }
-    .instrument(super::span("INSERT", "concerts"))
+    .traced("INSERT", "concerts")
     .await
 }
 
@@ -102,15 +102,12 @@ pub async fn find(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<Option<ConcertRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM concerts WHERE id = ?"
-        )))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "concerts"))
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM concerts WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "concerts")
     .await
 }
 
@@ -119,15 +116,12 @@ pub async fn lock(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<Option<ConcertRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM concerts WHERE id = ? FOR UPDATE"
-        )))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "concerts"))
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM concerts WHERE id = ? FOR UPDATE"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "concerts")
     .await
 }
 
@@ -149,7 +143,7 @@ pub async fn list(
             .await?;
         Ok((rows, total.unsigned_abs()))
     }
-    .instrument(super::span("SELECT", "concerts"))
+    .traced("SELECT", "concerts")
     .await
 }
 
@@ -176,26 +170,22 @@ pub async fn seat_counts(
     conn: &mut MySqlConnection,
     id: ConcertId,
 ) -> Result<SeatCounts, sqlx::Error> {
-    async move {
-        let rows: Vec<(String, i64)> = sqlx::query_as(
-            "SELECT status, COUNT(*) FROM seats WHERE concert_id = ? GROUP BY status",
-        )
-        .bind(id)
-        .fetch_all(conn)
-        .await?;
-        let count = |status: &str| {
-            rows.iter()
-                .find(|(s, _)| s == status)
-                .map_or(0, |(_, n)| n.unsigned_abs())
-        };
-        Ok(SeatCounts {
-            available: count("AVAILABLE"),
-            held: count("HELD"),
-            reserved: count("RESERVED"),
-        })
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let rows: Vec<(String, i64)> =
+        sqlx::query_as("SELECT status, COUNT(*) FROM seats WHERE concert_id = ? GROUP BY status")
+            .bind(id)
+            .fetch_all(conn)
+            .traced("SELECT", "seats")
+            .await?;
+    let count = |status: &str| {
+        rows.iter()
+            .find(|(s, _)| s == status)
+            .map_or(0, |(_, n)| n.unsigned_abs())
+    };
+    Ok(SeatCounts {
+        available: count("AVAILABLE"),
+        held: count("HELD"),
+        reserved: count("RESERVED"),
+    })
 }
 
 /// A change to a concert: what is `None` stays as it is.
@@ -218,30 +208,27 @@ pub async fn update(
     changes: &Changes,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
-             concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
-             max_seats_per_order = COALESCE(?, max_seats_per_order), \
-             opens_at = IF(?, ?, opens_at), lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
-             updated_at = ? WHERE id = ?",
-        )
-        .bind(changes.title.as_ref().map(ConcertTitle::as_str))
-        .bind(changes.venue.as_ref().map(Venue::as_str))
-        .bind(changes.date.map(|d| d.get().naive_utc()))
-        .bind(changes.hold.map(HoldDuration::seconds))
-        .bind(changes.max_seats_per_order.map(MaxSeatsPerOrder::get))
-        .bind(changes.opens_at.is_some())
-        .bind(changes.opens_at.flatten().map(|at| at.get().naive_utc()))
-        .bind(changes.lottery.map(LotteryWindow::seconds))
-        .bind(now.naive_utc())
-        .bind(id)
-        .execute(conn)
-        .await?;
-        Ok(())
-    }
-    .instrument(super::span("UPDATE", "concerts"))
-    .await
+    sqlx::query(
+        "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
+         concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
+         max_seats_per_order = COALESCE(?, max_seats_per_order), \
+         opens_at = IF(?, ?, opens_at), lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
+         updated_at = ? WHERE id = ?",
+    )
+    .bind(changes.title.as_ref().map(ConcertTitle::as_str))
+    .bind(changes.venue.as_ref().map(Venue::as_str))
+    .bind(changes.date.map(|d| d.get().naive_utc()))
+    .bind(changes.hold.map(HoldDuration::seconds))
+    .bind(changes.max_seats_per_order.map(MaxSeatsPerOrder::get))
+    .bind(changes.opens_at.is_some())
+    .bind(changes.opens_at.flatten().map(|at| at.get().naive_utc()))
+    .bind(changes.lottery.map(LotteryWindow::seconds))
+    .bind(now.naive_utc())
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "concerts")
+    .await?;
+    Ok(())
 }
 
 /// Keeps `seat_count` in step when a seat is added (+1) or removed (-1).
@@ -250,16 +237,13 @@ pub async fn adjust_seat_count(
     id: ConcertId,
     delta: i32,
 ) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query("UPDATE concerts SET seat_count = seat_count + ? WHERE id = ?")
-            .bind(delta)
-            .bind(id)
-            .execute(conn)
-            .await?;
-        Ok(())
-    }
-    .instrument(super::span("UPDATE", "concerts"))
-    .await
+    sqlx::query("UPDATE concerts SET seat_count = seat_count + ? WHERE id = ?")
+        .bind(delta)
+        .bind(id)
+        .execute(conn)
+        .traced("UPDATE", "concerts")
+        .await?;
+    Ok(())
 }
 
 /// Locks every seat of the concert, in id order (the order a deciding
@@ -283,7 +267,7 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32
         }
         Ok(u32::try_from(ids.len()).unwrap_or(u32::MAX))
     }
-    .instrument(super::span("SELECT", "seats"))
+    .traced("SELECT", "seats")
     .await
 }
 
@@ -294,23 +278,20 @@ const LOCK_CHUNK: usize = 1024;
 /// the queue (open or decided) or a reservation (of any status). Such a
 /// concert is part of people's history and is not deleted.
 pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bool, sqlx::Error> {
-    async move {
-        let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ?) \
-                 OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
-                            WHERE s.concert_id = ?) \
-                 OR EXISTS (SELECT 1 FROM seats s JOIN request_seats rs ON rs.seat_id = s.id \
-                            WHERE s.concert_id = ?)",
-        )
-        .bind(id)
-        .bind(id)
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
-        Ok(held)
-    }
-    .instrument(super::span("SELECT", "reservations"))
-    .await
+    let (held,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM reservations WHERE concert_id = ?) \
+             OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
+                        WHERE s.concert_id = ?) \
+             OR EXISTS (SELECT 1 FROM seats s JOIN request_seats rs ON rs.seat_id = s.id \
+                        WHERE s.concert_id = ?)",
+    )
+    .bind(id)
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "reservations")
+    .await?;
+    Ok(held)
 }
 
 /// Deletes the concert with its seats. Call with its seats and the concert
@@ -330,6 +311,6 @@ pub async fn delete_with_seats(
             .await?;
         Ok(done.rows_affected() == 1)
     }
-    .instrument(super::span("DELETE", "concerts"))
+    .traced("DELETE", "concerts")
     .await
 }

@@ -7,11 +7,10 @@ use std::collections::{BTreeMap, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
 use super::outbox::{self, EventKind, ReservationEvent, Subject};
 use super::reservations::{self, ReservedSeat};
-use super::{bind_ids, in_placeholders};
+use super::{Traced as _, bind_ids, in_placeholders};
 use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
 
 /// Up to `limit` reservations of one concert (the one whose hold ended
@@ -44,7 +43,7 @@ pub async fn due(
         .await?;
         Ok(ids.into_iter().map(|(id,)| id).collect())
     }
-    .instrument(super::span("SELECT", "reservations"))
+    .traced("SELECT", "reservations")
     .await
 }
 
@@ -145,6 +144,6 @@ pub async fn expire(
         outbox::record(conn, &events, now).await?;
         Ok(expired)
     }
-    .instrument(super::span("UPDATE", "reservations"))
+    .traced("UPDATE", "reservations")
     .await
 }

@@ -3,9 +3,8 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
-use super::{bind_ids, in_placeholders};
+use super::{Traced as _, bind_ids, in_placeholders};
 use crate::domain::{ConcertId, LineKey, QueueId};
 
 /// Concerts with WAITING requests whose sale has opened at `now` (or no
@@ -15,19 +14,16 @@ pub async fn opened_with_waiting(
     conn: &mut MySqlConnection,
     now: DateTime<Utc>,
 ) -> Result<Vec<ConcertId>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT c.id FROM concerts c \
-             WHERE c.id IN (SELECT q.concert_id FROM reservation_queue q WHERE q.status = 'WAITING') \
-               AND (c.opens_at IS NULL OR c.opens_at <= ?)",
-        )
-        .bind(now.naive_utc())
-        .fetch_all(conn)
-        .await
-        .map(|rows: Vec<(ConcertId,)>| rows.into_iter().map(|(id,)| id).collect())
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    sqlx::query_as(
+        "SELECT c.id FROM concerts c \
+         WHERE c.id IN (SELECT q.concert_id FROM reservation_queue q WHERE q.status = 'WAITING') \
+           AND (c.opens_at IS NULL OR c.opens_at <= ?)",
+    )
+    .bind(now.naive_utc())
+    .fetch_all(conn)
+    .traced("SELECT", "reservation_queue")
     .await
+    .map(|rows: Vec<(ConcertId,)>| rows.into_iter().map(|(id,)| id).collect())
 }
 
 /// Makes up to `limit` of the concert's WAITING requests PENDING (their
@@ -40,20 +36,17 @@ pub async fn admit_waiting(
     limit: u32,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        Ok(sqlx::query(
-            "UPDATE reservation_queue SET status = 'PENDING', updated_at = ? \
-             WHERE status = 'WAITING' AND concert_id = ? LIMIT ?",
-        )
-        .bind(now.naive_utc())
-        .bind(concert)
-        .bind(limit)
-        .execute(conn)
-        .await?
-        .rows_affected())
-    }
-    .instrument(super::span("UPDATE", "reservation_queue"))
-    .await
+    Ok(sqlx::query(
+        "UPDATE reservation_queue SET status = 'PENDING', updated_at = ? \
+         WHERE status = 'WAITING' AND concert_id = ? LIMIT ?",
+    )
+    .bind(now.naive_utc())
+    .bind(concert)
+    .bind(limit)
+    .execute(conn)
+    .traced("UPDATE", "reservation_queue")
+    .await?
+    .rows_affected())
 }
 
 /// One open request in its concert's line.
@@ -95,6 +88,6 @@ pub async fn open_requests(
         }
         Ok(())
     }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    .traced("SELECT", "reservation_queue")
     .await
 }

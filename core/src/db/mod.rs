@@ -31,11 +31,26 @@ use sqlx::{Connection, Executor};
 
 pub use sqlx::MySqlConnection as Conn;
 
+/// Traces a statement: `sqlx::query(…).fetch_all(conn).traced("SELECT",
+/// "seats").await`. The few functions whose statements make one operation
+/// together (a concert with its seats in chunks) trace the whole of it.
+pub(crate) trait Traced: std::future::Future + Sized {
+    fn traced(
+        self,
+        operation: &'static str,
+        table: &'static str,
+    ) -> tracing::instrument::Instrumented<Self> {
+        tracing::Instrument::instrument(self, span(operation, table))
+    }
+}
+
+impl<F: std::future::Future> Traced for F {}
+
 /// A client span for one statement (OpenTelemetry database conventions),
 /// inside the caller's span when its trace is sampled. Outside any span there
 /// is no trace to add it to, and none is made: the worker records its batch
 /// work per row instead (see `telemetry::spans`).
-pub(crate) fn span(operation: &'static str, table: &'static str) -> tracing::Span {
+fn span(operation: &'static str, table: &'static str) -> tracing::Span {
     if !crate::telemetry::spans::current_is_sampled() {
         return tracing::Span::none();
     }

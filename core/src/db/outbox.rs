@@ -4,8 +4,8 @@
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
-use tracing::Instrument as _;
 
+use super::Traced as _;
 use super::reservations::ReservedSeat;
 use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, UserId};
 
@@ -109,24 +109,25 @@ pub async fn record(
     events: &[ReservationEvent],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if events.is_empty() {
-            return Ok(0);
-        }
-        let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO outbox (event_type, aggregate_id, concert_id, payload, created_at) ",
-        );
-        insert.push_values(events, |mut row, e| {
-            row.push_bind(e.kind.as_str())
-                .push_bind(e.reservation_id)
-                .push_bind(e.concert_id)
-                .push_bind(serde_json::to_string(e).unwrap_or_default())
-                .push_bind(now.naive_utc());
-        });
-        Ok(insert.build().execute(conn).await?.rows_affected())
+    if events.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("INSERT", "outbox"))
-    .await
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO outbox (event_type, aggregate_id, concert_id, payload, created_at) ",
+    );
+    insert.push_values(events, |mut row, e| {
+        row.push_bind(e.kind.as_str())
+            .push_bind(e.reservation_id)
+            .push_bind(e.concert_id)
+            .push_bind(serde_json::to_string(e).unwrap_or_default())
+            .push_bind(now.naive_utc());
+    });
+    Ok(insert
+        .build()
+        .execute(conn)
+        .traced("INSERT", "outbox")
+        .await?
+        .rows_affected())
 }
 
 /// An event claimed for delivery.
@@ -196,7 +197,7 @@ pub async fn claim_deliverable(
         )));
         super::bind_ids(select, &ids).fetch_all(conn).await
     }
-    .instrument(super::span("UPDATE", "outbox"))
+    .traced("UPDATE", "outbox")
     .await
 }
 
@@ -224,28 +225,25 @@ pub async fn record_delivery(
     outcome: &Delivery,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
-    async move {
-        let (published, next, failed, error) = match outcome {
-            Delivery::Delivered => (Some(now), None, None, None),
-            Delivery::Retry { at, error } => (None, Some(*at), None, Some(error.as_str())),
-            Delivery::Failed { error } => (None, None, Some(now), Some(error.as_str())),
-        };
-        let done = sqlx::query(
-            "UPDATE outbox SET published_at = ?, next_attempt_at = ?, failed_at = ?, last_error = ?, \
-             lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?",
-        )
-        .bind(published.map(|t| t.naive_utc()))
-        .bind(next.map(|t| t.naive_utc()))
-        .bind(failed.map(|t| t.naive_utc()))
-        .bind(error.map(|e| e.chars().take(255).collect::<String>()))
-        .bind(id)
-        .bind(token)
-        .execute(conn)
-        .await?;
-        Ok(done.rows_affected() == 1)
-    }
-    .instrument(super::span("UPDATE", "outbox"))
-    .await
+    let (published, next, failed, error) = match outcome {
+        Delivery::Delivered => (Some(now), None, None, None),
+        Delivery::Retry { at, error } => (None, Some(*at), None, Some(error.as_str())),
+        Delivery::Failed { error } => (None, None, Some(now), Some(error.as_str())),
+    };
+    let done = sqlx::query(
+        "UPDATE outbox SET published_at = ?, next_attempt_at = ?, failed_at = ?, last_error = ?, \
+         lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?",
+    )
+    .bind(published.map(|t| t.naive_utc()))
+    .bind(next.map(|t| t.naive_utc()))
+    .bind(failed.map(|t| t.naive_utc()))
+    .bind(error.map(|e| e.chars().take(255).collect::<String>()))
+    .bind(id)
+    .bind(token)
+    .execute(conn)
+    .traced("UPDATE", "outbox")
+    .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Marks events delivered under this lease, all in one statement; returns
@@ -256,37 +254,31 @@ pub async fn mark_delivered(
     token: u64,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE outbox SET published_at = ?, next_attempt_at = NULL, last_error = NULL, \
-             lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND id IN ({})",
-            super::in_placeholders(ids.len())
-        )))
-        .bind(now.naive_utc())
-        .bind(token);
-        Ok(super::bind_ids_exec(update, ids)
-            .execute(conn)
-            .await?
-            .rows_affected())
+    if ids.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "outbox"))
-    .await
+    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE outbox SET published_at = ?, next_attempt_at = NULL, last_error = NULL, \
+         lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND id IN ({})",
+        super::in_placeholders(ids.len())
+    )))
+    .bind(now.naive_utc())
+    .bind(token);
+    Ok(super::bind_ids_exec(update, ids)
+        .execute(conn)
+        .traced("UPDATE", "outbox")
+        .await?
+        .rows_affected())
 }
 
 /// How many events wait for delivery and how many were given up.
 pub async fn backlog(conn: &mut sqlx::MySqlConnection) -> Result<(i64, i64), sqlx::Error> {
-    async move {
-        // Each through its own index: the outbox keeps a month of events.
-        sqlx::query_as(
-            "SELECT (SELECT COUNT(*) FROM outbox WHERE published_at IS NULL AND failed_at IS NULL), \
-                    (SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL)",
-        )
-        .fetch_one(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "outbox"))
+    // Each through its own index: the outbox keeps a month of events.
+    sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM outbox WHERE published_at IS NULL AND failed_at IS NULL), \
+                (SELECT COUNT(*) FROM outbox WHERE failed_at IS NOT NULL)",
+    )
+    .fetch_one(conn)
+    .traced("SELECT", "outbox")
     .await
 }

@@ -4,10 +4,9 @@ use std::collections::{HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
 use super::request_seats::{self, RequestSeat};
-use super::{bind_ids, bind_ids_exec, in_placeholders};
+use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
     Admission, ConcertId, FailureReason, HoldDuration, IdempotencyKey, LineKey, QueueId,
     QueueStatus, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
@@ -89,7 +88,7 @@ pub async fn enqueue(
         request_seats::insert(conn, &request.seat_rows(id, line), false).await?;
         Ok(id)
     }
-    .instrument(super::span("INSERT", "reservation_queue"))
+    .traced("INSERT", "reservation_queue")
     .await
 }
 
@@ -235,18 +234,15 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
         return Ok(0);
     }
     request_seats::delete(conn, ids).await?;
-    async move {
-        let delete = sqlx::query(AssertSqlSafe(format!(
-            "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({})",
-            in_placeholders(ids.len())
-        )));
-        Ok(bind_ids_exec(delete, ids)
-            .execute(conn)
-            .await?
-            .rows_affected())
-    }
-    .instrument(super::span("DELETE", "reservation_queue"))
-    .await
+    let delete = sqlx::query(AssertSqlSafe(format!(
+        "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({})",
+        in_placeholders(ids.len())
+    )));
+    Ok(bind_ids_exec(delete, ids)
+        .execute(conn)
+        .traced("DELETE", "reservation_queue")
+        .await?
+        .rows_affected())
 }
 
 /// Adds many requests (WAITING or PENDING), each with its seats, in a few multi-row
@@ -423,7 +419,7 @@ pub async fn enqueue_many(
             open_seats_per_user,
         })
     }
-    .instrument(super::span("INSERT", "reservation_queue"))
+    .traced("INSERT", "reservation_queue")
     .await
 }
 
@@ -484,15 +480,12 @@ async fn existing_seats_and_users(
 pub async fn open_depth(
     conn: &mut MySqlConnection,
 ) -> Result<Vec<(QueueStatus, i64)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT status, COUNT(*) FROM reservation_queue \
-             WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') GROUP BY status",
-        )
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    sqlx::query_as(
+        "SELECT status, COUNT(*) FROM reservation_queue \
+         WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') GROUP BY status",
+    )
+    .fetch_all(conn)
+    .traced("SELECT", "reservation_queue")
     .await
 }
 
@@ -500,15 +493,12 @@ pub async fn find(
     conn: &mut MySqlConnection,
     id: QueueId,
 ) -> Result<Option<QueueRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM reservation_queue WHERE id = ?"
-        )))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM reservation_queue WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
     .await
 }
 
@@ -517,19 +507,18 @@ pub async fn decided_among(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
 ) -> Result<Vec<QueueRow>, sqlx::Error> {
-    async move {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM reservation_queue \
-             WHERE id IN ({}) AND status IN ('SUCCESS', 'FAILED')",
-            in_placeholders(ids.len())
-        )));
-        bind_ids(select, ids).fetch_all(conn).await
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM reservation_queue \
+         WHERE id IN ({}) AND status IN ('SUCCESS', 'FAILED')",
+        in_placeholders(ids.len())
+    )));
+    bind_ids(select, ids)
+        .fetch_all(conn)
+        .traced("SELECT", "reservation_queue")
+        .await
 }
 
 pub async fn find_by_idempotency_key(
@@ -537,16 +526,13 @@ pub async fn find_by_idempotency_key(
     user: UserId,
     key: &IdempotencyKey,
 ) -> Result<Option<QueueRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM reservation_queue WHERE user_id = ? AND idempotency_key = ?"
-        )))
-        .bind(user)
-        .bind(key.as_str())
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM reservation_queue WHERE user_id = ? AND idempotency_key = ?"
+    )))
+    .bind(user)
+    .bind(key.as_str())
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
     .await
 }
 
@@ -688,7 +674,7 @@ pub async fn claim(
             more_expired,
         })
     }
-    .instrument(super::span("UPDATE", "reservation_queue"))
+    .traced("UPDATE", "reservation_queue")
     .await
 }
 
@@ -715,30 +701,25 @@ pub async fn lock_pending(
     conn: &mut MySqlConnection,
     limit: u32,
 ) -> Result<Vec<QueueId>, sqlx::Error> {
-    async move {
-        let mut ids = first_due(conn, limit).await?;
-        ids.sort_unstable();
-        Ok(ids)
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let mut ids = first_due(conn, limit)
+        .traced("SELECT", "reservation_queue")
+        .await?;
+    ids.sort_unstable();
+    Ok(ids)
 }
 
 /// Whether any row's lease has run out (its worker died or stalled): the
 /// PROCESSING entries of the status index are few, so this is cheap, and a
 /// worker that decides rows without leases looks now and then.
 pub async fn any_lease_expired(conn: &mut MySqlConnection) -> Result<bool, sqlx::Error> {
-    async move {
-        let row: Option<(i64,)> = sqlx::query_as(
-            "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' \
-             AND lease_until < UTC_TIMESTAMP(6) LIMIT 1",
-        )
-        .fetch_optional(conn)
-        .await?;
-        Ok(row.is_some())
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let row: Option<(i64,)> = sqlx::query_as(
+        "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' \
+         AND lease_until < UTC_TIMESTAMP(6) LIMIT 1",
+    )
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
+    .await?;
+    Ok(row.is_some())
 }
 
 /// Hands rows back to the queue as PENDING, not to be claimed before
@@ -754,33 +735,30 @@ pub async fn hand_back(
     attempt: Attempt,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if ids.is_empty() {
-            return Ok(0);
-        }
-        let attempts = match (fence, attempt) {
-            (Fence::Locked, _) | (_, Attempt::Counted) => "attempts",
-            (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
-        };
-        let mut update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
-                 lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
-             WHERE {} AND id IN ({})",
-            fence.condition(""),
-            in_placeholders(ids.len())
-        )))
-        .bind(retry_at.naive_utc())
-        .bind(now.naive_utc());
-        if let Some(token) = fence.token() {
-            update = update.bind(token);
-        }
-        Ok(bind_ids_exec(update, ids)
-            .execute(conn)
-            .await?
-            .rows_affected())
+    if ids.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "reservation_queue"))
-    .await
+    let attempts = match (fence, attempt) {
+        (Fence::Locked, _) | (_, Attempt::Counted) => "attempts",
+        (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
+    };
+    let mut update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
+             lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
+         WHERE {} AND id IN ({})",
+        fence.condition(""),
+        in_placeholders(ids.len())
+    )))
+    .bind(retry_at.naive_utc())
+    .bind(now.naive_utc());
+    if let Some(token) = fence.token() {
+        update = update.bind(token);
+    }
+    Ok(bind_ids_exec(update, ids)
+        .execute(conn)
+        .traced("UPDATE", "reservation_queue")
+        .await?
+        .rows_affected())
 }
 
 /// Whether a handed-back row's attempt counts toward its limit.
@@ -798,19 +776,16 @@ pub async fn attempts(
     id: QueueId,
     token: u64,
 ) -> Result<Option<u32>, sqlx::Error> {
-    async move {
-        let row: Option<(u32,)> = sqlx::query_as(
-            "SELECT attempts FROM reservation_queue \
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?",
-        )
-        .bind(id)
-        .bind(token)
-        .fetch_optional(conn)
-        .await?;
-        Ok(row.map(|(n,)| n))
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let row: Option<(u32,)> = sqlx::query_as(
+        "SELECT attempts FROM reservation_queue \
+         WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?",
+    )
+    .bind(id)
+    .bind(token)
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
+    .await?;
+    Ok(row.map(|(n,)| n))
 }
 
 /// A claimed request, as the decision needs it.
@@ -857,50 +832,47 @@ pub async fn lock_leased(
     ids: &[QueueId],
     fence: Fence,
 ) -> Result<Vec<LeasedRow>, sqlx::Error> {
-    async move {
-        if ids.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
-                    (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
-                    (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
-                    q.line_key, q.traceparent, q.tracestate, q.created_at \
-             FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
-             WHERE {} AND q.id IN ({}) \
-             ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
-            fence.condition("q."),
-            in_placeholders(ids.len())
-        )));
-        if let Some(token) = fence.token() {
-            select = select.bind(token);
-        }
-        let seats: Vec<LeasedSeat> = bind_ids(select, ids)
-            .fetch_all(conn)
-            .await?;
-        let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
-        for seat in seats {
-            match rows.last_mut() {
-                Some(row) if row.id == seat.id => row.seats.extend(seat.seat_id),
-                _ => rows.push(LeasedRow {
-                    id: seat.id,
-                    user_id: seat.user_id,
-                    concert_id: seat.concert_id,
-                    seats: seat.seat_id.into_iter().collect(),
-                    hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
-                        .unwrap_or_default(),
-                    opens_at: seat.opens_at,
-                    line: seat.line_key,
-                    traceparent: seat.traceparent,
-                    tracestate: seat.tracestate,
-                    created_at: seat.created_at,
-                }),
-            }
-        }
-        Ok(rows)
+    if ids.is_empty() {
+        return Ok(Vec::new());
     }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let mut select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
+                (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
+                (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
+                q.line_key, q.traceparent, q.tracestate, q.created_at \
+         FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
+         WHERE {} AND q.id IN ({}) \
+         ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
+        fence.condition("q."),
+        in_placeholders(ids.len())
+    )));
+    if let Some(token) = fence.token() {
+        select = select.bind(token);
+    }
+    let seats: Vec<LeasedSeat> = bind_ids(select, ids)
+        .fetch_all(conn)
+        .traced("SELECT", "reservation_queue")
+        .await?;
+    let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
+    for seat in seats {
+        match rows.last_mut() {
+            Some(row) if row.id == seat.id => row.seats.extend(seat.seat_id),
+            _ => rows.push(LeasedRow {
+                id: seat.id,
+                user_id: seat.user_id,
+                concert_id: seat.concert_id,
+                seats: seat.seat_id.into_iter().collect(),
+                hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
+                    .unwrap_or_default(),
+                opens_at: seat.opens_at,
+                line: seat.line_key,
+                traceparent: seat.traceparent,
+                tracestate: seat.tracestate,
+                created_at: seat.created_at,
+            }),
+        }
+    }
+    Ok(rows)
 }
 
 /// Marks requests SUCCESS with the reservation each of them made; their
@@ -939,7 +911,7 @@ pub async fn mark_succeeded(
         close_if_all(conn, ids, done.rows_affected()).await?;
         Ok(done.rows_affected())
     }
-    .instrument(super::span("UPDATE", "reservation_queue"))
+    .traced("UPDATE", "reservation_queue")
     .await
 }
 
@@ -951,7 +923,7 @@ pub async fn mark_failed(
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     fail(conn, ids, fence, reason, now)
-        .instrument(super::span("UPDATE", "reservation_queue"))
+        .traced("UPDATE", "reservation_queue")
         .await
 }
 

@@ -5,9 +5,9 @@
 //! for a while no longer counts; rows older than a minute go, whoever
 //! wrote them (a process that stopped leaves its last rows behind).
 
+use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use tracing::Instrument as _;
 
 use crate::domain::ConcertId;
 
@@ -68,7 +68,7 @@ pub async fn publish_decisions(
             .await?;
         Ok(())
     }
-    .instrument(super::span("INSERT", "decision_rates"))
+    .traced("INSERT", "decision_rates")
     .await
 }
 
@@ -80,19 +80,16 @@ pub async fn decisions(
     conn: &mut MySqlConnection,
     since: DateTime<Utc>,
 ) -> Result<Vec<DecisionRate>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT concert_id, SUM(decisions_per_sec) AS decisions_per_sec, \
-             SUM(decision_p50_ms * decisions_per_sec) / NULLIF(SUM(CASE WHEN decision_p50_ms \
-             IS NULL THEN 0 ELSE decisions_per_sec END), 0) AS p50_ms, \
-             MAX(decision_p99_ms) AS p99_ms \
-             FROM decision_rates WHERE measured_at >= ? GROUP BY concert_id",
-        )
-        .bind(since.naive_utc())
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "decision_rates"))
+    sqlx::query_as(
+        "SELECT concert_id, SUM(decisions_per_sec) AS decisions_per_sec, \
+         SUM(decision_p50_ms * decisions_per_sec) / NULLIF(SUM(CASE WHEN decision_p50_ms \
+         IS NULL THEN 0 ELSE decisions_per_sec END), 0) AS p50_ms, \
+         MAX(decision_p99_ms) AS p99_ms \
+         FROM decision_rates WHERE measured_at >= ? GROUP BY concert_id",
+    )
+    .bind(since.naive_utc())
+    .fetch_all(conn)
+    .traced("SELECT", "decision_rates")
     .await
 }
 
@@ -126,7 +123,7 @@ pub async fn publish_requests(
             .await?;
         Ok(())
     }
-    .instrument(super::span("INSERT", "request_rates"))
+    .traced("INSERT", "request_rates")
     .await
 }
 
@@ -136,15 +133,12 @@ pub async fn requests(
     conn: &mut MySqlConnection,
     since: DateTime<Utc>,
 ) -> Result<Vec<(ConcertId, f64)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT concert_id, SUM(requests_per_sec) FROM request_rates \
-             WHERE measured_at >= ? GROUP BY concert_id",
-        )
-        .bind(since.naive_utc())
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "request_rates"))
+    sqlx::query_as(
+        "SELECT concert_id, SUM(requests_per_sec) FROM request_rates \
+         WHERE measured_at >= ? GROUP BY concert_id",
+    )
+    .bind(since.naive_utc())
+    .fetch_all(conn)
+    .traced("SELECT", "request_rates")
     .await
 }

@@ -6,9 +6,8 @@
 use std::collections::HashMap;
 
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
-use super::{bind_ids, bind_ids_exec, in_placeholders};
+use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{ConcertId, LineKey, QueueId, SeatId, UserId};
 
 /// One seat of one request, as written.
@@ -31,29 +30,30 @@ pub async fn insert(
     rows: &[RequestSeat],
     skip_conflicts: bool,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if rows.is_empty() {
-            return Ok(0);
-        }
-        let mut sorted = rows.to_vec();
-        sorted.sort_by_key(|r| (r.seat, r.queue_id));
-        let mut insert = sqlx::QueryBuilder::new(if skip_conflicts {
-            "INSERT IGNORE INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
-        } else {
-            "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
-        });
-        insert.push_values(&sorted, |mut row, r| {
-            row.push_bind(r.queue_id)
-                .push_bind(r.seat)
-                .push_bind(r.user)
-                .push_bind(r.concert)
-                .push_bind(r.line)
-                .push_bind(1_i8);
-        });
-        Ok(insert.build().execute(conn).await?.rows_affected())
+    if rows.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("INSERT", "request_seats"))
-    .await
+    let mut sorted = rows.to_vec();
+    sorted.sort_by_key(|r| (r.seat, r.queue_id));
+    let mut insert = sqlx::QueryBuilder::new(if skip_conflicts {
+        "INSERT IGNORE INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
+    } else {
+        "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) "
+    });
+    insert.push_values(&sorted, |mut row, r| {
+        row.push_bind(r.queue_id)
+            .push_bind(r.seat)
+            .push_bind(r.user)
+            .push_bind(r.concert)
+            .push_bind(r.line)
+            .push_bind(1_i8);
+    });
+    Ok(insert
+        .build()
+        .execute(conn)
+        .traced("INSERT", "request_seats")
+        .await?
+        .rows_affected())
 }
 
 /// Every open seat of `users`: (user, seat, the request that has it open).
@@ -63,16 +63,15 @@ pub async fn open_of_users(
     conn: &mut MySqlConnection,
     users: &[UserId],
 ) -> Result<Vec<(UserId, SeatId, QueueId)>, sqlx::Error> {
-    async move {
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT user_id, seat_id, queue_id FROM request_seats FORCE INDEX (uq_request_seats_open) \
-             WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
-            in_placeholders(users.len())
-        )));
-        bind_ids(select, users).fetch_all(conn).await
-    }
-    .instrument(super::span("SELECT", "request_seats"))
-    .await
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT user_id, seat_id, queue_id FROM request_seats FORCE INDEX (uq_request_seats_open) \
+         WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
+        in_placeholders(users.len())
+    )));
+    bind_ids(select, users)
+        .fetch_all(conn)
+        .traced("SELECT", "request_seats")
+        .await
 }
 
 /// How many open seats each of `users` has; users without any are absent.
@@ -94,17 +93,16 @@ pub async fn find_open(
     user: UserId,
     seats: &[SeatId],
 ) -> Result<Option<QueueId>, sqlx::Error> {
-    async move {
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({})",
-            in_placeholders(seats.len())
-        )))
-        .bind(user);
-        let (found,): (Option<QueueId>,) = bind_ids(select, seats).fetch_one(conn).await?;
-        Ok(found)
-    }
-    .instrument(super::span("SELECT", "request_seats"))
-    .await
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({})",
+        in_placeholders(seats.len())
+    )))
+    .bind(user);
+    let (found,): (Option<QueueId>,) = bind_ids(select, seats)
+        .fetch_one(conn)
+        .traced("SELECT", "request_seats")
+        .await?;
+    Ok(found)
 }
 
 /// The seats of each of `requests`, in seat order.
@@ -112,25 +110,22 @@ pub async fn of_requests(
     conn: &mut MySqlConnection,
     requests: &[QueueId],
 ) -> Result<HashMap<QueueId, Vec<SeatId>>, sqlx::Error> {
-    async move {
-        if requests.is_empty() {
-            return Ok(HashMap::new());
-        }
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({}) ORDER BY queue_id, seat_id",
-            in_placeholders(requests.len())
-        )));
-        let rows: Vec<(QueueId, SeatId)> = bind_ids(select, requests)
-            .fetch_all(conn)
-            .await?;
-        let mut seats: HashMap<QueueId, Vec<SeatId>> = HashMap::new();
-        for (queue_id, seat) in rows {
-            seats.entry(queue_id).or_default().push(seat);
-        }
-        Ok(seats)
+    if requests.is_empty() {
+        return Ok(HashMap::new());
     }
-    .instrument(super::span("SELECT", "request_seats"))
-    .await
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({}) ORDER BY queue_id, seat_id",
+        in_placeholders(requests.len())
+    )));
+    let rows: Vec<(QueueId, SeatId)> = bind_ids(select, requests)
+        .fetch_all(conn)
+        .traced("SELECT", "request_seats")
+        .await?;
+    let mut seats: HashMap<QueueId, Vec<SeatId>> = HashMap::new();
+    for (queue_id, seat) in rows {
+        seats.entry(queue_id).or_default().push(seat);
+    }
+    Ok(seats)
 }
 
 /// Closes the rows of decided requests: their seats leave the users' open
@@ -141,39 +136,33 @@ pub async fn of_requests(
 /// behind a table growing by thousands of rows a second, and it scanned the
 /// whole table instead, a cost growing with the sale's history.
 pub async fn close(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
-    async move {
-        if requests.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE request_seats FORCE INDEX (PRIMARY) SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({})",
-            in_placeholders(requests.len())
-        )));
-        Ok(bind_ids_exec(update, requests)
-            .execute(conn)
-            .await?
-            .rows_affected())
+    if requests.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "request_seats"))
-    .await
+    let update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE request_seats FORCE INDEX (PRIMARY) SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({})",
+        in_placeholders(requests.len())
+    )));
+    Ok(bind_ids_exec(update, requests)
+        .execute(conn)
+        .traced("UPDATE", "request_seats")
+        .await?
+        .rows_affected())
 }
 
 /// Removes the rows of requests being taken back (written in the caller's
 /// transaction and refused before its commit).
 pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
-    async move {
-        if requests.is_empty() {
-            return Ok(0);
-        }
-        let delete = sqlx::query(AssertSqlSafe(format!(
-            "DELETE FROM request_seats WHERE queue_id IN ({})",
-            in_placeholders(requests.len())
-        )));
-        Ok(bind_ids_exec(delete, requests)
-            .execute(conn)
-            .await?
-            .rows_affected())
+    if requests.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("DELETE", "request_seats"))
-    .await
+    let delete = sqlx::query(AssertSqlSafe(format!(
+        "DELETE FROM request_seats WHERE queue_id IN ({})",
+        in_placeholders(requests.len())
+    )));
+    Ok(bind_ids_exec(delete, requests)
+        .execute(conn)
+        .traced("DELETE", "request_seats")
+        .await?
+        .rows_affected())
 }

@@ -10,10 +10,9 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
 use super::outbox::{EventKind, ReservationEvent, Subject};
-use super::{bind_ids, bind_ids_exec, in_placeholders};
+use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
 use crate::domain::{
     ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
     UserId,
@@ -65,7 +64,7 @@ pub async fn find(
         row.seats = seats_of(conn, &[id]).await?.remove(&id).unwrap_or_default();
         Ok(Some(row))
     }
-    .instrument(super::span("SELECT", "reservations"))
+    .traced("SELECT", "reservations")
     .await
 }
 
@@ -93,7 +92,7 @@ pub async fn list_for_user(
         }
         Ok(rows)
     }
-    .instrument(super::span("SELECT", "reservations"))
+    .traced("SELECT", "reservations")
     .await
 }
 
@@ -200,7 +199,7 @@ pub async fn lock_with_seats(
             r
         }))
     }
-    .instrument(super::span("SELECT", "reservations"))
+    .traced("SELECT", "reservations")
     .await
 }
 
@@ -276,7 +275,7 @@ pub async fn insert_many(
         insert.build().execute(&mut *conn).await?;
         Ok(ids)
     }
-    .instrument(super::span("INSERT", "reservations"))
+    .traced("INSERT", "reservations")
     .await
 }
 
@@ -321,7 +320,7 @@ pub async fn confirm(
         .rows_affected();
         Ok(claims == seats as u64)
     }
-    .instrument(super::span("UPDATE", "reservations"))
+    .traced("UPDATE", "reservations")
     .await
 }
 
@@ -357,7 +356,7 @@ pub async fn end(
         bind_ids_exec(update, ids).execute(conn).await?;
         Ok(ended)
     }
-    .instrument(super::span("UPDATE", "reservations"))
+    .traced("UPDATE", "reservations")
     .await
 }
 
@@ -370,19 +369,16 @@ pub async fn end_expired_claims(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({})",
-            in_placeholders(seats.len())
-        )));
-        Ok(bind_ids_exec(update, seats)
-            .execute(conn)
-            .await?
-            .rows_affected())
+    if seats.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "reservation_seats"))
-    .await
+    let update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({})",
+        in_placeholders(seats.len())
+    )));
+    Ok(bind_ids_exec(update, seats)
+        .execute(conn)
+        .traced("UPDATE", "reservation_seats")
+        .await?
+        .rows_affected())
 }

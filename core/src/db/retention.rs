@@ -7,9 +7,8 @@
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
-use tracing::Instrument as _;
 
-use super::{bind_ids, in_placeholders};
+use super::{Traced as _, bind_ids, in_placeholders};
 use crate::domain::QueueId;
 
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
@@ -30,19 +29,16 @@ pub async fn queue_rows_after(
     after: QueueId,
     limit: u32,
 ) -> Result<Vec<Walked>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT id, created_at, \
-                    IF(status IN ('SUCCESS', 'FAILED'), decided_at, NULL) AS decided_at, \
-                    idempotency_key IS NOT NULL AS has_key \
-             FROM reservation_queue WHERE id > ? ORDER BY id LIMIT ?",
-        )
-        .bind(after)
-        .bind(limit)
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
+    sqlx::query_as(
+        "SELECT id, created_at, \
+                IF(status IN ('SUCCESS', 'FAILED'), decided_at, NULL) AS decided_at, \
+                idempotency_key IS NOT NULL AS has_key \
+         FROM reservation_queue WHERE id > ? ORDER BY id LIMIT ?",
+    )
+    .bind(after)
+    .bind(limit)
+    .fetch_all(conn)
+    .traced("SELECT", "reservation_queue")
     .await
 }
 
@@ -72,7 +68,7 @@ pub async fn delete_decided(
         )
         .await
     }
-    .instrument(super::span("DELETE", "reservation_queue"))
+    .traced("DELETE", "reservation_queue")
     .await
 }
 
@@ -91,7 +87,7 @@ pub async fn forget_idempotency_keys(
         )
         .await
     }
-    .instrument(super::span("UPDATE", "reservation_queue"))
+    .traced("UPDATE", "reservation_queue")
     .await
 }
 
@@ -143,7 +139,7 @@ pub async fn delete_events(
         }
         on_locked(conn, &["DELETE FROM outbox WHERE id = ?"], locked).await
     }
-    .instrument(super::span("DELETE", "outbox"))
+    .traced("DELETE", "outbox")
     .await
 }
 

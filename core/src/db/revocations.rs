@@ -2,9 +2,9 @@
 //! is void". Read by every API instance into memory (see the API's
 //! `security::revocations`), so that no request pays a query.
 
+use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use tracing::Instrument as _;
 
 use crate::domain::UserId;
 
@@ -15,19 +15,16 @@ pub async fn record(
     user: UserId,
     before: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "INSERT INTO token_revocations (user_id, revoked_before, recorded_at) \
-             VALUES (?, ?, UTC_TIMESTAMP(6))",
-        )
-        .bind(user)
-        .bind(before.naive_utc())
-        .execute(conn)
-        .await?;
-        Ok(())
-    }
-    .instrument(super::span("INSERT", "token_revocations"))
-    .await
+    sqlx::query(
+        "INSERT INTO token_revocations (user_id, revoked_before, recorded_at) \
+         VALUES (?, ?, UTC_TIMESTAMP(6))",
+    )
+    .bind(user)
+    .bind(before.naive_utc())
+    .execute(conn)
+    .traced("INSERT", "token_revocations")
+    .await?;
+    Ok(())
 }
 
 /// Revocations recorded at or after `since`: (user, revoked before).
@@ -35,16 +32,11 @@ pub async fn recorded_since(
     conn: &mut MySqlConnection,
     since: DateTime<Utc>,
 ) -> Result<Vec<(UserId, DateTime<Utc>)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT user_id, revoked_before FROM token_revocations WHERE recorded_at >= ?",
-        )
+    sqlx::query_as("SELECT user_id, revoked_before FROM token_revocations WHERE recorded_at >= ?")
         .bind(since.naive_utc())
         .fetch_all(conn)
+        .traced("SELECT", "token_revocations")
         .await
-    }
-    .instrument(super::span("SELECT", "token_revocations"))
-    .await
 }
 
 /// Deletes up to `limit` revocations recorded before `before`: once every
@@ -54,15 +46,12 @@ pub async fn prune(
     before: DateTime<Utc>,
     limit: u32,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        let done =
-            sqlx::query("DELETE FROM token_revocations WHERE recorded_at < ? ORDER BY id LIMIT ?")
-                .bind(before.naive_utc())
-                .bind(limit)
-                .execute(conn)
-                .await?;
-        Ok(done.rows_affected())
-    }
-    .instrument(super::span("DELETE", "token_revocations"))
-    .await
+    let done =
+        sqlx::query("DELETE FROM token_revocations WHERE recorded_at < ? ORDER BY id LIMIT ?")
+            .bind(before.naive_utc())
+            .bind(limit)
+            .execute(conn)
+            .traced("DELETE", "token_revocations")
+            .await?;
+    Ok(done.rows_affected())
 }

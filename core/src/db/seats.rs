@@ -1,8 +1,8 @@
 use std::collections::HashMap;
 
+use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use tracing::Instrument as _;
 
 use crate::domain::{
     ConcertId, PageRequest, QueueId, ReservationStatus, SeatId, SeatNumber, SeatStatus,
@@ -24,39 +24,33 @@ pub async fn list_for_concert(
     status: Option<SeatStatus>,
     page: PageRequest,
 ) -> Result<Vec<SeatRow>, sqlx::Error> {
-    async move {
-        let query = match status {
-            None => sqlx::query_as(
-                "SELECT id, concert_id, seat_number, status FROM seats \
-                 WHERE concert_id = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
-            )
-            .bind(concert),
-            Some(status) => sqlx::query_as(
-                "SELECT id, concert_id, seat_number, status FROM seats \
-                 WHERE concert_id = ? AND status = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
-            )
-            .bind(concert)
-            .bind(status),
-        };
-        query
-            .bind(page.size)
-            .bind(page.offset())
-            .fetch_all(conn)
-            .await
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let query = match status {
+        None => sqlx::query_as(
+            "SELECT id, concert_id, seat_number, status FROM seats \
+             WHERE concert_id = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
+        )
+        .bind(concert),
+        Some(status) => sqlx::query_as(
+            "SELECT id, concert_id, seat_number, status FROM seats \
+             WHERE concert_id = ? AND status = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
+        )
+        .bind(concert)
+        .bind(status),
+    };
+    query
+        .bind(page.size)
+        .bind(page.offset())
+        .fetch_all(conn)
+        .traced("SELECT", "seats")
+        .await
 }
 
 pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
-            .bind(id)
-            .fetch_optional(conn)
-            .await
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
+        .bind(id)
+        .fetch_optional(conn)
+        .traced("SELECT", "seats")
+        .await
 }
 
 /// Reads and locks the seat row for the rest of the transaction. Whoever
@@ -66,16 +60,11 @@ pub async fn find_for_update(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<Option<SeatRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE",
-        )
+    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE")
         .bind(id)
         .fetch_optional(conn)
+        .traced("SELECT", "seats")
         .await
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
 }
 
 /// What an order must know of its seats: each existing seat's concert and
@@ -84,16 +73,15 @@ pub async fn order_facts(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<Vec<(SeatId, ConcertId, u8)>, sqlx::Error> {
-    async move {
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT s.id, s.concert_id, c.max_seats_per_order FROM seats s \
-             JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({})",
-            super::in_placeholders(seats.len())
-        )));
-        super::bind_ids(select, seats).fetch_all(conn).await
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT s.id, s.concert_id, c.max_seats_per_order FROM seats s \
+         JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({})",
+        super::in_placeholders(seats.len())
+    )));
+    super::bind_ids(select, seats)
+        .fetch_all(conn)
+        .traced("SELECT", "seats")
+        .await
 }
 
 /// Every seat of the concert that `seat` belongs to, with that concert
@@ -103,16 +91,13 @@ pub async fn of_same_concert(
     conn: &mut MySqlConnection,
     seat: SeatId,
 ) -> Result<Vec<(SeatId, ConcertId)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT s.id, s.concert_id FROM seats f JOIN seats s ON s.concert_id = f.concert_id \
-             WHERE f.id = ?",
-        )
-        .bind(seat)
-        .fetch_all(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "seats"))
+    sqlx::query_as(
+        "SELECT s.id, s.concert_id FROM seats f JOIN seats s ON s.concert_id = f.concert_id \
+         WHERE f.id = ?",
+    )
+    .bind(seat)
+    .fetch_all(conn)
+    .traced("SELECT", "seats")
     .await
 }
 
@@ -124,22 +109,19 @@ pub async fn insert(
     number: &SeatNumber,
     now: DateTime<Utc>,
 ) -> Result<SeatId, sqlx::Error> {
-    async move {
-        let done = sqlx::query(
-            "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
-             VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
-        )
-        .bind(concert)
-        .bind(number.as_str())
-        .bind(number.sort_key())
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .execute(conn)
-        .await?;
-        Ok(SeatId(done.last_insert_id()))
-    }
-    .instrument(super::span("INSERT", "seats"))
-    .await
+    let done = sqlx::query(
+        "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
+         VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
+    )
+    .bind(concert)
+    .bind(number.as_str())
+    .bind(number.sort_key())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(conn)
+    .traced("INSERT", "seats")
+    .await?;
+    Ok(SeatId(done.last_insert_id()))
 }
 
 /// The seat's live claim, if any: the status (HELD or CONFIRMED) of the
@@ -149,19 +131,16 @@ pub async fn live_claim(
     id: SeatId,
     now: DateTime<Utc>,
 ) -> Result<Option<ReservationStatus>, sqlx::Error> {
-    async move {
-        let row: Option<(ReservationStatus,)> = sqlx::query_as(
-            "SELECT rs.status FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
-             WHERE rs.live_seat_id = ? AND NOT (r.status = 'HELD' AND r.hold_expires_at <= ?)",
-        )
-        .bind(id)
-        .bind(now.naive_utc())
-        .fetch_optional(conn)
-        .await?;
-        Ok(row.map(|(status,)| status))
-    }
-    .instrument(super::span("SELECT", "reservation_seats"))
-    .await
+    let row: Option<(ReservationStatus,)> = sqlx::query_as(
+        "SELECT rs.status FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+         WHERE rs.live_seat_id = ? AND NOT (r.status = 'HELD' AND r.hold_expires_at <= ?)",
+    )
+    .bind(id)
+    .bind(now.naive_utc())
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_seats")
+    .await?;
+    Ok(row.map(|(status,)| status))
 }
 
 /// Whether a request for the seat is still waiting in the queue.
@@ -169,36 +148,30 @@ pub async fn has_open_requests(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<bool, sqlx::Error> {
-    async move {
-        let (open,): (bool,) =
-            sqlx::query_as("SELECT EXISTS (SELECT 1 FROM request_seats WHERE open_seat_id = ?)")
-                .bind(id)
-                .fetch_one(conn)
-                .await?;
-        Ok(open)
-    }
-    .instrument(super::span("SELECT", "request_seats"))
-    .await
+    let (open,): (bool,) =
+        sqlx::query_as("SELECT EXISTS (SELECT 1 FROM request_seats WHERE open_seat_id = ?)")
+            .bind(id)
+            .fetch_one(conn)
+            .traced("SELECT", "request_seats")
+            .await?;
+    Ok(open)
 }
 
 /// Whether anyone ever asked for or held the seat: a request in the queue
 /// (open or decided) or a reservation (of any status) names it.
 pub async fn has_history(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx::Error> {
-    async move {
-        let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM request_seats WHERE seat_id = ?) \
-                 OR EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ?) \
-                 OR EXISTS (SELECT 1 FROM reservation_seats WHERE seat_id = ?)",
-        )
-        .bind(id)
-        .bind(id)
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
-        Ok(held)
-    }
-    .instrument(super::span("SELECT", "reservation_queue"))
-    .await
+    let (held,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM request_seats WHERE seat_id = ?) \
+             OR EXISTS (SELECT 1 FROM reservation_queue WHERE seat_id = ?) \
+             OR EXISTS (SELECT 1 FROM reservation_seats WHERE seat_id = ?)",
+    )
+    .bind(id)
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "reservation_queue")
+    .await?;
+    Ok(held)
 }
 
 /// Changes what is given and leaves the rest. Fails with a violation of
@@ -210,35 +183,29 @@ pub async fn update(
     status: Option<SeatStatus>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "UPDATE seats SET seat_number = COALESCE(?, seat_number), sort_key = COALESCE(?, sort_key), \
-             status = COALESCE(?, status), updated_at = ? WHERE id = ?",
-        )
-        .bind(number.map(SeatNumber::as_str))
-        .bind(number.map(SeatNumber::sort_key))
-        .bind(status)
-        .bind(now.naive_utc())
-        .bind(id)
-        .execute(conn)
-        .await?;
-        Ok(())
-    }
-    .instrument(super::span("UPDATE", "seats"))
-    .await
+    sqlx::query(
+        "UPDATE seats SET seat_number = COALESCE(?, seat_number), sort_key = COALESCE(?, sort_key), \
+         status = COALESCE(?, status), updated_at = ? WHERE id = ?",
+    )
+    .bind(number.map(SeatNumber::as_str))
+    .bind(number.map(SeatNumber::sort_key))
+    .bind(status)
+    .bind(now.naive_utc())
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "seats")
+    .await?;
+    Ok(())
 }
 
 /// Deletes the seat. Call with the seat locked and [`has_history`] false.
 pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx::Error> {
-    async move {
-        let done = sqlx::query("DELETE FROM seats WHERE id = ?")
-            .bind(id)
-            .execute(conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-    .instrument(super::span("DELETE", "seats"))
-    .await
+    let done = sqlx::query("DELETE FROM seats WHERE id = ?")
+        .bind(id)
+        .execute(conn)
+        .traced("DELETE", "seats")
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Sets the status of seats the caller has locked: HELD until `held_until`,
@@ -250,22 +217,21 @@ pub async fn mark(
     held_until: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE seats SET status = ?, held_until = ?, updated_at = ? WHERE id IN ({})",
-            super::in_placeholders(seats.len())
-        )))
-        .bind(status)
-        .bind(held_until.map(|t| t.naive_utc()))
-        .bind(now.naive_utc());
-        let done = super::bind_ids_exec(update, seats).execute(conn).await?;
-        Ok(done.rows_affected())
+    if seats.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "seats"))
-    .await
+    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE seats SET status = ?, held_until = ?, updated_at = ? WHERE id IN ({})",
+        super::in_placeholders(seats.len())
+    )))
+    .bind(status)
+    .bind(held_until.map(|t| t.naive_utc()))
+    .bind(now.naive_utc());
+    let done = super::bind_ids_exec(update, seats)
+        .execute(conn)
+        .traced("UPDATE", "seats")
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Makes those of `seats` (locked by the caller) that no live claim holds
@@ -275,22 +241,21 @@ pub async fn free_unclaimed(
     seats: &[SeatId],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(0);
-        }
-        let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE seats s SET s.status = 'AVAILABLE', s.held_until = NULL, s.updated_at = ? \
-             WHERE s.id IN ({}) AND s.status <> 'AVAILABLE' \
-             AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)",
-            super::in_placeholders(seats.len())
-        )))
-        .bind(now.naive_utc());
-        let done = super::bind_ids_exec(update, seats).execute(conn).await?;
-        Ok(done.rows_affected())
+    if seats.is_empty() {
+        return Ok(0);
     }
-    .instrument(super::span("UPDATE", "seats"))
-    .await
+    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "UPDATE seats s SET s.status = 'AVAILABLE', s.held_until = NULL, s.updated_at = ? \
+         WHERE s.id IN ({}) AND s.status <> 'AVAILABLE' \
+         AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)",
+        super::in_placeholders(seats.len())
+    )))
+    .bind(now.naive_utc());
+    let done = super::bind_ids_exec(update, seats)
+        .execute(conn)
+        .traced("UPDATE", "seats")
+        .await?;
+    Ok(done.rows_affected())
 }
 
 /// Locks `seats` in id order (every writer of seats locks in that order,
@@ -299,37 +264,35 @@ pub async fn lock_all(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(Vec::new());
-        }
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, seat_number FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
-            super::in_placeholders(seats.len())
-        )));
-        super::bind_ids(select, seats).fetch_all(conn).await
+    if seats.is_empty() {
+        return Ok(Vec::new());
     }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, seat_number FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
+        super::in_placeholders(seats.len())
+    )));
+    super::bind_ids(select, seats)
+        .fetch_all(conn)
+        .traced("SELECT", "seats")
+        .await
 }
 
 /// Share-locks `seats` (sorted, distinct) in id order, as [`lock_all`]
 /// takes its exclusive locks: for a writer whose inserts refer to the seats
 /// (their foreign-key checks share-lock each seat in row order).
 pub async fn share_all(conn: &mut MySqlConnection, seats: &[SeatId]) -> Result<(), sqlx::Error> {
-    async move {
-        if seats.is_empty() {
-            return Ok(());
-        }
-        let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id LOCK IN SHARE MODE",
-            super::in_placeholders(seats.len())
-        )));
-        let _: Vec<(SeatId,)> = super::bind_ids(select, seats).fetch_all(conn).await?;
-        Ok(())
+    if seats.is_empty() {
+        return Ok(());
     }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id LOCK IN SHARE MODE",
+        super::in_placeholders(seats.len())
+    )));
+    let _: Vec<(SeatId,)> = super::bind_ids(select, seats)
+        .fetch_all(conn)
+        .traced("SELECT", "seats")
+        .await?;
+    Ok(())
 }
 
 /// Who holds a seat a deciding worker locked as free to take.
@@ -442,7 +405,7 @@ pub async fn lock_free(
         }
         Ok(standing)
     }
-    .instrument(super::span("SELECT", "seats"))
+    .traced("SELECT", "seats")
     .await
 }
 
@@ -484,18 +447,15 @@ pub async fn states_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
 ) -> Result<Vec<(SeatId, SeatStatus)>, sqlx::Error> {
-    async move {
-        let mut seats: Vec<(SeatId, SeatStatus)> = sqlx::query_as(
-            "SELECT id, status FROM seats FORCE INDEX (idx_seats_concert_status) WHERE concert_id = ?",
-        )
-        .bind(concert)
-        .fetch_all(conn)
-        .await?;
-        seats.sort_unstable_by_key(|(id, _)| *id);
-        Ok(seats)
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
+    let mut seats: Vec<(SeatId, SeatStatus)> = sqlx::query_as(
+        "SELECT id, status FROM seats FORCE INDEX (idx_seats_concert_status) WHERE concert_id = ?",
+    )
+    .bind(concert)
+    .fetch_all(conn)
+    .traced("SELECT", "seats")
+    .await?;
+    seats.sort_unstable_by_key(|(id, _)| *id);
+    Ok(seats)
 }
 
 /// Every seat of the concert with its number, in natural order (A1, A2,
@@ -504,14 +464,9 @@ pub async fn layout_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
 ) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
-    async move {
-        sqlx::query_as(
-            "SELECT id, seat_number FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
-        )
+    sqlx::query_as("SELECT id, seat_number FROM seats WHERE concert_id = ? ORDER BY sort_key, id")
         .bind(concert)
         .fetch_all(conn)
+        .traced("SELECT", "seats")
         .await
-    }
-    .instrument(super::span("SELECT", "seats"))
-    .await
 }

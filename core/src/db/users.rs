@@ -1,6 +1,6 @@
+use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use tracing::Instrument as _;
 
 use crate::domain::{NickName, Role, UserId};
 
@@ -24,63 +24,51 @@ pub async fn insert(
     role: Role,
     now: DateTime<Utc>,
 ) -> Result<UserId, sqlx::Error> {
-    async move {
-        let done = sqlx::query(
-            "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?)",
-        )
-        .bind(nickname.as_str())
-        .bind(password_hash)
-        .bind(role)
-        .bind(now.naive_utc())
-        .bind(now.naive_utc())
-        .execute(conn)
-        .await?;
-        Ok(UserId(done.last_insert_id()))
-    }
-    .instrument(super::span("INSERT", "users"))
-    .await
+    let done = sqlx::query(
+        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?)",
+    )
+    .bind(nickname.as_str())
+    .bind(password_hash)
+    .bind(role)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(conn)
+    .traced("INSERT", "users")
+    .await?;
+    Ok(UserId(done.last_insert_id()))
 }
 
 pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM users WHERE id = ?"
-        )))
-        .bind(id)
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "users"))
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM users WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "users")
     .await
 }
 
 /// Locks the user row for the rest of the transaction.
 pub async fn lock(conn: &mut MySqlConnection, id: UserId) -> Result<bool, sqlx::Error> {
-    async move {
-        let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
-            .bind(id)
-            .fetch_optional(conn)
-            .await?;
-        Ok(row.is_some())
-    }
-    .instrument(super::span("SELECT", "users"))
-    .await
+    let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
+        .bind(id)
+        .fetch_optional(conn)
+        .traced("SELECT", "users")
+        .await?;
+    Ok(row.is_some())
 }
 
 pub async fn find_by_nickname(
     conn: &mut MySqlConnection,
     nickname: &NickName,
 ) -> Result<Option<UserRow>, sqlx::Error> {
-    async move {
-        sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM users WHERE nickname = ?"
-        )))
-        .bind(nickname.as_str())
-        .fetch_optional(conn)
-        .await
-    }
-    .instrument(super::span("SELECT", "users"))
+    sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM users WHERE nickname = ?"
+    )))
+    .bind(nickname.as_str())
+    .fetch_optional(conn)
+    .traced("SELECT", "users")
     .await
 }
 
@@ -93,21 +81,18 @@ pub async fn update(
     password_hash: Option<&str>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
-    async move {
-        sqlx::query(
-            "UPDATE users SET nickname = COALESCE(?, nickname), \
-             password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
-        )
-        .bind(nickname.map(NickName::as_str))
-        .bind(password_hash)
-        .bind(now.naive_utc())
-        .bind(id)
-        .execute(conn)
-        .await?;
-        Ok(())
-    }
-    .instrument(super::span("UPDATE", "users"))
-    .await
+    sqlx::query(
+        "UPDATE users SET nickname = COALESCE(?, nickname), \
+         password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
+    )
+    .bind(nickname.map(NickName::as_str))
+    .bind(password_hash)
+    .bind(now.naive_utc())
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "users")
+    .await?;
+    Ok(())
 }
 
 /// Whether the user holds a CONFIRMED or HELD reservation or has a request
@@ -116,20 +101,17 @@ pub async fn holds_tickets_or_requests(
     conn: &mut MySqlConnection,
     id: UserId,
 ) -> Result<bool, sqlx::Error> {
-    async move {
-        let (held,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status IN ('CONFIRMED', 'HELD')) \
-                 OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
-                            AND status IN ('WAITING', 'PENDING', 'PROCESSING'))",
-        )
-        .bind(id)
-        .bind(id)
-        .fetch_one(conn)
-        .await?;
-        Ok(held)
-    }
-    .instrument(super::span("SELECT", "reservations"))
-    .await
+    let (held,): (bool,) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM reservations WHERE user_id = ? AND status IN ('CONFIRMED', 'HELD')) \
+             OR EXISTS (SELECT 1 FROM reservation_queue WHERE user_id = ? \
+                        AND status IN ('WAITING', 'PENDING', 'PROCESSING'))",
+    )
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "reservations")
+    .await?;
+    Ok(held)
 }
 
 /// Deletes the user with their finished requests and ended reservations.
@@ -164,6 +146,6 @@ pub async fn delete_with_history(
             .await?;
         Ok(done.rows_affected() == 1)
     }
-    .instrument(super::span("DELETE", "users"))
+    .traced("DELETE", "users")
     .await
 }
