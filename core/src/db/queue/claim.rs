@@ -1,0 +1,315 @@
+//! Claiming requests for a decision: the first due in line, under a lease
+//! (or a lock held for the decision), and handing back those not decided.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use crate::db::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use crate::domain::{ConcertId, FailureReason, HoldDuration, LineKey, QueueId, SeatId, UserId};
+
+use super::*;
+
+/// Who holds claimed rows, and until when.
+#[derive(Debug, Clone)]
+pub struct Lease {
+    pub owner: String,
+    /// Fences every later write: a worker whose rows were re-claimed by
+    /// another (after its lease ran out) no longer matches and changes nothing.
+    pub token: u64,
+    pub until: DateTime<Utc>,
+}
+
+/// What a claim took.
+#[derive(Debug, Default)]
+pub struct Claim {
+    /// In id order.
+    pub ids: Vec<QueueId>,
+    /// How many of them were PROCESSING under a lease that had run out.
+    pub reclaimed: usize,
+    /// Rows whose lease ran out once more after their last allowed attempt
+    /// (their worker died or stalled each time): set aside as FAILED with
+    /// PROCESSING_FAILED instead of being claimed again.
+    pub dead_lettered: Vec<QueueId>,
+    /// The search for expired leases filled the claim: look again next time.
+    pub more_expired: bool,
+}
+
+/// Claims up to `limit` rows: first rows whose lease ran out (their worker
+/// died or stalled), then the first PENDING ones in line that are due
+/// (WAITING ones wait for their sale to open); rows another
+/// transaction holds are skipped, not waited for. Run in its own short
+/// transaction and commit at once: the lease, not the lock, keeps the rows
+/// ours afterwards. An expired row already claimed `max_attempts` times is
+/// not claimed again but ends FAILED (PROCESSING_FAILED).
+///
+/// Looking for expired leases walks the PROCESSING entries of the status
+/// index, delete-marked ones included until InnoDB purges them: on a busy
+/// queue that costs milliseconds, so callers look only now and then
+/// (`look_for_expired`), as leases run out in seconds, not milliseconds.
+pub async fn claim(
+    conn: &mut MySqlConnection,
+    lease: &Lease,
+    limit: u32,
+    max_attempts: u32,
+    look_for_expired: bool,
+    now: DateTime<Utc>,
+) -> Result<Claim, sqlx::Error> {
+    async move {
+        let expired: Vec<(QueueId, u32)> = if !look_for_expired {
+            Vec::new()
+        } else {
+            sqlx::query_as(
+            "SELECT id, attempts FROM reservation_queue WHERE status = 'PROCESSING' AND lease_until < ? \
+             ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now.naive_utc())
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?
+        };
+        let more_expired = expired.len() >= limit as usize;
+        let (spent, expired): (Vec<_>, Vec<_>) = expired
+            .into_iter()
+            .partition(|(_, attempts)| *attempts >= max_attempts);
+        let dead_lettered: Vec<QueueId> = spent.into_iter().map(|(id, _)| id).collect();
+        // Their old lease is gone; the locks just taken keep them ours.
+        fail(conn, &dead_lettered, Fence::Expired, FailureReason::ProcessingFailed, now).await?;
+        let room = limit.saturating_sub(u32::try_from(expired.len()).unwrap_or(limit));
+        let pending = if room == 0 {
+            Vec::new()
+        } else {
+            first_due(conn, room).await?
+        };
+        let reclaimed = expired.len();
+        let mut ids: Vec<QueueId> = expired
+            .into_iter()
+            .map(|(id, _)| id)
+            .chain(pending)
+            .collect();
+        if ids.is_empty() {
+            return Ok(Claim {
+                dead_lettered,
+                more_expired,
+                ..Claim::default()
+            });
+        }
+        ids.sort_unstable();
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
+             lease_until = ?, attempts = attempts + 1, retry_at = NULL, updated_at = ? WHERE id IN ({})",
+            in_placeholders(ids.len())
+        )))
+        .bind(&lease.owner)
+        .bind(lease.token)
+        .bind(lease.until.naive_utc())
+        .bind(now.naive_utc());
+        bind_ids_exec(update, &ids)
+            .execute(&mut *conn)
+            .await?;
+        Ok(Claim {
+            ids,
+            reclaimed,
+            dead_lettered,
+            more_expired,
+        })
+    }
+    .traced("UPDATE", "reservation_queue")
+    .await
+}
+
+/// The first `limit` PENDING rows in line that are due by the database's
+/// clock, locked; rows another transaction holds are skipped, not waited for.
+async fn first_due(conn: &mut MySqlConnection, limit: u32) -> Result<Vec<QueueId>, sqlx::Error> {
+    let rows: Vec<(QueueId,)> = sqlx::query_as(
+        "SELECT id FROM reservation_queue WHERE status = 'PENDING' \
+         AND (retry_at IS NULL OR retry_at <= UTC_TIMESTAMP(6)) \
+         ORDER BY line_key, id LIMIT ? FOR UPDATE SKIP LOCKED",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// Locks up to `limit` of the first PENDING rows in line that are due, for
+/// a decision in the same transaction ([`Fence::Locked`]): no lease and no
+/// PROCESSING status are written, so a claim costs one statement, not an
+/// UPDATE of every row's status index entry and a commit of its own. In id
+/// order.
+pub async fn lock_pending(
+    conn: &mut MySqlConnection,
+    limit: u32,
+) -> Result<Vec<QueueId>, sqlx::Error> {
+    let mut ids = first_due(conn, limit)
+        .traced("SELECT", "reservation_queue")
+        .await?;
+    ids.sort_unstable();
+    Ok(ids)
+}
+
+/// Whether any row's lease has run out (its worker died or stalled): the
+/// PROCESSING entries of the status index are few, so this is cheap, and a
+/// worker that decides rows without leases looks now and then.
+pub async fn any_lease_expired(conn: &mut MySqlConnection) -> Result<bool, sqlx::Error> {
+    let row: Option<(i64,)> = sqlx::query_as(
+        "SELECT 1 FROM reservation_queue WHERE status = 'PROCESSING' \
+         AND lease_until < UTC_TIMESTAMP(6) LIMIT 1",
+    )
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
+    .await?;
+    Ok(row.is_some())
+}
+
+/// Hands rows back to the queue as PENDING, not to be claimed before
+/// `retry_at`. A deferred row (an earlier request for its seat was still
+/// open elsewhere) gets its attempt back; a row whose attempt failed keeps
+/// it counted; a row claimed without a lease ([`Fence::Locked`]) never had
+/// one counted.
+pub async fn hand_back(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    fence: Fence,
+    retry_at: DateTime<Utc>,
+    attempt: Attempt,
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(0);
+    }
+    let attempts = match (fence, attempt) {
+        (Fence::Locked, _) | (_, Attempt::Counted) => "attempts",
+        (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
+    };
+    let mut update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
+             lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
+         WHERE {} AND id IN ({})",
+        fence.condition(""),
+        in_placeholders(ids.len())
+    )))
+    .bind(retry_at.naive_utc())
+    .bind(now.naive_utc());
+    if let Some(token) = fence.token() {
+        update = update.bind(token);
+    }
+    Ok(bind_ids_exec(update, ids)
+        .execute(conn)
+        .traced("UPDATE", "reservation_queue")
+        .await?
+        .rows_affected())
+}
+
+/// Whether a handed-back row's attempt counts toward its limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attempt {
+    /// Nothing went wrong (the row was deferred): the claim does not count.
+    Refunded,
+    /// The attempt failed.
+    Counted,
+}
+
+/// How often the row was claimed, while it is PROCESSING under this lease.
+pub async fn attempts(
+    conn: &mut MySqlConnection,
+    id: QueueId,
+    token: u64,
+) -> Result<Option<u32>, sqlx::Error> {
+    let row: Option<(u32,)> = sqlx::query_as(
+        "SELECT attempts FROM reservation_queue \
+         WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?",
+    )
+    .bind(id)
+    .bind(token)
+    .fetch_optional(conn)
+    .traced("SELECT", "reservation_queue")
+    .await?;
+    Ok(row.map(|(n,)| n))
+}
+
+/// A claimed request, as the decision needs it.
+#[derive(Debug, Clone)]
+pub struct LeasedRow {
+    pub id: QueueId,
+    pub user_id: UserId,
+    pub concert_id: ConcertId,
+    /// In id order; empty only for a row written without its seats (see
+    /// [`enqueue_many`]).
+    pub seats: Vec<SeatId>,
+    /// The concert's hold, as it is set now.
+    pub hold: HoldDuration,
+    /// When the concert's sale opens, as it is set now.
+    pub opens_at: Option<DateTime<Utc>>,
+    pub line: LineKey,
+    pub traceparent: Option<String>,
+    pub tracestate: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
+#[derive(sqlx::FromRow)]
+struct LeasedSeat {
+    id: QueueId,
+    user_id: UserId,
+    concert_id: ConcertId,
+    seat_id: Option<SeatId>,
+    hold_seconds: Option<u32>,
+    opens_at: Option<DateTime<Utc>>,
+    line_key: LineKey,
+    traceparent: Option<String>,
+    tracestate: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+/// Locks the rows of `ids` that are still ours (`fence`), with their seats,
+/// in line order. Rows missing from the answer were lost
+/// (re-claimed by another worker, or already decided) and must not be
+/// touched. The concert's hold and opening are read, not locked: a
+/// concert's row is every decision's, and a changed setting applies from
+/// the next decision.
+pub async fn lock_leased(
+    conn: &mut MySqlConnection,
+    ids: &[QueueId],
+    fence: Fence,
+) -> Result<Vec<LeasedRow>, sqlx::Error> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let mut select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
+                (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
+                (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
+                q.line_key, q.traceparent, q.tracestate, q.created_at \
+         FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
+         WHERE {} AND q.id IN ({}) \
+         ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
+        fence.condition("q."),
+        in_placeholders(ids.len())
+    )));
+    if let Some(token) = fence.token() {
+        select = select.bind(token);
+    }
+    let seats: Vec<LeasedSeat> = bind_ids(select, ids)
+        .fetch_all(conn)
+        .traced("SELECT", "reservation_queue")
+        .await?;
+    let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
+    for seat in seats {
+        match rows.last_mut() {
+            Some(row) if row.id == seat.id => row.seats.extend(seat.seat_id),
+            _ => rows.push(LeasedRow {
+                id: seat.id,
+                user_id: seat.user_id,
+                concert_id: seat.concert_id,
+                seats: seat.seat_id.into_iter().collect(),
+                hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
+                    .unwrap_or_default(),
+                opens_at: seat.opens_at,
+                line: seat.line_key,
+                traceparent: seat.traceparent,
+                tracestate: seat.tracestate,
+                created_at: seat.created_at,
+            }),
+        }
+    }
+    Ok(rows)
+}

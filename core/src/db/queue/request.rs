@@ -1,0 +1,117 @@
+//! A request as it is written, and the clock its group is admitted by.
+
+use chrono::{DateTime, Utc};
+
+use crate::db::request_seats::RequestSeat;
+use crate::domain::{Admission, ConcertId, LineKey, QueueId, SaleWindow, SeatIds, UserId};
+
+use super::*;
+
+/// One request of a group enqueued together.
+#[derive(Debug, Clone)]
+pub struct NewRequest {
+    pub user: UserId,
+    pub concert: ConcertId,
+    pub seats: SeatIds,
+    /// Its concert's sale, which decides by the database's clock, when the
+    /// request is written, whether it is too early, in the lottery, or
+    /// behind everyone already in line.
+    pub sale: SaleWindow,
+    /// Its key in the line if it arrives inside the lottery window.
+    pub draw: LineKey,
+    pub trace: TraceContext,
+}
+
+impl NewRequest {
+    pub(super) fn seat_count(&self) -> u8 {
+        u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
+    }
+
+    /// Its key in the concert's line when written at `now` (the database's
+    /// clock), or `None` when its sale does not take requests yet.
+    pub fn line_at(&self, now: DateTime<Utc>) -> Option<LineKey> {
+        match self.sale.admission(now) {
+            Admission::NotYet { .. } => None,
+            Admission::Lottery { .. } => Some(self.draw),
+            Admission::Open => Some(LineKey::AFTER_OPENING),
+        }
+    }
+
+    pub(super) fn seat_rows(&self, queue_id: QueueId, line: LineKey) -> Vec<RequestSeat> {
+        self.seats
+            .as_slice()
+            .iter()
+            .map(|&seat| RequestSeat {
+                queue_id,
+                seat,
+                user: self.user,
+                concert: self.concert,
+                line,
+            })
+            .collect()
+    }
+}
+
+/// Hands out each group's `now`: the database's clock as the group read
+/// it, but never the same value twice in this process, so that a group can
+/// tell its own rows from older ones by their `created_at`.
+#[derive(Debug)]
+pub struct GroupClock {
+    last_micros: std::sync::atomic::AtomicI64,
+}
+
+impl Default for GroupClock {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl GroupClock {
+    pub const fn new() -> Self {
+        Self {
+            last_micros: std::sync::atomic::AtomicI64::new(0),
+        }
+    }
+
+    /// `read` (the database's clock), or a microsecond after the last time
+    /// handed out when that is later.
+    pub fn after(&self, read: DateTime<Utc>) -> DateTime<Utc> {
+        use std::sync::atomic::Ordering;
+        let wall = read.timestamp_micros();
+        let mut last = self.last_micros.load(Ordering::Relaxed);
+        loop {
+            let next = wall.max(last + 1);
+            match self.last_micros.compare_exchange_weak(
+                last,
+                next,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return DateTime::from_timestamp_micros(next).unwrap_or(read),
+                Err(seen) => last = seen,
+            }
+        }
+    }
+}
+
+/// The times a group is written at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupTime {
+    /// A reading of the database's clock at least as late as every opening
+    /// and lottery start the group's admissions depend on: which requests
+    /// the sale takes yet, and whether in the lottery, is decided by it.
+    pub admitted_at: DateTime<Utc>,
+    /// The rows' `created_at`, distinct per group (see [`GroupClock`]): a
+    /// record of the arrival, which no deadline is compared against.
+    pub written_at: DateTime<Utc>,
+}
+
+impl GroupTime {
+    /// Both at `at` (the database's clock, read for the group).
+    pub fn at(at: DateTime<Utc>) -> Self {
+        Self {
+            admitted_at: at,
+            written_at: at,
+        }
+    }
+}
