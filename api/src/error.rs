@@ -200,6 +200,22 @@ impl ApiError {
         }
     }
 
+    pub fn concert_not_found() -> Self {
+        Self::new(ErrorCode::ConcertNotFound, "no such concert")
+    }
+
+    pub fn seat_not_found() -> Self {
+        Self::new(ErrorCode::SeatNotFound, "no such seat")
+    }
+
+    pub fn reservation_not_found() -> Self {
+        Self::new(ErrorCode::ReservationNotFound, "no such reservation")
+    }
+
+    pub fn user_not_found() -> Self {
+        Self::new(ErrorCode::UserNotFound, "no such user")
+    }
+
     pub fn internal(source: impl Into<anyhow::Error>) -> Self {
         Self {
             source: Some(source.into()),

@@ -155,7 +155,7 @@ pub struct AuthUser {
     pub role: Role,
     /// The token it was proven by (what a long-lived answer, an event
     /// stream, checks again while it lasts).
-    pub token: crate::security::Principal,
+    pub token: crate::accounts::security::Principal,
 }
 
 impl AuthUser {
@@ -186,7 +186,7 @@ impl FromRequestParts<AppState> for AuthUser {
         // invalid, and what follows says which.
         let verified = parts
             .extensions
-            .get::<crate::security::Principal>()
+            .get::<crate::accounts::security::Principal>()
             .copied();
         let principal = match verified {
             Some(principal) => principal,
@@ -201,7 +201,10 @@ impl FromRequestParts<AppState> for AuthUser {
 }
 
 /// The caller of a request whose token was not verified on the way in.
-fn unverified(parts: &Parts, state: &AppState) -> Result<crate::security::Principal, ApiError> {
+fn unverified(
+    parts: &Parts,
+    state: &AppState,
+) -> Result<crate::accounts::security::Principal, ApiError> {
     let unauthorized = |detail| ApiError::new(ErrorCode::Unauthorized, detail);
     let header = parts
         .headers
@@ -220,7 +223,7 @@ fn unverified(parts: &Parts, state: &AppState) -> Result<crate::security::Princi
 pub fn signed_in(
     state: &AppState,
     token: &str,
-) -> Result<crate::security::Principal, &'static str> {
+) -> Result<crate::accounts::security::Principal, &'static str> {
     let principal = state
         .tokens
         .verify(token.trim(), chrono::Utc::now())
@@ -262,27 +265,6 @@ impl FromRequestParts<AppState> for Admin {
                 "this action requires an admin",
             ))
         }
-    }
-}
-
-/// Where the client's address is found behind proxies: each proxy appends
-/// the address it received the connection from to `name` (as
-/// `X-Forwarded-For` works), so the client is the entry the outermost of the
-/// `trusted_proxies` appended. Entries further left are whatever the client
-/// sent and are never believed: a bot would rotate them to dodge its limits.
-#[derive(Debug, Clone)]
-pub struct ProxyHeader {
-    pub name: axum::http::HeaderName,
-    pub trusted_proxies: usize,
-}
-
-impl ProxyHeader {
-    pub fn client_in(&self, value: &str) -> Option<std::net::IpAddr> {
-        let entries: Vec<&str> = value.split(',').map(str::trim).collect();
-        // Fewer entries than proxies: the chain was shorter than configured,
-        // and the leftmost entry is the nearest thing to the client.
-        let index = entries.len().saturating_sub(self.trusted_proxies.max(1));
-        entries.get(index)?.parse().ok()
     }
 }
 
@@ -406,7 +388,7 @@ pub mod integral {
 
 #[cfg(test)]
 mod tests {
-    use super::ProxyHeader;
+    use crate::state::ProxyHeader;
 
     fn proxies(trusted_proxies: usize) -> ProxyHeader {
         ProxyHeader {
@@ -442,4 +424,17 @@ mod tests {
         assert_eq!(proxies(1).client_in("198.51.100.7, unknown"), None);
         assert_eq!(proxies(1).client_in(""), None);
     }
+}
+
+/// A page of a list: the query of every listing route.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct PageQuery {
+    /// Zero-based page number.
+    #[param(maximum = 10000)]
+    pub page: Option<u32>,
+    /// Items per page, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub size: Option<u32>,
 }

@@ -1,24 +1,20 @@
-//! The ticket HTTP API: feature routers over the shared `ticket-core` crate.
+//! The ticket HTTP API: feature folders (accounts, concerts, reservations,
+//! the web page) over the shared `ticket-core` crate, the middleware that
+//! wraps them, and the process around them (startup, server, state).
 
-pub mod availability_cache;
-pub mod bootstrap;
+pub mod accounts;
 pub mod cached_body;
+pub mod concerts;
 pub mod config;
-pub mod enqueue_batcher;
 pub mod error;
 pub mod extract;
 pub mod fresh_cache;
-pub mod limits;
-pub mod line_watch;
-pub mod observability;
+pub mod health;
+pub mod middleware;
 pub mod openapi;
-pub mod request_rates;
+pub mod reservations;
 pub mod routes;
-pub mod sale_windows;
-pub mod seat_directory;
-pub mod seat_map_cache;
-pub mod security;
 pub mod server;
 pub mod startup;
 pub mod state;
-pub mod stream_permits;
+pub mod web;

@@ -118,7 +118,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 header_read_timeout: std::time::Duration::from_secs(
                     server.header_read_timeout_secs,
                 ),
-                limits: ticket_api::limits::LimitSettings {
+                limits: ticket_api::middleware::limits::LimitSettings {
                     user_requests_per_sec: server.user_requests_per_sec,
                     anonymous_requests_per_sec: server.anonymous_requests_per_sec,
                     logins_per_minute_per_nickname: server.logins_per_minute_per_nickname,
@@ -134,7 +134,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .map(|name| axum::http::HeaderName::try_from(name.trim().to_ascii_lowercase()))
                     .transpose()
                     .context("TICKET_CLIENT_ADDRESS_HEADER is not a header name")?
-                    .map(|name| ticket_api::extract::ProxyHeader {
+                    .map(|name| ticket_api::state::ProxyHeader {
                         name,
                         trusted_proxies: usize::try_from(server.trusted_proxies).unwrap_or(1),
                     }),

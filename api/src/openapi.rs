@@ -6,9 +6,10 @@ use utoipa::openapi::RefOr;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::routes::{
-    auth, availability, checkout, concerts, health, reservations, sale, seats, status_events, users,
-};
+use crate::accounts::{auth, users};
+use crate::concerts::{availability, routes as concerts, sale, seats};
+use crate::health;
+use crate::reservations::{checkout, events as status_events, routes as reservations};
 use crate::state::AppState;
 
 #[derive(OpenApi)]
@@ -29,7 +30,7 @@ use crate::state::AppState;
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
-                      status_events::PositionEvent, reservations::QueueStatusResponse)),
+                      status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
     modifiers(&BearerAuth, &RateLimited, &CommonProblems),
     tags(
         (name = "auth", description = "Log in for a bearer token"),

@@ -10,10 +10,10 @@ use sqlx::MySqlPool;
 use ticket_core::domain::{NickName, Password};
 use tokio::net::TcpListener;
 
-use crate::enqueue_batcher::EnqueueBatcher;
-use crate::limits::{LimitSettings, Limits};
+use crate::accounts::security::{PasswordHasher, Revocations, TokenKeys};
+use crate::middleware::limits::{LimitSettings, Limits};
+use crate::reservations::enqueue_batcher::EnqueueBatcher;
 use crate::routes;
-use crate::security::{PasswordHasher, Revocations, TokenKeys};
 use crate::state::AppState;
 
 /// Everything the server needs, already validated.
@@ -29,7 +29,7 @@ pub struct Settings {
     /// Groups of reservation requests written at the same time.
     pub enqueue_writers: usize,
     /// Where the client's address is found behind proxies.
-    pub client_address_header: Option<crate::extract::ProxyHeader>,
+    pub client_address_header: Option<crate::state::ProxyHeader>,
     /// Longest a connection may take to send a request's headers (and an
     /// idle keep-alive connection stays open).
     pub header_read_timeout: Duration,
@@ -57,7 +57,7 @@ impl Application {
         };
         let passwords = PasswordHasher::new(hashes)?;
         if let Some((nickname, password)) = &settings.admin {
-            crate::bootstrap::admin(&pool, &passwords, nickname, password).await?;
+            crate::accounts::bootstrap::admin(&pool, &passwords, nickname, password).await?;
             tracing::info!(nickname = nickname.as_str(), "admin account ready");
         }
         let listener =
@@ -66,8 +66,8 @@ impl Application {
             .metrics_addr
             .map(|addr| listen(addr).with_context(|| format!("binding {addr} for metrics")))
             .transpose()?;
-        let metrics = crate::observability::ApiMetrics::new();
-        let line = Arc::new(crate::line_watch::LineWatch::new(
+        let metrics = crate::middleware::metrics::ApiMetrics::new();
+        let line = Arc::new(crate::reservations::line_watch::LineWatch::new(
             pool.clone(),
             metrics.line_queries.clone(),
             metrics.event_streams.clone(),
@@ -88,17 +88,19 @@ impl Application {
                 sales: Arc::default(),
                 request_rates: Arc::default(),
                 seat_maps: Arc::default(),
-                availability: Arc::new(crate::availability_cache::AvailabilityCache::new(
-                    metrics.availability_queries.clone(),
-                )),
+                availability: Arc::new(
+                    crate::concerts::availability_cache::AvailabilityCache::new(
+                        metrics.availability_queries.clone(),
+                    ),
+                ),
                 line,
                 tokens: Arc::new(tokens),
                 revocations: Arc::new(Revocations::new(settings.token_ttl)),
                 passwords,
                 metrics,
                 limits: Arc::new(Limits::new(settings.limits)),
-                streams: Arc::new(crate::stream_permits::StreamPermits::new(
-                    crate::stream_permits::StreamBounds {
+                streams: Arc::new(crate::reservations::stream_permits::StreamPermits::new(
+                    crate::reservations::stream_permits::StreamBounds {
                         per_user: settings.limits.max_streams_per_user,
                         per_instance: settings.limits.max_streams_per_instance,
                     },

@@ -2,10 +2,10 @@ use std::sync::Arc;
 
 use sqlx::MySqlPool;
 
-use crate::enqueue_batcher::EnqueueBatcher;
-use crate::limits::Limits;
-use crate::observability::ApiMetrics;
-use crate::security::{PasswordHasher, Revocations, TokenKeys};
+use crate::accounts::security::{PasswordHasher, Revocations, TokenKeys};
+use crate::middleware::limits::Limits;
+use crate::middleware::metrics::ApiMetrics;
+use crate::reservations::enqueue_batcher::EnqueueBatcher;
 
 /// What every handler may reach: one shared value, so that each of the
 /// several clones a request makes (every middleware and handler that takes
@@ -35,23 +35,44 @@ pub struct Shared {
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
     /// Which concert each seat asked for belongs to.
-    pub seats: Arc<crate::seat_directory::SeatDirectory>,
+    pub seats: Arc<crate::concerts::seat_directory::SeatDirectory>,
     /// Where open requests stand in line (status polls, event streams).
-    pub line: Arc<crate::line_watch::LineWatch>,
+    pub line: Arc<crate::reservations::line_watch::LineWatch>,
     /// Every seat's state per concert, at most a second old.
-    pub availability: Arc<crate::availability_cache::AvailabilityCache>,
+    pub availability: Arc<crate::concerts::availability_cache::AvailabilityCache>,
     /// Requests this instance accepted per concert, published for the
     /// operator's on-sale view.
-    pub request_rates: Arc<crate::request_rates::RequestRates>,
+    pub request_rates: Arc<crate::reservations::request_rates::RequestRates>,
     /// Every concert's seat layout, at most a few seconds old.
-    pub seat_maps: Arc<crate::seat_map_cache::SeatMapCache>,
+    pub seat_maps: Arc<crate::concerts::seat_map_cache::SeatMapCache>,
     /// When each concert's sale opens.
-    pub sales: Arc<crate::sale_windows::SaleWindows>,
+    pub sales: Arc<crate::concerts::sale_windows::SaleWindows>,
     pub metrics: Arc<ApiMetrics>,
     pub limits: Arc<Limits>,
     /// The event streams open on this instance, bounded.
-    pub streams: Arc<crate::stream_permits::StreamPermits>,
-    pub client_address_header: Option<Arc<crate::extract::ProxyHeader>>,
+    pub streams: Arc<crate::reservations::stream_permits::StreamPermits>,
+    pub client_address_header: Option<Arc<ProxyHeader>>,
     /// Set once the database has answered since start (see `/readyz`).
     pub database_reached: Arc<std::sync::atomic::AtomicBool>,
+}
+
+/// Where the client's address is found behind proxies: each proxy appends
+/// the address it received the connection from to `name` (as
+/// `X-Forwarded-For` works), so the client is the entry the outermost of the
+/// `trusted_proxies` appended. Entries further left are whatever the client
+/// sent and are never believed: a bot would rotate them to dodge its limits.
+#[derive(Debug, Clone)]
+pub struct ProxyHeader {
+    pub name: axum::http::HeaderName,
+    pub trusted_proxies: usize,
+}
+
+impl ProxyHeader {
+    pub fn client_in(&self, value: &str) -> Option<std::net::IpAddr> {
+        let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+        // Fewer entries than proxies: the chain was shorter than configured,
+        // and the leftmost entry is the nearest thing to the client.
+        let index = entries.len().saturating_sub(self.trusted_proxies.max(1));
+        entries.get(index)?.parse().ok()
+    }
 }

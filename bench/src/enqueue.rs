@@ -2,7 +2,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use clap::Args as ClapArgs;
-use ticket_api::security::TokenKeys;
+use ticket_api::accounts::security::TokenKeys;
 use ticket_core::domain::Role;
 use ticket_core::testing::{TestDatabase, seed, shuffle};
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use ticket_api::limits::LimitSettings;
+use ticket_api::middleware::limits::LimitSettings;
 use ticket_api::startup::Application;
 use ticket_core::domain::{NickName, Password};
 

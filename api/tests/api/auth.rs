@@ -105,7 +105,8 @@ async fn tampered_tokens_are_rejected() {
         .assert_problem(401, "UNAUTHORIZED");
 
     // A token signed with another key.
-    let other = ticket_api::security::TokenKeys::new(&[9; 32], Duration::from_secs(60)).unwrap();
+    let other =
+        ticket_api::accounts::security::TokenKeys::new(&[9; 32], Duration::from_secs(60)).unwrap();
     let foreign = other
         .issue(UserId(1), Role::Admin, chrono::Utc::now())
         .token;

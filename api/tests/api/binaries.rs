@@ -255,7 +255,7 @@ async fn json_logs_carry_the_trace_id_of_the_request_they_were_written_in() {
     // request: not the line this test is about.
     let warning = loop {
         let line = next("the warning about the failed request");
-        if line["target"] != "ticket_api::security::revocations" {
+        if line["target"] != "ticket_api::accounts::security::revocations" {
             break line;
         }
     };

@@ -89,7 +89,7 @@ async fn a_slow_request_body_is_cut_off_with_408() {
     let limit = std::time::Duration::from_secs(1);
     let settings = ticket_api::startup::Settings {
         request_timeout: limit,
-        ..crate::helpers::test_settings(None, ticket_api::limits::LimitSettings::OFF)
+        ..crate::helpers::test_settings(None, ticket_api::middleware::limits::LimitSettings::OFF)
     };
     let server = ticket_api::startup::Application::build(settings, app.pool.clone())
         .await

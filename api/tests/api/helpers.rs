@@ -4,8 +4,8 @@ use std::time::Duration;
 use reqwest::{Method, StatusCode};
 use serde_json::{Value, json};
 use sqlx::mysql::{MySqlPool, MySqlPoolOptions};
-use ticket_api::limits::LimitSettings;
-use ticket_api::security::TokenKeys;
+use ticket_api::accounts::security::TokenKeys;
+use ticket_api::middleware::limits::LimitSettings;
 use ticket_api::startup::{Application, Settings};
 use ticket_core::domain::{NickName, Password};
 use ticket_core::testing::TestDatabase;
@@ -245,7 +245,7 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
         max_concurrent_hashes: 0,
         limits,
         enqueue_writers: 1,
-        client_address_header: Some(ticket_api::extract::ProxyHeader {
+        client_address_header: Some(ticket_api::state::ProxyHeader {
             name: axum::http::HeaderName::from_static("x-forwarded-for"),
             trusted_proxies: 1,
         }),

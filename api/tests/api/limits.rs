@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use reqwest::Method;
 use serde_json::json;
-use ticket_api::limits::LimitSettings;
+use ticket_api::middleware::limits::LimitSettings;
 
 use crate::helpers::{Reply, TestApp, spawn_app_with_limits};
 
@@ -79,7 +79,7 @@ async fn login_attempts_are_limited_per_nickname_from_any_address() {
     app.user("carol").await; // one login spent
     // Credential stuffing: one guess from each of many addresses meets the
     // account-wide budget (ten times one address's).
-    let wide = 3 * ticket_api::limits::ACCOUNT_WIDE_LOGINS;
+    let wide = 3 * ticket_api::middleware::limits::ACCOUNT_WIDE_LOGINS;
     for i in 1..wide {
         from(
             &app,

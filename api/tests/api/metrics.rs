@@ -3,7 +3,7 @@
 use serde_json::json;
 use ticket_core::testing::prometheus_text::value;
 
-use ticket_api::limits::LimitSettings;
+use ticket_api::middleware::limits::LimitSettings;
 use ticket_api::startup::{Application, Settings};
 
 use crate::helpers::{TestApp, spawn_app, test_settings};

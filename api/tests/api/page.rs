@@ -5,7 +5,7 @@
 
 use std::io::Read as _;
 
-use ticket_api::limits::LimitSettings;
+use ticket_api::middleware::limits::LimitSettings;
 
 use crate::helpers::{spawn_app, spawn_app_with_limits};
 

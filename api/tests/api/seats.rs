@@ -323,8 +323,8 @@ async fn seat_lists_come_in_pages_with_their_totals_and_links() {
 /// later and unknown seats are still looked up.
 #[tokio::test]
 async fn the_seat_directory_learns_a_whole_concert_from_its_first_seat() {
+    use ticket_api::concerts::seat_directory::SeatDirectory;
     use ticket_api::error::ErrorCode;
-    use ticket_api::seat_directory::SeatDirectory;
     use ticket_core::domain::{ConcertId, SeatId};
 
     let app = spawn_app().await;

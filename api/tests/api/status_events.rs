@@ -314,12 +314,13 @@ async fn waiting_request(app: &TestApp, token: &str, seat: u64) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn open_streams_are_bounded_per_user_and_per_instance() {
-    let app = crate::helpers::spawn_app_with_limits(ticket_api::limits::LimitSettings {
-        max_streams_per_user: 2,
-        max_streams_per_instance: 3,
-        ..ticket_api::limits::LimitSettings::OFF
-    })
-    .await;
+    let app =
+        crate::helpers::spawn_app_with_limits(ticket_api::middleware::limits::LimitSettings {
+            max_streams_per_user: 2,
+            max_streams_per_instance: 3,
+            ..ticket_api::middleware::limits::LimitSettings::OFF
+        })
+        .await;
     let seats = app.seat_ids(4).await;
     let (_, alice) = app.user("alice").await;
     let (_, bob) = app.user("bob").await;

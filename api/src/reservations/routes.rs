@@ -3,25 +3,25 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use chrono::{DateTime, Utc};
 use opentelemetry::trace::TraceContextExt as _;
 use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, QueueStatus,
-    ReservationId, SaleWindow, SeatId, SeatIds, UserId,
+    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, ReservationId,
+    SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
-use super::concerts::PageQuery;
-use crate::enqueue_batcher::{EnqueueError, Queued};
+use super::status::{LineFields, QueueStatusResponse, own_request};
+use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
-use crate::line_watch::Place;
+use crate::reservations::enqueue_batcher::{EnqueueError, Queued};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -55,221 +55,6 @@ pub struct ReserveResponse {
     /// PENDING, or WAITING when placed in the pre-opening lottery.
     #[schema(example = "PENDING")]
     status: &'static str,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct QueueStatusResponse {
-    queue_id: u64,
-    /// WAITING (in the pre-opening lottery), PENDING, PROCESSING, SUCCESS
-    /// or FAILED.
-    #[schema(example = "SUCCESS")]
-    status: &'static str,
-    /// Set on SUCCESS.
-    reservation_id: Option<u64>,
-    /// The first (lowest) of `seatIds`.
-    seat_id: u64,
-    seat_ids: Vec<u64>,
-    /// Set on FAILED, e.g. SEAT_TAKEN.
-    reason: Option<String>,
-    /// When the request was accepted (server clock, UTC).
-    requested_at: DateTime<Utc>,
-    /// When a worker decided it; null while open.
-    decided_at: Option<DateTime<Utc>>,
-    /// While PENDING or PROCESSING: 1 = next to be decided among the open
-    /// requests of the concert (about a second old at most); null while
-    /// WAITING (the lottery's order is taken at the opening) or decided.
-    position: Option<u64>,
-    /// The position over the decision rate the workers measure; null when
-    /// not measured yet.
-    estimated_wait_ms: Option<u64>,
-    /// While open: when to poll again (about 1 s near the front, up to 10 s
-    /// at the back, until the opening while WAITING).
-    poll_after_ms: Option<u64>,
-    /// While WAITING: when the sale opens.
-    opens_at: Option<DateTime<Utc>>,
-}
-
-/// Where an open request stands, for its status.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct LineFields {
-    pub place: Option<Place>,
-    pub opens_at: Option<DateTime<Utc>>,
-    pub poll_after_ms: Option<u64>,
-}
-
-impl LineFields {
-    /// Open requests have a place (once the line has been read) and a hint;
-    /// lottery requests wait for the opening instead.
-    pub(crate) async fn of(state: &AppState, row: &queue::QueueRow) -> ApiResult<Self> {
-        if !row.is_open() {
-            return Ok(Self::default());
-        }
-        if let Some(waiting) = Self::waiting(state, row).await? {
-            return Ok(waiting);
-        }
-        Ok(Self::placed(state.line.place(
-            row.concert_id,
-            row.line_key,
-            row.id,
-        )))
-    }
-
-    /// A lottery request before its sale opens: no place yet.
-    pub(crate) async fn waiting(
-        state: &AppState,
-        row: &queue::QueueRow,
-    ) -> ApiResult<Option<Self>> {
-        if !row.line_key.is_lottery() {
-            return Ok(None);
-        }
-        let sale = state.sales.of(&state.pool, row.concert_id).await?;
-        // Only what the client is told to expect: the opening itself is
-        // decided by the database's clock (the workers admit the lottery).
-        let now = Utc::now();
-        Ok(sale
-            .opens_at
-            .filter(|at| *at > now)
-            .map(|opens_at| Self::until_opening(opens_at, now)))
-    }
-
-    /// Waiting for the opening: poll again then (within 1–10 s).
-    pub(crate) fn until_opening(opens_at: DateTime<Utc>, now: DateTime<Utc>) -> Self {
-        let until = (opens_at - now).num_milliseconds().unsigned_abs();
-        Self {
-            place: None,
-            opens_at: Some(opens_at),
-            poll_after_ms: Some(until.clamp(1_000, 10_000)),
-        }
-    }
-
-    /// The status a client is shown, the same in a poll and in a stream:
-    /// WAITING while the lottery waits for its opening; once the sale is
-    /// open, a lottery request still WAITING in the table (its admission
-    /// runs a moment later) is PENDING, in line like the rest.
-    pub(crate) fn status_of(&self, row: &queue::QueueRow) -> &'static str {
-        if self.opens_at.is_some() {
-            QueueStatus::Waiting.as_str()
-        } else if row.status == QueueStatus::Waiting {
-            QueueStatus::Pending.as_str()
-        } else {
-            row.status.as_str()
-        }
-    }
-
-    /// In line, at `place` once the line has been read.
-    pub(crate) fn placed(place: Option<Place>) -> Self {
-        Self {
-            place,
-            opens_at: None,
-            poll_after_ms: Some(place.map_or(1_000, |p| p.poll_after_ms)),
-        }
-    }
-}
-
-impl QueueStatusResponse {
-    pub(crate) fn of(row: queue::QueueRow, seat_ids: Vec<u64>, line: LineFields) -> Self {
-        Self {
-            queue_id: row.id.get(),
-            status: line.status_of(&row),
-            reservation_id: row.reservation_id.map(ReservationId::get),
-            seat_id: row.seat_id.get(),
-            seat_ids,
-            reason: row.reason,
-            requested_at: row.created_at,
-            decided_at: row.decided_at,
-            position: line.place.map(|p| p.position),
-            estimated_wait_ms: line.place.and_then(|p| p.estimated_wait_ms),
-            poll_after_ms: line.poll_after_ms,
-            opens_at: line.opens_at,
-        }
-    }
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReservationResponse {
-    reservation_id: u64,
-    user_id: u64,
-    concert_id: u64,
-    /// The request that made it.
-    queue_id: Option<u64>,
-    /// The one seat of a one-seat reservation (absent with several).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seat_id: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    seat_number: Option<String>,
-    seats: Vec<ReservationSeat>,
-    /// HELD, CONFIRMED, EXPIRED or CANCELLED.
-    #[schema(example = "CONFIRMED")]
-    status: &'static str,
-    /// When a hold ends (or ended); null without a hold.
-    hold_expires_at: Option<DateTime<Utc>>,
-    confirmed_at: Option<DateTime<Utc>>,
-    payment_reference: Option<String>,
-    created_at: DateTime<Utc>,
-}
-
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct ReservationSeat {
-    seat_id: u64,
-    seat_number: String,
-}
-
-#[derive(IntoParams)]
-#[into_params(parameter_in = Header)]
-pub struct IdempotencyHeader {
-    /// Repeating a request with the same key returns the original answer
-    /// instead of queueing a second request (1–128 visible ASCII characters).
-    #[param(
-        rename = "Idempotency-Key",
-        min_length = 1,
-        max_length = 128,
-        pattern = r"^[\x21-\x7E]+$"
-    )]
-    _key: Option<String>,
-}
-
-impl From<reservations::ReservationRow> for ReservationResponse {
-    fn from(r: reservations::ReservationRow) -> Self {
-        let one = match r.seats.as_slice() {
-            [only] => Some(only.clone()),
-            _ => None,
-        };
-        Self {
-            reservation_id: r.id.get(),
-            user_id: r.user_id.get(),
-            concert_id: r.concert_id.get(),
-            queue_id: r.queue_id.map(QueueId::get),
-            seat_id: one.as_ref().map(|s| s.seat_id.get()),
-            seat_number: one.map(|s| s.seat_number),
-            seats: r
-                .seats
-                .into_iter()
-                .map(|s| ReservationSeat {
-                    seat_id: s.seat_id.get(),
-                    seat_number: s.seat_number,
-                })
-                .collect(),
-            status: r.status.as_str(),
-            hold_expires_at: r.hold_expires_at,
-            confirmed_at: r.confirmed_at,
-            payment_reference: r.payment_reference,
-            created_at: r.created_at,
-        }
-    }
-}
-
-/// The body's optional userId must name the caller.
-pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<()> {
-    match user_id {
-        Some(id) if UserId(id) != caller.id => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "you may only act for yourself",
-        )),
-        _ => Ok(()),
-    }
 }
 
 fn accepted(queued: Queued, replayed: bool) -> Response {
@@ -363,7 +148,7 @@ fn refused(e: EnqueueError) -> ApiError {
     match e {
         EnqueueError::TooManyOpen => too_many_open(),
         EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
-        EnqueueError::SeatNotFound => super::seats::seat_not_found(),
+        EnqueueError::SeatNotFound => ApiError::seat_not_found(),
         EnqueueError::UserGone => ApiError::account_gone(),
         EnqueueError::SaleNotOpen(sale) => ApiError::sale_not_open(sale),
         EnqueueError::Database(e) => e.into(),
@@ -496,18 +281,6 @@ pub async fn status(
     Ok(Json(QueueStatusResponse::of(row, seat_ids, line)))
 }
 
-/// The caller's request (or anyone's, for an admin); 404 otherwise.
-pub(crate) async fn own_request(
-    conn: &mut db::Conn,
-    caller: AuthUser,
-    id: QueueId,
-) -> ApiResult<queue::QueueRow> {
-    queue::find(conn, id)
-        .await?
-        .filter(|row| caller.can_act_on(row.user_id))
-        .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))
-}
-
 /// One reservation. Only its owner (or an admin) sees it.
 #[utoipa::path(get, path = "/api/reservations/{id}", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path)),
@@ -523,7 +296,7 @@ pub async fn show(
     let reservation = reservations::find(&mut conn, id, now)
         .await?
         .filter(|r| caller.can_act_on(r.user_id))
-        .ok_or_else(reservation_not_found)?;
+        .ok_or_else(ApiError::reservation_not_found)?;
     Ok(Json(reservation.into()))
 }
 
@@ -541,8 +314,4 @@ pub async fn mine(
     let now = db::now(&mut conn).await?;
     let rows = reservations::list_for_user(&mut conn, caller.id, page, now).await?;
     Ok(Json(rows.into_iter().map(Into::into).collect()))
-}
-
-pub(crate) fn reservation_not_found() -> ApiError {
-    ApiError::new(ErrorCode::ReservationNotFound, "no such reservation")
 }

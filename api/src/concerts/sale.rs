@@ -12,8 +12,8 @@ use serde::Serialize;
 use ticket_core::domain::ConcertId;
 use utoipa::ToSchema;
 
-use crate::availability_cache::SeatCounts;
-use crate::error::{ApiResult, Problem};
+use crate::concerts::availability_cache::SeatCounts;
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Admin, ApiPath};
 use crate::state::AppState;
 
@@ -64,7 +64,7 @@ pub async fn sale(
         .availability
         .get(&state.pool, id)
         .await?
-        .ok_or_else(super::concerts::concert_not_found)?;
+        .ok_or_else(ApiError::concert_not_found)?;
     let now = state.line.sale(id);
     let decisions = now.and_then(|n| n.decisions);
     Ok(Json(SaleBody {

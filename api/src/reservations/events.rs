@@ -18,15 +18,15 @@ use ticket_core::domain::QueueId;
 use tokio::sync::watch;
 use utoipa::ToSchema;
 
-use super::reservations::{LineFields, QueueStatusResponse};
+use super::status::{LineFields, QueueStatusResponse, own_request};
+use crate::accounts::security::Principal;
+use crate::accounts::security::revocations::Revocations;
+use crate::concerts::sale_windows::SaleWindows;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
-use crate::line_watch::Standing;
-use crate::sale_windows::SaleWindows;
-use crate::security::Principal;
-use crate::security::revocations::Revocations;
+use crate::reservations::line_watch::Standing;
+use crate::reservations::stream_permits::StreamPermit;
 use crate::state::AppState;
-use crate::stream_permits::StreamPermit;
 use std::sync::Arc;
 
 pub fn router() -> Router<AppState> {
@@ -78,7 +78,7 @@ pub async fn events(
     ApiPath(id): ApiPath<QueueId>,
 ) -> ApiResult<Response> {
     let mut conn = state.pool.acquire().await?;
-    let row = super::reservations::own_request(&mut conn, caller, id).await?;
+    let row = own_request(&mut conn, caller, id).await?;
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     if last == Some(DECISION_ID) {
         return Ok(StatusCode::NO_CONTENT.into_response());

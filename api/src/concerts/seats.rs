@@ -10,7 +10,6 @@ use ticket_core::domain::{
 };
 use utoipa::{IntoParams, ToSchema};
 
-use super::concerts::concert_not_found;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
 use crate::state::AppState;
@@ -146,7 +145,7 @@ pub async fn list(
     let page = PageRequest::parse_within(filter.page, filter.size, PageRequest::SEATS)?;
     let mut conn = state.pool.acquire().await?;
     let Some(found) = db::concerts::find(&mut conn, concert).await? else {
-        return Err(concert_not_found());
+        return Err(ApiError::concert_not_found());
     };
     let total = match status {
         None => u64::from(found.seat_count),
@@ -195,7 +194,7 @@ pub async fn show(
     let mut conn = state.pool.acquire().await?;
     let seat = db::seats::find(&mut conn, id)
         .await?
-        .ok_or_else(seat_not_found)?;
+        .ok_or_else(ApiError::seat_not_found)?;
     Ok(Json(seat.into()))
 }
 
@@ -212,14 +211,14 @@ pub async fn create(
     let concert = ConcertId(req.concert_id);
     let mut tx = state.pool.begin().await?;
     if db::concerts::lock(&mut tx, concert).await?.is_none() {
-        return Err(concert_not_found());
+        return Err(ApiError::concert_not_found());
     }
     let now = db::now(&mut tx).await?;
     let id = db::seats::insert(&mut tx, concert, &number, now).await?;
     db::concerts::adjust_seat_count(&mut tx, concert, 1).await?;
     let seat = db::seats::find(&mut tx, id)
         .await?
-        .ok_or_else(seat_not_found)?;
+        .ok_or_else(ApiError::seat_not_found)?;
     tx.commit().await?;
     Ok((
         StatusCode::CREATED,
@@ -246,7 +245,7 @@ pub async fn update(
     let mut tx = state.pool.begin().await?;
     db::seats::find_for_update(&mut tx, id)
         .await?
-        .ok_or_else(seat_not_found)?;
+        .ok_or_else(ApiError::seat_not_found)?;
     let now = db::now(&mut tx).await?;
     let claim = db::seats::live_claim(&mut tx, id, now).await?;
     let sold = claim.is_some();
@@ -278,7 +277,7 @@ pub async fn update(
     db::seats::update(&mut tx, id, changes.number.as_ref(), changes.status, now).await?;
     let seat = db::seats::find(&mut tx, id)
         .await?
-        .ok_or_else(seat_not_found)?;
+        .ok_or_else(ApiError::seat_not_found)?;
     tx.commit().await?;
     Ok(Json(seat.into()))
 }
@@ -297,7 +296,7 @@ pub async fn remove(
     // and a deciding worker takes them.
     let seat = db::seats::find_for_update(&mut tx, id)
         .await?
-        .ok_or_else(seat_not_found)?;
+        .ok_or_else(ApiError::seat_not_found)?;
     let concert = seat.concert_id;
     db::concerts::lock(&mut tx, concert).await?;
     if seat.status != SeatStatus::Available || db::seats::has_history(&mut tx, id).await? {
@@ -310,8 +309,4 @@ pub async fn remove(
     db::concerts::adjust_seat_count(&mut tx, concert, -1).await?;
     tx.commit().await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-pub(crate) fn seat_not_found() -> ApiError {
-    ApiError::new(ErrorCode::SeatNotFound, "no such seat")
 }

@@ -51,7 +51,7 @@ impl SeatDirectory {
             .iter()
             .find(|(s, _)| *s == seat)
             .map(|(_, concert)| *concert)
-            .ok_or_else(crate::routes::seats::seat_not_found)
+            .ok_or_else(ApiError::seat_not_found)
     }
 
     fn remembered(&self, seat: SeatId) -> Option<ConcertId> {
@@ -69,7 +69,7 @@ impl SeatDirectory {
         let mut conn = pool.acquire().await?;
         let facts = db::seats::order_facts(&mut conn, seats.as_slice()).await?;
         if facts.len() < seats.len() {
-            return Err(crate::routes::seats::seat_not_found());
+            return Err(ApiError::seat_not_found());
         }
         let (_, concert, max) = facts[0];
         if facts.iter().any(|(_, c, _)| *c != concert) {

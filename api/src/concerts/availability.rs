@@ -10,7 +10,7 @@ use axum::response::Response;
 use axum::routing::get;
 use ticket_core::domain::ConcertId;
 
-use crate::error::{ApiResult, Problem};
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::ApiPath;
 use crate::state::AppState;
 
@@ -26,7 +26,7 @@ pub fn router() -> Router<AppState> {
 #[utoipa::path(get, path = "/api/concerts/{id}/availability", tag = "concerts",
     params(("id" = u64, Path),
            ("If-None-Match" = Option<String>, Header, description = "an ETag of an earlier answer")),
-    responses((status = 200, body = crate::availability_cache::AvailabilityBody,
+    responses((status = 200, body = crate::concerts::availability_cache::AvailabilityBody,
                headers(("ETag" = String), ("Cache-Control" = String))),
               (status = 304, description = "unchanged since the ETag given"),
               (status = 400, body = Problem), (status = 404, body = Problem)))]
@@ -39,7 +39,7 @@ pub async fn availability(
         .availability
         .get(&state.pool, id)
         .await?
-        .ok_or_else(super::concerts::concert_not_found)?;
+        .ok_or_else(ApiError::concert_not_found)?;
     Ok(snapshot
         .body
         .respond(&headers, "application/json", "public, max-age=1"))
@@ -52,7 +52,7 @@ pub async fn availability(
 #[utoipa::path(get, path = "/api/concerts/{id}/seat-map", tag = "concerts",
     params(("id" = u64, Path),
            ("If-None-Match" = Option<String>, Header, description = "an ETag of an earlier answer")),
-    responses((status = 200, body = crate::seat_map_cache::SeatMapBody,
+    responses((status = 200, body = crate::concerts::seat_map_cache::SeatMapBody,
                headers(("ETag" = String), ("Cache-Control" = String))),
               (status = 304, description = "unchanged since the ETag given"),
               (status = 400, body = Problem), (status = 404, body = Problem)))]
@@ -65,6 +65,6 @@ pub async fn seat_map(
         .seat_maps
         .get(&state.pool, id)
         .await?
-        .ok_or_else(super::concerts::concert_not_found)?;
+        .ok_or_else(ApiError::concert_not_found)?;
     Ok(layout.respond(&headers, "application/json", "public, max-age=5"))
 }

@@ -209,7 +209,7 @@ pub async fn update(
     };
     let mut tx = state.pool.begin().await?;
     if !db::users::lock(&mut tx, id).await? {
-        return Err(user_not_found());
+        return Err(ApiError::user_not_found());
     }
     let now = db::now(&mut tx).await?;
     db::users::update(&mut tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
@@ -239,7 +239,7 @@ async fn confirm_current_password(
     };
     state
         .limits
-        .password_check(&crate::limits::LoginKey::Account(id), client.0)?;
+        .password_check(&crate::middleware::limits::LoginKey::Account(id), client.0)?;
     let mut conn = state.pool.acquire().await?;
     let user = load(&mut conn, id).await?;
     drop(conn);
@@ -270,7 +270,7 @@ pub async fn remove(
     caller.ensure_can_act_on(id)?;
     let mut tx = state.pool.begin().await?;
     if !db::users::lock(&mut tx, id).await? {
-        return Err(user_not_found());
+        return Err(ApiError::user_not_found());
     }
     if db::users::holds_tickets_or_requests(&mut tx, id).await? {
         return Err(ApiError::new(
@@ -287,9 +287,7 @@ pub async fn remove(
 }
 
 async fn load(conn: &mut db::Conn, id: UserId) -> ApiResult<UserRow> {
-    db::users::find(conn, id).await?.ok_or_else(user_not_found)
-}
-
-fn user_not_found() -> ApiError {
-    ApiError::new(ErrorCode::UserNotFound, "no such user")
+    db::users::find(conn, id)
+        .await?
+        .ok_or_else(ApiError::user_not_found)
 }

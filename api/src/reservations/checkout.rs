@@ -18,9 +18,7 @@ use ticket_core::domain::{
 };
 use utoipa::ToSchema;
 
-use super::reservations::{
-    IdempotencyHeader, ReservationResponse, ensure_self, reservation_not_found,
-};
+use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser, OptionalJson, integral};
 use crate::state::AppState;
@@ -135,7 +133,7 @@ pub async fn confirm(
     };
     let confirmed = reservations::find(&mut tx, id, now)
         .await?
-        .ok_or_else(reservation_not_found)?;
+        .ok_or_else(ApiError::reservation_not_found)?;
     tx.commit().await?;
     let mut response = Json(ReservationResponse::from(confirmed)).into_response();
     if replayed {
@@ -221,7 +219,7 @@ async fn lock_own(
     reservations::lock_with_seats(tx, id)
         .await?
         .filter(|r| caller.can_act_on(r.user_id))
-        .ok_or_else(reservation_not_found)
+        .ok_or_else(ApiError::reservation_not_found)
 }
 
 fn seat_ids(r: &Locked) -> Vec<SeatId> {

@@ -1,92 +1,28 @@
 //! One server span and one set of measurements per HTTP request, and the
 //! Prometheus endpoint that shows them.
 
-use std::sync::Arc;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use opentelemetry::trace::TraceContextExt as _;
-use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
-use ticket_core::metrics::{self, PoolGauges};
+use ticket_core::metrics::{self};
 use ticket_core::telemetry::propagation;
 use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 use crate::state::AppState;
 
-pub struct ApiMetrics {
-    registry: Registry,
-    requests: IntCounterVec,
-    duration: HistogramVec,
-    pool: PoolGauges,
-    /// Queries of the line watch (positions and streams).
-    pub line_queries: IntCounter,
-    pub event_streams: IntGauge,
-    /// Reads of the seat availability (at most one per second and concert).
-    pub availability_queries: IntCounter,
-}
-
-impl ApiMetrics {
-    pub fn new() -> Arc<Self> {
-        let registry = Registry::new();
-        let labels = &["method", "route", "status"];
-        Arc::new(Self {
-            requests: metrics::counter_vec(
-                &registry,
-                "http_server_requests_total",
-                "HTTP requests answered, by method, route template and status",
-                labels,
-            ),
-            duration: metrics::histogram_vec(
-                &registry,
-                "http_server_request_duration_seconds",
-                "Time to answer an HTTP request, by method, route template and status",
-                metrics::LATENCY_BUCKETS,
-                labels,
-            ),
-            pool: PoolGauges::new(&registry),
-            line_queries: metrics::counter(
-                &registry,
-                "ticket_api_line_queries_total",
-                "Database queries made to follow the lines (positions, decisions of open streams)",
-            ),
-            event_streams: metrics::gauge(
-                &registry,
-                "ticket_api_status_streams",
-                "Open requests followed by event streams on this instance",
-            ),
-            availability_queries: metrics::counter(
-                &registry,
-                "ticket_api_availability_queries_total",
-                "Database reads of seat availability begun (at most one per second and concert)",
-            ),
-            registry,
-        })
-    }
-}
-
-impl ApiMetrics {
-    fn count(&self, method: &str, route: Option<&str>, status: StatusCode, started: Instant) {
-        let labels = [method, route.unwrap_or("unmatched"), status.as_str()];
-        self.requests.with_label_values(&labels).inc();
-        self.duration
-            .with_label_values(&labels)
-            .observe(started.elapsed().as_secs_f64());
-    }
-}
-
 /// `GET /metrics`: Prometheus text format.
 pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
-    state.metrics.pool.update(&state.pool);
     (
         [(
             header::CONTENT_TYPE,
             HeaderValue::from_static(metrics::CONTENT_TYPE),
         )],
-        metrics::render(&state.metrics.registry),
+        state.metrics.render(&state.pool),
     )
         .into_response()
 }

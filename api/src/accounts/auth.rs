@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, AuthUser, ClientAddress};
-use crate::limits::LoginKey;
+use crate::middleware::limits::LoginKey;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {

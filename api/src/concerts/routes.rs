@@ -10,10 +10,10 @@ use ticket_core::domain::{
     ConcertDate, ConcertId, ConcertTitle, FieldError, HoldDuration, LotteryWindow,
     MaxSeatsPerOrder, OpensAt, PageRequest, SeatLayout, Venue, keep,
 };
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery, integral};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -110,18 +110,6 @@ fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
     d: D,
 ) -> Result<Option<Option<T>>, D::Error> {
     Option::<T>::deserialize(d).map(Some)
-}
-
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-#[serde(deny_unknown_fields)]
-pub struct PageQuery {
-    /// Zero-based page number.
-    #[param(maximum = 10000)]
-    pub page: Option<u32>,
-    /// Items per page, 1–100 (default 20).
-    #[param(minimum = 1, maximum = 100)]
-    pub size: Option<u32>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -389,7 +377,7 @@ pub async fn show(
         .availability
         .get(&state.pool, id)
         .await?
-        .ok_or_else(concert_not_found)?
+        .ok_or_else(ApiError::concert_not_found)?
         .counts;
     let mut conn = state.pool.acquire().await?;
     let concert = load(&mut conn, id).await?;
@@ -415,7 +403,7 @@ pub async fn update(
     let changes = ConcertChanges::try_from(req)?;
     let mut tx = state.pool.begin().await?;
     if db::concerts::lock(&mut tx, id).await?.is_none() {
-        return Err(concert_not_found());
+        return Err(ApiError::concert_not_found());
     }
     let now = db::now(&mut tx).await?;
     db::concerts::update(&mut tx, id, &changes.0, now).await?;
@@ -441,7 +429,7 @@ pub async fn remove(
     // behind the check below: the enqueue waits, then finds no seat.
     let locked = db::concerts::lock_seats(&mut tx, id).await?;
     let Some(concert) = db::concerts::lock(&mut tx, id).await? else {
-        return Err(concert_not_found());
+        return Err(ApiError::concert_not_found());
     };
     if concert.seat_count != locked {
         return Err(ApiError::new(
@@ -463,9 +451,5 @@ pub async fn remove(
 async fn load(conn: &mut db::Conn, id: ConcertId) -> ApiResult<ConcertRow> {
     db::concerts::find(conn, id)
         .await?
-        .ok_or_else(concert_not_found)
-}
-
-pub(crate) fn concert_not_found() -> ApiError {
-    ApiError::new(ErrorCode::ConcertNotFound, "no such concert")
+        .ok_or_else(ApiError::concert_not_found)
 }

@@ -15,8 +15,8 @@ use ticket_core::db;
 use ticket_core::domain::{ConcertId, SeatId};
 use utoipa::ToSchema;
 
-use crate::availability_cache::add_to_runs;
 use crate::cached_body::CachedBody;
+use crate::concerts::availability_cache::add_to_runs;
 use crate::error::{ApiError, ApiResult};
 use crate::fresh_cache::FreshCache;
 

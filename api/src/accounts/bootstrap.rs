@@ -5,7 +5,7 @@ use sqlx::MySqlPool;
 use ticket_core::db;
 use ticket_core::domain::{NickName, Password, Role};
 
-use crate::security::PasswordHasher;
+use crate::accounts::security::PasswordHasher;
 
 /// Creates the admin account, or gives the existing admin the configured
 /// password (voiding its older tokens) when it has another one. An account

@@ -1,0 +1,24 @@
+//! Concerts and their seats: the operator's catalogue, the seat lists, and
+//! what a sale's page reads on every visit (availability, seat map, sale
+//! view), served from per-instance caches.
+
+pub mod availability;
+pub mod availability_cache;
+pub mod routes;
+pub mod sale;
+pub mod sale_windows;
+pub mod seat_directory;
+pub mod seat_map_cache;
+pub mod seats;
+
+use axum::Router;
+
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .merge(routes::router())
+        .merge(availability::router())
+        .merge(seats::router())
+        .merge(sale::router())
+}

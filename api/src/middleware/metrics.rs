@@ -1,0 +1,84 @@
+//! What the API measures, registered once per process.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::http::StatusCode;
+use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
+use ticket_core::metrics::{self, PoolGauges};
+
+pub struct ApiMetrics {
+    registry: Registry,
+    requests: IntCounterVec,
+    duration: HistogramVec,
+    pool: PoolGauges,
+    /// Queries of the line watch (positions and streams).
+    pub line_queries: IntCounter,
+    pub event_streams: IntGauge,
+    /// Reads of the seat availability (at most one per second and concert).
+    pub availability_queries: IntCounter,
+}
+
+impl ApiMetrics {
+    pub fn new() -> Arc<Self> {
+        let registry = Registry::new();
+        let labels = &["method", "route", "status"];
+        Arc::new(Self {
+            requests: metrics::counter_vec(
+                &registry,
+                "http_server_requests_total",
+                "HTTP requests answered, by method, route template and status",
+                labels,
+            ),
+            duration: metrics::histogram_vec(
+                &registry,
+                "http_server_request_duration_seconds",
+                "Time to answer an HTTP request, by method, route template and status",
+                metrics::LATENCY_BUCKETS,
+                labels,
+            ),
+            pool: PoolGauges::new(&registry),
+            line_queries: metrics::counter(
+                &registry,
+                "ticket_api_line_queries_total",
+                "Database queries made to follow the lines (positions, decisions of open streams)",
+            ),
+            event_streams: metrics::gauge(
+                &registry,
+                "ticket_api_status_streams",
+                "Open requests followed by event streams on this instance",
+            ),
+            availability_queries: metrics::counter(
+                &registry,
+                "ticket_api_availability_queries_total",
+                "Database reads of seat availability begun (at most one per second and concert)",
+            ),
+            registry,
+        })
+    }
+}
+
+impl ApiMetrics {
+    pub(crate) fn count(
+        &self,
+        method: &str,
+        route: Option<&str>,
+        status: StatusCode,
+        started: Instant,
+    ) {
+        let labels = [method, route.unwrap_or("unmatched"), status.as_str()];
+        self.requests.with_label_values(&labels).inc();
+        self.duration
+            .with_label_values(&labels)
+            .observe(started.elapsed().as_secs_f64());
+    }
+}
+
+impl ApiMetrics {
+    /// Everything measured, in Prometheus text format, the pool's gauges
+    /// brought up to date first.
+    pub fn render(&self, pool: &sqlx::MySqlPool) -> String {
+        self.pool.update(pool);
+        metrics::render(&self.registry)
+    }
+}

@@ -1,0 +1,59 @@
+//! What wraps every route: the per-caller limits, the request timeout and
+//! the observation of every answer (metrics, traces).
+
+pub mod limits;
+pub mod metrics;
+pub mod observation;
+
+use std::time::Duration;
+
+use axum::extract::Request;
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+
+use crate::error::{ApiError, ErrorCode};
+use crate::state::AppState;
+
+pub(crate) async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
+    match tokio::time::timeout(limit, next.run(request)).await {
+        Ok(response) => response,
+        Err(_) => {
+            ApiError::new(ErrorCode::RequestTimeout, "the request took too long").into_response()
+        }
+    }
+}
+
+/// Decides every request's budget, on every route: a valid token spends its
+/// user's, anything else its client address's (a signed-in caller does not
+/// escape limits by reading routes that never look at the user). The
+/// verified caller goes on in the request's extensions, so extractors only
+/// read it and the token is checked once. Probes and the page's assets are
+/// never limited: the kubelet and the load balancer ask from one address.
+pub(crate) async fn limit_every_caller(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let path = request.uri().path();
+    if matches!(path, "/healthz" | "/readyz" | "/metrics") || crate::web::is_page(path) {
+        return next.run(request).await;
+    }
+    let caller = crate::extract::bearer(request.headers())
+        .and_then(|token| crate::extract::signed_in(&state, token).ok());
+    match caller {
+        Some(principal) => {
+            if let Err(refused) = state.limits.user_request(principal.user) {
+                return refused.into_response();
+            }
+            request.extensions_mut().insert(principal);
+        }
+        None => {
+            let client =
+                crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);
+            if let Err(refused) = state.limits.anonymous_request(client.0) {
+                return refused.into_response();
+            }
+        }
+    }
+    next.run(request).await
+}

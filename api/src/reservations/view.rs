@@ -1,0 +1,97 @@
+//! A reservation as its owner sees it, and the checks a reservation route
+//! makes of its caller's body and headers.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use ticket_core::db::reservations;
+use ticket_core::domain::{QueueId, UserId};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::extract::AuthUser;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationResponse {
+    reservation_id: u64,
+    user_id: u64,
+    concert_id: u64,
+    /// The request that made it.
+    queue_id: Option<u64>,
+    /// The one seat of a one-seat reservation (absent with several).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat_id: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat_number: Option<String>,
+    seats: Vec<ReservationSeat>,
+    /// HELD, CONFIRMED, EXPIRED or CANCELLED.
+    #[schema(example = "CONFIRMED")]
+    status: &'static str,
+    /// When a hold ends (or ended); null without a hold.
+    hold_expires_at: Option<DateTime<Utc>>,
+    confirmed_at: Option<DateTime<Utc>>,
+    payment_reference: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ReservationSeat {
+    seat_id: u64,
+    seat_number: String,
+}
+
+#[derive(IntoParams)]
+#[into_params(parameter_in = Header)]
+pub struct IdempotencyHeader {
+    /// Repeating a request with the same key returns the original answer
+    /// instead of queueing a second request (1–128 visible ASCII characters).
+    #[param(
+        rename = "Idempotency-Key",
+        min_length = 1,
+        max_length = 128,
+        pattern = r"^[\x21-\x7E]+$"
+    )]
+    _key: Option<String>,
+}
+
+impl From<reservations::ReservationRow> for ReservationResponse {
+    fn from(r: reservations::ReservationRow) -> Self {
+        let one = match r.seats.as_slice() {
+            [only] => Some(only.clone()),
+            _ => None,
+        };
+        Self {
+            reservation_id: r.id.get(),
+            user_id: r.user_id.get(),
+            concert_id: r.concert_id.get(),
+            queue_id: r.queue_id.map(QueueId::get),
+            seat_id: one.as_ref().map(|s| s.seat_id.get()),
+            seat_number: one.map(|s| s.seat_number),
+            seats: r
+                .seats
+                .into_iter()
+                .map(|s| ReservationSeat {
+                    seat_id: s.seat_id.get(),
+                    seat_number: s.seat_number,
+                })
+                .collect(),
+            status: r.status.as_str(),
+            hold_expires_at: r.hold_expires_at,
+            confirmed_at: r.confirmed_at,
+            payment_reference: r.payment_reference,
+            created_at: r.created_at,
+        }
+    }
+}
+
+/// The body's optional userId must name the caller.
+pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<()> {
+    match user_id {
+        Some(id) if UserId(id) != caller.id => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "you may only act for yourself",
+        )),
+        _ => Ok(()),
+    }
+}
