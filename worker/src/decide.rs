@@ -7,11 +7,10 @@ use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Transaction};
-use ticket_core::db::outbox::{EventKind, ReservationEvent, Subject};
 use ticket_core::db::queue::{Fence, TraceContext};
-use ticket_core::db::reservations::ReservedSeat;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::allocation::{self, Verdict};
+use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{
     ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
 };

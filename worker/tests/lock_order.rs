@@ -9,9 +9,10 @@ mod common;
 use std::time::Duration;
 
 use sqlx::{Connection as _, MySqlConnection, MySqlPool};
-use ticket_core::db::outbox::{self, EventKind};
+use ticket_core::db::outbox;
 use ticket_core::db::queue::{self, GroupClock, NewRequest, Outcome, TraceContext};
 use ticket_core::db::{reservations, seats};
+use ticket_core::domain::events::EventKind;
 use ticket_core::domain::{
     ConcertId, LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
 };

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use common::receiver::{self, Behaviour, Receiver};
 use sqlx::MySqlPool;
-use ticket_core::db::outbox::{self, EventKind, ReservationEvent, Subject};
-use ticket_core::db::reservations::ReservedSeat;
+use ticket_core::db::outbox;
+use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{ConcertId, ReservationId, SeatId, UserId};
 use ticket_core::secret::Secret;
 use ticket_core::testing::TestDatabase;

@@ -10,9 +10,10 @@ use axum::routing::post;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
-use ticket_core::db::outbox::{self, EventKind};
+use ticket_core::db::outbox;
 use ticket_core::db::reservations::{self, Locked};
 use ticket_core::db::{self, seats};
+use ticket_core::domain::events::EventKind;
 use ticket_core::domain::{
     IdempotencyKey, PaymentReference, ReservationId, ReservationStatus, SeatId, SeatStatus,
 };

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::outbox::{self, EventKind, ReservationEvent, Subject};
-use super::reservations::{self, ReservedSeat};
 use super::{Traced as _, bind_ids, in_placeholders};
+use super::{outbox, reservations};
+use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
 
 /// Up to `limit` reservations of one concert (the one whose hold ended

@@ -2,106 +2,10 @@
 //! exists if and only if its change committed. Each belongs to one
 //! reservation (its `aggregate_id`) and one concert.
 
-use chrono::{DateTime, SecondsFormat, Utc};
-use serde::Serialize;
+use chrono::{DateTime, Utc};
 
 use super::Traced as _;
-use super::reservations::ReservedSeat;
-use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, UserId};
-
-/// What happened to a reservation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EventKind {
-    /// A won request's seats are held until `holdExpiresAt`.
-    Held,
-    /// Sold: a hold confirmed, or a won request of a concert without holds.
-    Confirmed,
-    /// A hold ran out; its seats are offered again.
-    Expired,
-    /// Cancelled by its buyer or an admin; its seats are offered again.
-    Cancelled,
-}
-
-impl EventKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Held => "ReservationHeld",
-            Self::Confirmed => "ReservationConfirmed",
-            Self::Expired => "ReservationExpired",
-            Self::Cancelled => "ReservationCancelled",
-        }
-    }
-}
-
-/// The `data` of an event: the reservation as the change left it.
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ReservationEvent {
-    #[serde(skip)]
-    pub kind: EventKind,
-    pub reservation_id: ReservationId,
-    pub queue_id: Option<QueueId>,
-    pub user_id: UserId,
-    pub concert_id: ConcertId,
-    pub status: &'static str,
-    pub seats: Vec<EventSeat>,
-    pub hold_expires_at: Option<String>,
-    pub payment_reference: Option<String>,
-    pub occurred_at: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct EventSeat {
-    pub seat_id: u64,
-    pub seat_number: String,
-}
-
-/// The facts of a reservation an event reports.
-#[derive(Debug, Clone)]
-pub struct Subject<'a> {
-    pub reservation_id: ReservationId,
-    pub queue_id: Option<QueueId>,
-    pub user_id: UserId,
-    pub concert_id: ConcertId,
-    pub seats: &'a [ReservedSeat],
-    pub hold_expires_at: Option<DateTime<Utc>>,
-    pub payment_reference: Option<&'a str>,
-}
-
-impl ReservationEvent {
-    pub fn new(kind: EventKind, subject: &Subject<'_>, at: DateTime<Utc>) -> Self {
-        let status = match kind {
-            EventKind::Held => ReservationStatus::Held,
-            EventKind::Confirmed => ReservationStatus::Confirmed,
-            EventKind::Expired => ReservationStatus::Expired,
-            EventKind::Cancelled => ReservationStatus::Cancelled,
-        };
-        Self {
-            kind,
-            reservation_id: subject.reservation_id,
-            queue_id: subject.queue_id,
-            user_id: subject.user_id,
-            concert_id: subject.concert_id,
-            status: status.as_str(),
-            seats: subject
-                .seats
-                .iter()
-                .map(|s| EventSeat {
-                    seat_id: s.seat_id.get(),
-                    seat_number: s.seat_number.clone(),
-                })
-                .collect(),
-            hold_expires_at: subject.hold_expires_at.map(rfc3339),
-            payment_reference: subject.payment_reference.map(str::to_owned),
-            occurred_at: rfc3339(at),
-        }
-    }
-}
-
-fn rfc3339(t: DateTime<Utc>) -> String {
-    t.to_rfc3339_opts(SecondsFormat::Micros, true)
-}
+use crate::domain::events::ReservationEvent;
 
 /// Writes the events, in the order given (their ids keep that order).
 pub async fn record(

@@ -11,19 +11,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::outbox::{EventKind, ReservationEvent, Subject};
 use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{
     ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
     UserId,
 };
-
-/// One seat of a reservation, by id and number.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct ReservedSeat {
-    pub seat_id: SeatId,
-    pub seat_number: String,
-}
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ReservationRow {

@@ -3,6 +3,7 @@
 
 pub mod allocation;
 mod concert;
+pub mod events;
 mod ids;
 mod order;
 mod page;
