@@ -143,11 +143,11 @@ async fn every_error_response_is_a_documented_problem() {
     );
 }
 
-/// README's table of error codes names every `ErrorCode`, and no other.
+/// docs/api.md's table of error codes names every `ErrorCode`, and no other.
 #[test]
-fn the_readme_lists_every_error_code() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
-        .expect("README.md");
+fn the_api_document_lists_every_error_code() {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/api.md"))
+        .expect("docs/api.md");
     let (_, table) = readme
         .split_once("<!-- error-codes -->")
         .expect("the table's start marker");
