@@ -21,7 +21,7 @@ pub struct Decided {
     pub succeeded: usize,
     pub failed: usize,
     /// Rows no longer under our lease (another worker re-claimed them).
-    pub lost: usize,
+    pub lease_lost: usize,
     /// Rows handed back undecided: an earlier request for their seat was
     /// still open in another worker's hands, or their attempt failed.
     pub deferred: usize,
@@ -33,7 +33,7 @@ impl std::ops::AddAssign for Decided {
     fn add_assign(&mut self, other: Self) {
         self.succeeded += other.succeeded;
         self.failed += other.failed;
-        self.lost += other.lost;
+        self.lease_lost += other.lease_lost;
         self.deferred += other.deferred;
         self.dead_lettered += other.dead_lettered;
     }
@@ -137,7 +137,7 @@ pub async fn claim(pool: &MySqlPool, limit: u32) -> Result<Option<Claimed>, Deci
         tx.commit().await?;
         return Ok(None);
     }
-    let rows = queue::lock_leased(&mut tx, &ids, Fence::Locked).await?;
+    let rows = queue::lock_leased(&mut tx, &ids, Fence::InTransaction).await?;
     Ok(Some(Claimed {
         tx,
         ids,
@@ -156,7 +156,7 @@ pub async fn decide_claimed(claimed: Claimed, defer_for: Duration) -> Result<Rep
         rows,
         lock,
     } = claimed;
-    decide_rows(tx, ids.len(), rows, Fence::Locked, defer_for, lock).await
+    decide_rows(tx, ids.len(), rows, Fence::InTransaction, defer_for, lock).await
 }
 
 /// The decision of `locked`, the rows of the `wanted` that `fence` says are
@@ -170,7 +170,7 @@ async fn decide_rows(
     lock: (SystemTime, SystemTime),
 ) -> Result<Report, DecideError> {
     let now = db::now(&mut tx).await?;
-    let lost = wanted - locked.len();
+    let lease_lost = wanted - locked.len();
     let (rows, early): (Vec<_>, Vec<_>) = locked
         .into_iter()
         .partition(|row| row.opens_at.is_none_or(|at| at <= now));
@@ -248,7 +248,7 @@ async fn decide_rows(
         decided: Decided {
             succeeded: winners.len(),
             failed: plan.failed.len(),
-            lost,
+            lease_lost,
             deferred: plan.deferred.len() + early.len(),
             dead_lettered: 0,
         },
@@ -371,10 +371,10 @@ async fn plan(
     let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
     let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
     let mut plan = Plan::default();
-    let mut free: HashMap<SeatId, seats::Standing> = HashMap::with_capacity(standing.len());
+    let mut free: HashMap<SeatId, seats::WantedSeat> = HashMap::with_capacity(standing.len());
     for s in standing {
         plan.numbers.insert(s.seat, s.seat_number.clone());
-        if s.claim == seats::Claim::Live {
+        if s.claim == seats::SeatClaim::Live {
             tracing::warn!(
                 seat = s.seat.0,
                 "seat's status says free but it has a live claim; treated as taken"
@@ -403,7 +403,7 @@ async fn plan(
                 plan.reclaimed.extend(
                     row.seats
                         .iter()
-                        .filter(|s| free[s].claim == seats::Claim::ExpiredHold),
+                        .filter(|s| free[s].claim == seats::SeatClaim::ExpiredHold),
                 );
                 let held = row.hold.is_hold();
                 plan.reservations.push(reservations::NewReservation {

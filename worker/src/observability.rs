@@ -175,7 +175,7 @@ impl WorkerMetrics {
             .inc_by(d.failed as u64);
         self.decisions
             .with_label_values(&["lost"])
-            .inc_by(d.lost as u64);
+            .inc_by(d.lease_lost as u64);
         self.decisions
             .with_label_values(&["deferred"])
             .inc_by(d.deferred as u64);

@@ -35,7 +35,7 @@ pub(crate) async fn failed_attempt(
     let now = db::now(conn).await?;
     let Some(attempts) = queue::attempts(conn, id, token).await? else {
         return Ok(Decided {
-            lost: 1,
+            lease_lost: 1,
             ..Decided::default()
         });
     };
@@ -56,7 +56,7 @@ pub(crate) async fn failed_attempt(
         );
         return Ok(Decided {
             dead_lettered: failed as usize,
-            lost: 1 - failed as usize,
+            lease_lost: 1 - failed as usize,
             ..Decided::default()
         });
     }
@@ -81,7 +81,7 @@ pub(crate) async fn failed_attempt(
     );
     Ok(Decided {
         deferred: handed as usize,
-        lost: 1 - handed as usize,
+        lease_lost: 1 - handed as usize,
         ..Decided::default()
     })
 }

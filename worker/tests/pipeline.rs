@@ -126,7 +126,7 @@ async fn rows_of_a_crashed_claim_are_reclaimed_after_the_lease_and_the_late_writ
 
     // The crashed worker wakes up and tries to finish: its lease is gone.
     let late = crashed.decide(&stalled).await.unwrap();
-    assert_eq!((late.succeeded, late.failed, late.lost), (0, 0, 50));
+    assert_eq!((late.succeeded, late.failed, late.lease_lost), (0, 0, 50));
     assert_each_requested_seat_sold_once(&q.pool, 10, 50).await;
 }
 

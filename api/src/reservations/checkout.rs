@@ -11,7 +11,7 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
 use ticket_core::db::outbox;
-use ticket_core::db::reservations::{self, Locked};
+use ticket_core::db::reservations::{self, LockedReservation};
 use ticket_core::db::{self, seats};
 use ticket_core::domain::events::EventKind;
 use ticket_core::domain::{
@@ -216,21 +216,21 @@ async fn lock_own(
     tx: &mut MySqlConnection,
     caller: AuthUser,
     id: ReservationId,
-) -> ApiResult<Locked> {
+) -> ApiResult<LockedReservation> {
     reservations::lock_with_seats(tx, id)
         .await?
         .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(ApiError::reservation_not_found)
 }
 
-fn seat_ids(r: &Locked) -> Vec<SeatId> {
+fn seat_ids(r: &LockedReservation) -> Vec<SeatId> {
     r.seats.iter().map(|s| s.seat_id).collect()
 }
 
 async fn announce(
     tx: &mut MySqlConnection,
     kind: EventKind,
-    r: &Locked,
+    r: &LockedReservation,
     payment_reference: Option<&str>,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Result<(), sqlx::Error> {

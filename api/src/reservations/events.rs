@@ -24,7 +24,7 @@ use crate::accounts::security::revocations::Revocations;
 use crate::concerts::sale_windows::SaleWindows;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
-use crate::reservations::line_watch::Standing;
+use crate::reservations::line_watch::Progress;
 use crate::reservations::stream_permits::StreamPermit;
 use crate::state::AppState;
 use std::sync::Arc;
@@ -131,7 +131,7 @@ enum Step {
 /// What a stream keeps while it waits: no more than it needs, for there may
 /// be tens of thousands of them.
 struct Follow {
-    standing: watch::Receiver<Standing>,
+    standing: watch::Receiver<Progress>,
     /// While in the lottery: the opening, as last read (an operator may
     /// move it).
     opens_at: Option<chrono::DateTime<chrono::Utc>>,
@@ -151,7 +151,7 @@ impl Follow {
     /// while it waits for it (the opening passed or was moved); `None` when
     /// the stream should end first (its token was revoked or expired, or
     /// the line watch stopped).
-    async fn next_standing(&mut self) -> Option<Standing> {
+    async fn next_standing(&mut self) -> Option<Progress> {
         loop {
             tokio::select! {
                 changed = self.standing.changed() => {
@@ -207,7 +207,7 @@ fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Even
         let f = follow.as_mut()?;
         let standing = f.next_standing().await?;
         match standing {
-            Standing::Open(place) => {
+            Progress::Open(place) => {
                 let now = chrono::Utc::now();
                 let line = match f.opens_at.filter(|at| *at > now) {
                     Some(opens_at) => LineFields::until_opening(opens_at, now),
@@ -215,11 +215,11 @@ fn stream(first: Step, follow: Option<Follow>) -> impl Stream<Item = Result<Even
                 };
                 Some((Ok(position_event(&f.row, line)), (None, follow)))
             }
-            Standing::Decided(row, seats) => {
+            Progress::Decided(row, seats) => {
                 let event = decision_event(*row, seats);
                 Some((Ok(event), (Some(Step::End), None)))
             }
-            Standing::Closed => None,
+            Progress::Closed => None,
         }
     })
 }

@@ -60,7 +60,7 @@ impl Place {
 
 /// What a stream is told.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Standing {
+pub enum Progress {
     /// Still open; its place once a read has seen it.
     Open(Option<Place>),
     /// Decided: the row, with its seats.
@@ -106,7 +106,7 @@ impl Board {
 struct Stream {
     concert: ConcertId,
     place: u64,
-    sender: watch::Sender<Standing>,
+    sender: watch::Sender<Progress>,
     /// When to tell it its place again: after its own `pollAfterMs`, as a
     /// poller would ask (a place changes with every decision ahead, and
     /// telling ten thousand streams every tick would cost more than it
@@ -174,7 +174,7 @@ impl LineWatch {
     }
 
     /// Follows an open request until it is decided.
-    pub fn watch(&self, row: &QueueRow) -> watch::Receiver<Standing> {
+    pub fn watch(&self, row: &QueueRow) -> watch::Receiver<Progress> {
         let place = row.line_key.place(row.id);
         let now = self.current().place(row.concert_id, place);
         let mut watched = self.lock();
@@ -182,7 +182,7 @@ impl LineWatch {
         let receiver = match watched.streams.get(&row.id) {
             Some(stream) => stream.sender.subscribe(),
             None => {
-                let (sender, receiver) = watch::channel(Standing::Open(now));
+                let (sender, receiver) = watch::channel(Progress::Open(now));
                 watched.streams.insert(
                     row.id,
                     Stream {
@@ -227,7 +227,7 @@ impl LineWatch {
         self.closed.store(true, Ordering::Relaxed);
         let mut watched = self.lock();
         for (_, stream) in watched.streams.drain() {
-            stream.sender.send_replace(Standing::Closed);
+            stream.sender.send_replace(Progress::Closed);
         }
         self.open_streams.set(0);
         self.wake.notify_one();
@@ -298,7 +298,7 @@ impl LineWatch {
                 if let Some(stream) = watched.streams.remove(&row.id) {
                     stream
                         .sender
-                        .send_replace(Standing::Decided(Box::new(row), seats));
+                        .send_replace(Progress::Decided(Box::new(row), seats));
                 }
             }
             self.open_streams.set(watched.streams.len() as i64);
@@ -326,7 +326,7 @@ impl LineWatch {
                 // are not all told in the same tick ever after.
                 let after = Duration::from_millis(place.map_or(1_000, |p| p.poll_after_ms));
                 stream.next_place_at = now + after.mul_f64(1.0 + (id.get() % 64) as f64 / 128.0);
-                let told = Standing::Open(place);
+                let told = Progress::Open(place);
                 stream.sender.send_if_modified(|standing| {
                     let changed = *standing != told;
                     if changed {

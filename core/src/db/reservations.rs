@@ -117,7 +117,7 @@ pub async fn seats_of(
 
 /// A reservation locked for a change, as stored.
 #[derive(Debug, Clone, sqlx::FromRow)]
-pub struct Locked {
+pub struct LockedReservation {
     pub id: ReservationId,
     pub user_id: UserId,
     pub concert_id: ConcertId,
@@ -130,7 +130,7 @@ pub struct Locked {
     pub seats: Vec<ReservedSeat>,
 }
 
-impl Locked {
+impl LockedReservation {
     /// The event that announces what happened to the reservation at `at`.
     pub fn event(
         &self,
@@ -164,7 +164,7 @@ impl Locked {
 pub async fn lock_with_seats(
     conn: &mut MySqlConnection,
     id: ReservationId,
-) -> Result<Option<Locked>, sqlx::Error> {
+) -> Result<Option<LockedReservation>, sqlx::Error> {
     async move {
         // A reservation's seats never change, so this plain read stays true.
         let seat_ids: Vec<(SeatId,)> =
@@ -174,7 +174,7 @@ pub async fn lock_with_seats(
                 .await?;
         let seat_ids: Vec<SeatId> = seat_ids.into_iter().map(|(s,)| s).collect();
         let seats = super::seats::lock_all(conn, &seat_ids).await?;
-        let locked: Option<Locked> = sqlx::query_as(
+        let locked: Option<LockedReservation> = sqlx::query_as(
             "SELECT id, user_id, concert_id, queue_id, status, hold_expires_at, payment_reference, confirm_key \
              FROM reservations WHERE id = ? FOR UPDATE",
         )

@@ -297,7 +297,7 @@ pub async fn share_all(conn: &mut MySqlConnection, seats: &[SeatId]) -> Result<(
 
 /// Who holds a seat a deciding worker locked as free to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Claim {
+pub enum SeatClaim {
     /// Nobody: the seat is free.
     None,
     /// A hold that has ended (not yet swept): free, once that claim is
@@ -311,10 +311,10 @@ pub enum Claim {
 /// What a deciding worker must know of a seat it locked as free before
 /// giving it to the earliest request that wants it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Standing {
+pub struct WantedSeat {
     pub seat: SeatId,
     pub seat_number: String,
-    pub claim: Claim,
+    pub claim: SeatClaim,
     /// The place in line (`LineKey::place`) of the first open (WAITING,
     /// PENDING or PROCESSING, under any lease) request for the seat outside
     /// the caller's batch. A request of the batch behind it waits: that one
@@ -332,7 +332,7 @@ struct StandingRow {
 
 /// Locks those of `seats` that are free (AVAILABLE, or HELD by a hold that
 /// has ended at `now`), in id order (the order every writer of seats uses),
-/// and returns their [`Standing`]; seats that are taken, or locked by a
+/// and returns their [`WantedSeat`]; seats that are taken, or locked by a
 /// transaction that then takes them, are left out.
 ///
 /// The subqueries are plain reads: a locking read does not lock the rows of
@@ -356,7 +356,7 @@ pub async fn lock_free(
     seats: &[SeatId],
     batch: &[QueueId],
     now: DateTime<Utc>,
-) -> Result<Vec<Standing>, sqlx::Error> {
+) -> Result<Vec<WantedSeat>, sqlx::Error> {
     async move {
         if seats.is_empty() {
             return Ok(Vec::new());
@@ -383,9 +383,9 @@ pub async fn lock_free(
             .bind(now.naive_utc())
             .fetch_all(&mut *conn)
             .await?;
-        let mut standing: Vec<Standing> = rows
+        let mut standing: Vec<WantedSeat> = rows
             .into_iter()
-            .map(|r| Standing {
+            .map(|r| WantedSeat {
                 seat: r.seat,
                 seat_number: r.seat_number,
                 claim: claim_of(r.claim),
@@ -394,13 +394,13 @@ pub async fn lock_free(
             .collect();
         let live: Vec<SeatId> = standing
             .iter()
-            .filter(|s| s.claim == Claim::Live)
+            .filter(|s| s.claim == SeatClaim::Live)
             .map(|s| s.seat)
             .collect();
         if !live.is_empty() {
             let now_claimed = claims(conn, &live, now).await?;
-            for s in standing.iter_mut().filter(|s| s.claim == Claim::Live) {
-                s.claim = now_claimed.get(&s.seat).copied().unwrap_or(Claim::None);
+            for s in standing.iter_mut().filter(|s| s.claim == SeatClaim::Live) {
+                s.claim = now_claimed.get(&s.seat).copied().unwrap_or(SeatClaim::None);
             }
         }
         Ok(standing)
@@ -412,11 +412,11 @@ pub async fn lock_free(
 /// 1: a hold that has ended at `now`; any other: a live claim.
 const CLAIM_OF_RESERVATION: &str = "IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 1, 2)";
 
-fn claim_of(code: Option<i64>) -> Claim {
+fn claim_of(code: Option<i64>) -> SeatClaim {
     match code {
-        None => Claim::None,
-        Some(1) => Claim::ExpiredHold,
-        Some(_) => Claim::Live,
+        None => SeatClaim::None,
+        Some(1) => SeatClaim::ExpiredHold,
+        Some(_) => SeatClaim::Live,
     }
 }
 
@@ -425,7 +425,7 @@ async fn claims(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
     now: DateTime<Utc>,
-) -> Result<HashMap<SeatId, Claim>, sqlx::Error> {
+) -> Result<HashMap<SeatId, SeatClaim>, sqlx::Error> {
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT rs.live_seat_id, {CLAIM_OF_RESERVATION} FROM reservation_seats rs \
          JOIN reservations r ON r.id = rs.reservation_id WHERE rs.live_seat_id IN ({})",

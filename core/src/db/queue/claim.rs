@@ -21,7 +21,7 @@ pub struct Lease {
 
 /// What a claim took.
 #[derive(Debug, Default)]
-pub struct Claim {
+pub struct ClaimedRows {
     /// In id order.
     pub ids: Vec<QueueId>,
     /// How many of them were PROCESSING under a lease that had run out.
@@ -53,7 +53,7 @@ pub async fn claim(
     max_attempts: u32,
     look_for_expired: bool,
     now: DateTime<Utc>,
-) -> Result<Claim, sqlx::Error> {
+) -> Result<ClaimedRows, sqlx::Error> {
     async move {
         let expired: Vec<(QueueId, u32)> = if !look_for_expired {
             Vec::new()
@@ -87,10 +87,10 @@ pub async fn claim(
             .chain(pending)
             .collect();
         if ids.is_empty() {
-            return Ok(Claim {
+            return Ok(ClaimedRows {
                 dead_lettered,
                 more_expired,
-                ..Claim::default()
+                ..ClaimedRows::default()
             });
         }
         ids.sort_unstable();
@@ -106,7 +106,7 @@ pub async fn claim(
         bind_ids_exec(update, &ids)
             .execute(&mut *conn)
             .await?;
-        Ok(Claim {
+        Ok(ClaimedRows {
             ids,
             reclaimed,
             dead_lettered,
@@ -132,7 +132,7 @@ async fn first_due(conn: &mut MySqlConnection, limit: u32) -> Result<Vec<QueueId
 }
 
 /// Locks up to `limit` of the first PENDING rows in line that are due, for
-/// a decision in the same transaction ([`Fence::Locked`]): no lease and no
+/// a decision in the same transaction ([`Fence::InTransaction`]): no lease and no
 /// PROCESSING status are written, so a claim costs one statement, not an
 /// UPDATE of every row's status index entry and a commit of its own. In id
 /// order.
@@ -164,7 +164,7 @@ pub async fn any_lease_expired(conn: &mut MySqlConnection) -> Result<bool, sqlx:
 /// Hands rows back to the queue as PENDING, not to be claimed before
 /// `retry_at`. A deferred row (an earlier request for its seat was still
 /// open elsewhere) gets its attempt back; a row whose attempt failed keeps
-/// it counted; a row claimed without a lease ([`Fence::Locked`]) never had
+/// it counted; a row claimed without a lease ([`Fence::InTransaction`]) never had
 /// one counted.
 pub async fn hand_back(
     conn: &mut MySqlConnection,
@@ -178,7 +178,7 @@ pub async fn hand_back(
         return Ok(0);
     }
     let attempts = match (fence, attempt) {
-        (Fence::Locked, _) | (_, Attempt::Counted) => "attempts",
+        (Fence::InTransaction, _) | (_, Attempt::Counted) => "attempts",
         (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
     };
     let mut update = sqlx::query(AssertSqlSafe(format!(

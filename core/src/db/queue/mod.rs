@@ -132,7 +132,7 @@ pub enum Fence {
     /// claimed and decided in one transaction, with no lease written. The
     /// lock is the fence: a worker that dies loses its transaction, and the
     /// rows are PENDING again for the next.
-    Locked,
+    InTransaction,
 }
 
 impl Fence {
@@ -141,14 +141,14 @@ impl Fence {
         match self {
             Self::Lease(_) => format!("{alias}status = 'PROCESSING' AND {alias}lease_token = ?"),
             Self::Expired => format!("{alias}status = 'PROCESSING'"),
-            Self::Locked => format!("{alias}status = 'PENDING'"),
+            Self::InTransaction => format!("{alias}status = 'PENDING'"),
         }
     }
 
     fn token(self) -> Option<u64> {
         match self {
             Self::Lease(token) => Some(token),
-            Self::Expired | Self::Locked => None,
+            Self::Expired | Self::InTransaction => None,
         }
     }
 }
