@@ -4,6 +4,7 @@
 
 pub mod availability;
 pub mod availability_cache;
+pub mod input;
 pub mod routes;
 pub mod sale;
 pub mod sale_windows;

@@ -4,112 +4,21 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use ticket_core::db::{self, concerts::ConcertRow};
-use ticket_core::domain::{
-    ConcertDate, ConcertId, ConcertTitle, FieldError, HoldDuration, LotteryWindow,
-    MaxSeatsPerOrder, OpensAt, PageRequest, SeatLayout, Venue, keep,
-};
+use ticket_core::domain::{ConcertId, PageRequest};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery, integral};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::state::AppState;
+
+use super::input::{ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/concerts", get(list).post(create))
         .route("/api/concerts/{id}", get(show).patch(update).delete(remove))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct CreateConcertRequest {
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
-    )]
-    title: String,
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
-    )]
-    venue: String,
-    /// RFC 3339, in the future.
-    #[schema(example = "2030-05-01T19:00:00+09:00", format = DateTime)]
-    concert_date: String,
-    /// Rows lettered A…Z, AA…; rows × seatsPerRow ≤ 100,000. Default: 1 row of 100.
-    #[schema(minimum = 1, maximum = 100000)]
-    rows: Option<u32>,
-    #[schema(minimum = 1, maximum = 100000)]
-    seats_per_row: Option<u32>,
-    /// 0 (default): a won request is CONFIRMED at once. Above 0: it is HELD
-    /// for this many seconds unless confirmed.
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 0, maximum = 3600)]
-    hold_seconds: Option<u64>,
-    /// Seats one request may name, 1–10 (default 4).
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 1, maximum = 10)]
-    max_seats_per_order: Option<u64>,
-    /// When the sale opens (RFC 3339); requests before it are refused with
-    /// SALE_NOT_OPEN, or join the lottery inside `lotteryWindowSeconds`.
-    /// Absent or null: on sale at once.
-    #[schema(example = "2030-04-01T10:00:00+09:00", format = DateTime)]
-    opens_at: Option<String>,
-    /// 0 (default) to 86,400: requests placed this long before `opensAt`
-    /// are put in a uniformly random order at the opening, ahead of every
-    /// later request. Needs `opensAt`.
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 0, maximum = 86400)]
-    lottery_window_seconds: Option<u64>,
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct UpdateConcertRequest {
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
-    )]
-    title: Option<String>,
-    #[schema(
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
-    )]
-    venue: Option<String>,
-    /// RFC 3339, in the future.
-    #[schema(format = DateTime)]
-    concert_date: Option<String>,
-    /// Applies to requests decided from now on; holds already given keep
-    /// their end.
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 0, maximum = 3600)]
-    hold_seconds: Option<u64>,
-    /// Applies to requests made from now on.
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 1, maximum = 10)]
-    max_seats_per_order: Option<u64>,
-    /// A new opening time (RFC 3339), or null for on sale now. Requests
-    /// already in line keep their places.
-    #[serde(default, deserialize_with = "present")]
-    #[schema(format = DateTime, nullable)]
-    opens_at: Option<Option<String>>,
-    #[serde(default, deserialize_with = "integral::optional")]
-    #[schema(minimum = 0, maximum = 86400)]
-    lottery_window_seconds: Option<u64>,
-}
-
-/// A field that may be given as null (`Some(None)`), unlike an absent one
-/// (`None`, with `#[serde(default)]`).
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 #[derive(Serialize, ToSchema)]
@@ -166,148 +75,6 @@ impl From<ConcertRow> for ConcertResponse {
             lottery_window_seconds: c.lottery_window_seconds,
             created_at: c.created_at,
             updated_at: c.updated_at,
-        }
-    }
-}
-
-/// A valid new concert.
-pub struct NewConcert {
-    title: ConcertTitle,
-    venue: Venue,
-    date: ConcertDate,
-    layout: SeatLayout,
-    settings: db::concerts::Settings,
-}
-
-impl TryFrom<CreateConcertRequest> for NewConcert {
-    type Error = Vec<FieldError>;
-
-    fn try_from(req: CreateConcertRequest) -> Result<Self, Self::Error> {
-        let mut errors = Vec::new();
-        let title = keep(ConcertTitle::parse(&req.title), &mut errors);
-        let venue = keep(Venue::parse(&req.venue), &mut errors);
-        let date = keep(
-            ConcertDate::parse(&req.concert_date, Utc::now()),
-            &mut errors,
-        );
-        let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
-        let sale = settings(
-            req.hold_seconds,
-            req.max_seats_per_order,
-            req.lottery_window_seconds,
-            &mut errors,
-        );
-        let opens_at = keep(
-            req.opens_at.as_deref().map(OpensAt::parse).transpose(),
-            &mut errors,
-        );
-        if req.opens_at.is_none() && req.lottery_window_seconds.is_some_and(|s| s > 0) {
-            errors.push(FieldError::new(
-                "lotteryWindowSeconds",
-                "a lottery needs opensAt",
-            ));
-        }
-        match (title, venue, date, layout, sale, opens_at) {
-            (Some(title), Some(venue), Some(date), Some(layout), Some(sale), Some(opens_at))
-                if errors.is_empty() =>
-            {
-                Ok(Self {
-                    title,
-                    venue,
-                    date,
-                    layout,
-                    settings: db::concerts::Settings {
-                        hold: sale.hold.unwrap_or_default(),
-                        max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
-                        opens_at,
-                        lottery: sale.lottery.unwrap_or_default(),
-                    },
-                })
-            }
-            _ => Err(errors),
-        }
-    }
-}
-
-/// The sale settings a create or a change gave (`None`: not given).
-struct GivenSettings {
-    hold: Option<HoldDuration>,
-    max_seats_per_order: Option<MaxSeatsPerOrder>,
-    lottery: Option<LotteryWindow>,
-}
-
-/// The sale settings of a create or a change, each parsed when given; None
-/// when any is invalid (each invalid one recorded in `errors`).
-fn settings(
-    hold_seconds: Option<u64>,
-    max_seats_per_order: Option<u64>,
-    lottery_window_seconds: Option<u64>,
-    errors: &mut Vec<FieldError>,
-) -> Option<GivenSettings> {
-    let hold = keep(hold_seconds.map(HoldDuration::parse).transpose(), errors);
-    let max_seats = keep(
-        max_seats_per_order.map(MaxSeatsPerOrder::parse).transpose(),
-        errors,
-    );
-    let lottery = keep(
-        lottery_window_seconds.map(LotteryWindow::parse).transpose(),
-        errors,
-    );
-    Some(GivenSettings {
-        hold: hold?,
-        max_seats_per_order: max_seats?,
-        lottery: lottery?,
-    })
-}
-
-/// A valid change to a concert; absent fields stay as they are.
-pub struct ConcertChanges(db::concerts::Changes);
-
-impl TryFrom<UpdateConcertRequest> for ConcertChanges {
-    type Error = Vec<FieldError>;
-
-    fn try_from(req: UpdateConcertRequest) -> Result<Self, Self::Error> {
-        let mut errors = Vec::new();
-        let title = keep(
-            req.title.as_deref().map(ConcertTitle::parse).transpose(),
-            &mut errors,
-        );
-        let venue = keep(
-            req.venue.as_deref().map(Venue::parse).transpose(),
-            &mut errors,
-        );
-        let date = keep(
-            req.concert_date
-                .as_deref()
-                .map(|d| ConcertDate::parse(d, Utc::now()))
-                .transpose(),
-            &mut errors,
-        );
-        let sale = settings(
-            req.hold_seconds,
-            req.max_seats_per_order,
-            req.lottery_window_seconds,
-            &mut errors,
-        );
-        let opens_at = keep(
-            req.opens_at
-                .map(|at| at.as_deref().map(OpensAt::parse).transpose())
-                .transpose(),
-            &mut errors,
-        );
-        match (title, venue, date, sale, opens_at) {
-            (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at)) => {
-                Ok(Self(db::concerts::Changes {
-                    title,
-                    venue,
-                    date,
-                    hold: sale.hold,
-                    max_seats_per_order: sale.max_seats_per_order,
-                    opens_at,
-                    lottery: sale.lottery,
-                }))
-            }
-            _ => Err(errors),
         }
     }
 }
