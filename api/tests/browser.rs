@@ -15,7 +15,7 @@ use ticket_core::testing::browser::{ARROW_RIGHT, Browser, Chromedriver, screensh
 use ticket_worker::Mode;
 use tokio_util::sync::CancellationToken;
 
-#[path = "api/helpers.rs"]
+#[path = "api/helpers/mod.rs"]
 #[allow(dead_code)]
 mod helpers;
 

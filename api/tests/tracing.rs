@@ -5,7 +5,7 @@
 //! subscriber is global to the process.
 
 #[allow(dead_code)]
-#[path = "api/helpers.rs"]
+#[path = "api/helpers/mod.rs"]
 mod helpers;
 
 use opentelemetry::trace::{SpanId, SpanKind, TraceId};

@@ -1,0 +1,251 @@
+//! Making the data a test needs through the API or the database: users, concerts, seats, requests.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use super::*;
+
+impl TestApp {
+    /// Signs up a user; returns (id, token).
+    pub async fn user(&self, nick: &str) -> (u64, String) {
+        let reply = self
+            .post(
+                "/api/users",
+                None,
+                json!({"nickName": nick, "password": "password123"}),
+            )
+            .await;
+        let id = reply.assert_status(201)["id"].as_u64().expect("no id");
+        (id, self.login(nick, "password123").await)
+    }
+
+    /// Creates a concert (as admin) with the given extra fields; returns its JSON.
+    pub async fn concert(&self, extra: Value) -> Value {
+        let mut body = json!({"title": "IU Live", "venue": "Olympic Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let reply = self
+            .post("/api/concerts", Some(&self.admin_token), body)
+            .await;
+        reply.assert_status(201).clone()
+    }
+
+    pub async fn seats(&self, concert: u64) -> Vec<Value> {
+        let reply = self
+            .get(&format!("/api/concerts/{concert}/seats"), None)
+            .await;
+        reply
+            .assert_status(200)
+            .as_array()
+            .expect("seats must be an array")
+            .clone()
+    }
+
+    /// Waits until the concert's detail shows these (available, held,
+    /// reserved) counts: they come from a snapshot at most about a second
+    /// old. Panics with the last counts after five seconds.
+    pub async fn seat_counts_become(&self, concert: u64, expected: (u64, u64, u64)) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let detail = self.get(&format!("/api/concerts/{concert}"), None).await;
+            let body = detail.assert_status(200);
+            let counts = ["availableSeats", "heldSeats", "reservedSeats"]
+                .map(|field| body[field].as_u64().expect("a count"));
+            if (counts[0], counts[1], counts[2]) == expected {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "counts {counts:?}, expected {expected:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// A new concert with the given extra fields: its id and its seat ids,
+    /// in order.
+    pub async fn concert_and_seats(&self, extra: Value) -> (u64, Vec<u64>) {
+        let id = self.concert(extra).await["id"]
+            .as_u64()
+            .expect("no concert id");
+        let seats = self
+            .seats(id)
+            .await
+            .iter()
+            .map(|s| s["id"].as_u64().expect("no seat id"))
+            .collect();
+        (id, seats)
+    }
+
+    /// The seat ids, in order, of a new concert with one row of `n` seats.
+    pub async fn seat_ids(&self, n: u32) -> Vec<u64> {
+        self.concert_and_seats(json!({"rows": 1, "seatsPerRow": n}))
+            .await
+            .1
+    }
+
+    /// Books a seat directly in the database, as a sale without holds
+    /// leaves it: the seat RESERVED, a CONFIRMED reservation claiming it
+    /// (made by no request) and its ReservationConfirmed event.
+    pub async fn book_directly(&self, user: u64, seat: u64) {
+        let now = ticket_core::testing::now().naive_utc();
+        let mut tx = self.pool.begin().await.unwrap();
+        let taken = sqlx::query(
+            "UPDATE seats SET status = 'RESERVED' WHERE id = ? AND status = 'AVAILABLE'",
+        )
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        assert_eq!(taken.rows_affected(), 1, "seat {seat} was not available");
+        let made = sqlx::query(
+            "INSERT INTO reservations (user_id, concert_id, seat_id, status, confirmed_at, created_at, updated_at) \
+             SELECT ?, concert_id, id, 'CONFIRMED', ?, ?, ? FROM seats WHERE id = ?",
+        )
+        .bind(user)
+        .bind(now)
+        .bind(now)
+        .bind(now)
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        let id = made.last_insert_id();
+        sqlx::query(
+            "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) \
+             SELECT ?, id, concert_id, 'CONFIRMED' FROM seats WHERE id = ?",
+        )
+        .bind(id)
+        .bind(seat)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        sqlx::query(
+            "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
+             VALUES ('ReservationConfirmed', ?, '{}', ?)",
+        )
+        .bind(id)
+        .bind(now)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        let (n,): (i64,) =
+            sqlx::query_as(sqlx::AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&self.pool)
+                .await
+                .unwrap();
+        n
+    }
+
+    /// `n` users inserted directly (no password hashing) with tokens minted
+    /// by the server's keys: for tests about reservations, not sign-up.
+    pub async fn many_users(&self, prefix: &str, n: usize) -> Vec<(u64, String)> {
+        let mut conn = self.pool.acquire().await.unwrap();
+        let ids = ticket_core::testing::seed::users(&mut conn, prefix, n)
+            .await
+            .unwrap();
+        let keys = token_keys(Duration::from_secs(3600));
+        ids.into_iter()
+            .map(|id| {
+                (
+                    id.get(),
+                    keys.issue(id, ticket_core::domain::Role::User, chrono::Utc::now())
+                        .token,
+                )
+            })
+            .collect()
+    }
+
+    /// Sends every (token, seat) request at the same moment; returns the replies in order.
+    pub async fn reserve_all_at_once(&self, requests: Vec<(String, u64)>) -> Vec<Reply> {
+        let barrier = Arc::new(Barrier::new(requests.len()));
+        let tasks: Vec<_> = requests
+            .into_iter()
+            .map(|(token, seat)| {
+                let client = self.client.clone();
+                let url = format!("{}/api/reservations", self.base);
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    let response = client
+                        .post(url)
+                        .bearer_auth(token)
+                        .json(&json!({"seatId": seat}))
+                        .send()
+                        .await
+                        .unwrap();
+                    TestApp::reply(response).await
+                })
+            })
+            .collect();
+        let mut replies = Vec::new();
+        for task in tasks {
+            replies.push(task.await.unwrap());
+        }
+        replies
+    }
+
+    /// As many new users as `seats`, each asking for one of them, all at
+    /// once; every request is accepted.
+    pub async fn one_seat_each(&self, prefix: &str, seats: &[u64]) {
+        let users = self.many_users(prefix, seats.len()).await;
+        let requests = users
+            .iter()
+            .zip(seats)
+            .map(|((_, token), seat)| (token.clone(), *seat))
+            .collect();
+        for reply in self.reserve_all_at_once(requests).await {
+            reply.assert_status(201);
+        }
+    }
+
+    pub async fn reserve(&self, token: &str, seat: u64) -> Reply {
+        self.post("/api/reservations", Some(token), json!({"seatId": seat}))
+            .await
+    }
+
+    /// Queues a request for `seat` as part of the caller's trace; returns its queue id.
+    pub async fn reserve_traced(&self, token: &str, seat: u64, traceparent: &str) -> u64 {
+        let response = self
+            .client
+            .post(format!("{}/api/reservations", self.base))
+            .bearer_auth(token)
+            .header("traceparent", traceparent)
+            .json(&json!({"seatId": seat}))
+            .send()
+            .await
+            .unwrap();
+        let reply = TestApp::reply(response).await;
+        reply.assert_status(201)["queueId"].as_u64().unwrap()
+    }
+
+    pub async fn queue_status(&self, token: &str, queue_id: u64) -> Value {
+        let reply = self
+            .get(&format!("/api/reservations/status/{queue_id}"), Some(token))
+            .await;
+        reply.assert_status(200).clone()
+    }
+
+    /// Fails the test on any violated invariant of seats, reservations and queue.
+    pub async fn assert_invariants(&self) {
+        ticket_core::testing::assert_invariants(&self.pool).await;
+    }
+
+    /// How many queue rows have each status.
+    pub async fn queue_counts(&self) -> std::collections::HashMap<String, i64> {
+        let rows: Vec<(String, i64)> =
+            sqlx::query_as("SELECT status, COUNT(*) FROM reservation_queue GROUP BY status")
+                .fetch_all(&self.pool)
+                .await
+                .unwrap();
+        rows.into_iter().collect()
+    }
+}
