@@ -9,11 +9,10 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Transaction};
 use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::{self, outbox, queue, reservations, seats};
-use ticket_core::domain::allocation::{self, Verdict};
-use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
-use ticket_core::domain::{
-    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus,
-};
+use ticket_core::domain::{ConcertId, FailureReason, QueueId, SeatId};
+
+mod batch_plan;
+use batch_plan::*;
 
 /// What deciding a batch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -275,155 +274,6 @@ async fn decide_rows(
             commit,
         }),
     })
-}
-
-/// Who gets what in a batch, decided under the locks of the seats wanted.
-#[derive(Debug, Default)]
-struct Plan {
-    reservations: Vec<reservations::NewReservation>,
-    failed: Vec<QueueId>,
-    deferred: Vec<QueueId>,
-    /// Won seats whose previous claim was a hold that has ended.
-    reclaimed: Vec<SeatId>,
-    numbers: HashMap<SeatId, String>,
-}
-
-impl Plan {
-    fn won_seats(&self) -> usize {
-        self.reservations.iter().map(|r| r.seats.len()).sum()
-    }
-
-    /// The won seats by the status (and hold end) they take, in id order.
-    fn seat_changes(&self) -> Vec<(SeatStatus, Option<DateTime<Utc>>, Vec<SeatId>)> {
-        let mut changes: HashMap<(SeatStatus, Option<DateTime<Utc>>), Vec<SeatId>> = HashMap::new();
-        for r in &self.reservations {
-            let status = match r.status {
-                ReservationStatus::Held => SeatStatus::Held,
-                _ => SeatStatus::Reserved,
-            };
-            changes
-                .entry((status, r.hold_expires_at))
-                .or_default()
-                .extend(&r.seats);
-        }
-        let mut changes: Vec<_> = changes
-            .into_iter()
-            .map(|((status, until), mut seats)| {
-                seats.sort_unstable();
-                (status, until, seats)
-            })
-            .collect();
-        changes.sort_by_key(|(_, _, seats)| seats.first().copied());
-        changes
-    }
-
-    /// A ReservationHeld or ReservationConfirmed event per reservation.
-    fn events(
-        &self,
-        ids: &HashMap<QueueId, ReservationId>,
-        now: DateTime<Utc>,
-    ) -> Vec<ReservationEvent> {
-        self.reservations
-            .iter()
-            .filter_map(|r| {
-                let id = *ids.get(&r.queue_id)?;
-                let seats: Vec<ReservedSeat> = r
-                    .seats
-                    .iter()
-                    .map(|s| ReservedSeat {
-                        seat_id: *s,
-                        seat_number: self.numbers.get(s).cloned().unwrap_or_default(),
-                    })
-                    .collect();
-                let kind = match r.status {
-                    ReservationStatus::Held => EventKind::Held,
-                    _ => EventKind::Confirmed,
-                };
-                Some(ReservationEvent::new(
-                    kind,
-                    &Subject {
-                        reservation_id: id,
-                        queue_id: Some(r.queue_id),
-                        user_id: r.user,
-                        concert_id: r.concert,
-                        seats: &seats,
-                        hold_expires_at: r.hold_expires_at,
-                        payment_reference: None,
-                    },
-                    now,
-                ))
-            })
-            .collect()
-    }
-}
-
-/// Locks the free seats our rows want (in id order, like every other writer
-/// of seats) and has the allocation rule decide each row's fate, in line
-/// order (`rows` are); the plan is what that means for the tables.
-async fn plan(
-    tx: &mut MySqlConnection,
-    rows: &[queue::LeasedRow],
-    now: DateTime<Utc>,
-) -> Result<Plan, sqlx::Error> {
-    let mut wanted: Vec<SeatId> = rows.iter().flat_map(|r| r.seats.iter().copied()).collect();
-    wanted.sort_unstable();
-    wanted.dedup();
-    let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
-    let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
-    let mut plan = Plan::default();
-    let mut free: HashMap<SeatId, seats::WantedSeat> = HashMap::with_capacity(standing.len());
-    for s in standing {
-        plan.numbers.insert(s.seat, s.seat_number.clone());
-        if s.claim == seats::SeatClaim::Live {
-            tracing::warn!(
-                seat = s.seat.0,
-                "seat's status says free but it has a live claim; treated as taken"
-            );
-        } else {
-            free.insert(s.seat, s);
-        }
-    }
-    let line: Vec<allocation::Request<'_>> = rows
-        .iter()
-        .map(|row| allocation::Request {
-            id: row.id,
-            place: row.line.place(row.id),
-            seats: &row.seats,
-        })
-        .collect();
-    let free_places: allocation::FreeSeats = free
-        .iter()
-        .map(|(seat, standing)| (*seat, standing.first_open_elsewhere))
-        .collect();
-    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free_places)) {
-        match verdict {
-            Verdict::Lost => plan.failed.push(row.id),
-            Verdict::Deferred => plan.deferred.push(row.id),
-            Verdict::Won => {
-                plan.reclaimed.extend(
-                    row.seats
-                        .iter()
-                        .filter(|s| free[s].claim == seats::SeatClaim::ExpiredHold),
-                );
-                let held = row.hold.is_hold();
-                plan.reservations.push(reservations::NewReservation {
-                    queue_id: row.id,
-                    user: row.user_id,
-                    concert: row.concert_id,
-                    seats: row.seats.clone(),
-                    status: if held {
-                        ReservationStatus::Held
-                    } else {
-                        ReservationStatus::Confirmed
-                    },
-                    hold_expires_at: held
-                        .then(|| now + chrono::Duration::seconds(i64::from(row.hold.seconds()))),
-                });
-            }
-        }
-    }
-    plan.reclaimed.sort_unstable();
-    Ok(plan)
 }
 
 /// The original's shape, kept as the benchmark baseline: one transaction

@@ -1,0 +1,175 @@
+//! Writing one group: the database's clock read when admission needs it,
+//! the multi-row insert retried on transient conflicts, one by one when a
+//! group fails for a reason in its rows.
+
+use sqlx::{Connection, MySqlPool};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use ticket_core::db::kept::KeptConnections;
+use ticket_core::db::{self, queue, request_seats};
+use ticket_core::domain::LineKey;
+
+use super::*;
+
+/// What the group write says to one of its requests.
+pub(super) enum Answer {
+    Ready(Result<Queued, EnqueueError>),
+    /// Not settled by the group: enqueue it alone.
+    Alone,
+}
+
+/// Every group's `now`, distinct within the process.
+static GROUP_CLOCK: queue::GroupClock = queue::GroupClock::new();
+
+/// The latest reading of the database's clock a group made (µs).
+static DATABASE_SEEN: AtomicI64 = AtomicI64::new(0);
+
+/// When the group is written. Which requests a sale takes (and whether in
+/// its lottery) is decided by the database's clock; the database is asked
+/// only when a request's sale opens (or its lottery starts) later than the
+/// last reading: once a sale is seen open it stays open, and a sale without
+/// an opening is always open. That keeps the round trip off groups of
+/// sales long open.
+pub(super) async fn group_time(
+    tx: &mut sqlx::MySqlConnection,
+    requests: &[queue::NewRequest],
+) -> Result<queue::GroupTime, sqlx::Error> {
+    let seen = DATABASE_SEEN.load(Ordering::Relaxed);
+    let depends_on_the_clock = requests.iter().any(|r| {
+        r.sale
+            .lottery_begins()
+            .into_iter()
+            .chain(r.sale.opens_at)
+            .any(|at| at.timestamp_micros() >= seen)
+    });
+    if depends_on_the_clock {
+        let read = db::now(tx).await?;
+        DATABASE_SEEN.fetch_max(read.timestamp_micros(), Ordering::Relaxed);
+        return Ok(queue::GroupTime {
+            admitted_at: read,
+            written_at: GROUP_CLOCK.after(read),
+        });
+    }
+    Ok(queue::GroupTime {
+        admitted_at: chrono::DateTime::from_timestamp_micros(seen).unwrap_or_default(),
+        written_at: GROUP_CLOCK.after(chrono::Utc::now()),
+    })
+}
+
+/// Group writes that deadlock are tried again: everything was rolled back.
+pub(super) const GROUP_ATTEMPTS: u32 = 3;
+
+pub(super) async fn insert_group_retrying(
+    connections: &KeptConnections,
+    requests: &[queue::NewRequest],
+    limit: u32,
+) -> Result<Vec<Answer>, sqlx::Error> {
+    let mut attempt = 1;
+    loop {
+        let mut conn = connections.take().await?;
+        let written = insert_group(&mut conn, requests, limit).await;
+        if written.is_ok() {
+            connections.keep(conn);
+        }
+        match written {
+            Err(e)
+                if db::error_number(&e) != Some(1205)
+                    && db::is_transient_conflict(&e)
+                    && attempt < GROUP_ATTEMPTS =>
+            {
+                tracing::debug!(error = %e, attempt, "group insert conflicted; retrying");
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Writes the group in one transaction. A duplicate, an unknown seat or a
+/// deleted user is refused alone, inside the group's own statements; a
+/// request whose user would have more than `limit` open seats (0: no
+/// limit) is withdrawn. The count comes with the INSERT's read-back, so the
+/// common case costs no extra round trip.
+pub(super) async fn insert_group(
+    conn: &mut sqlx::MySqlConnection,
+    requests: &[queue::NewRequest],
+    limit: u32,
+) -> Result<Vec<Answer>, sqlx::Error> {
+    let mut tx = conn.begin().await?;
+    let time = group_time(&mut tx, requests).await?;
+    let written = queue::enqueue_many(&mut tx, requests, time).await?;
+    let mut answers: Vec<Answer> = written
+        .outcomes
+        .iter()
+        .zip(requests)
+        .map(|(outcome, request)| match *outcome {
+            queue::Outcome::Queued(id) => Answer::Ready(Ok(Queued::new(
+                id,
+                request
+                    .line_at(time.admitted_at)
+                    .unwrap_or(LineKey::AFTER_OPENING),
+            ))),
+            queue::Outcome::SaleNotOpen => {
+                Answer::Ready(Err(EnqueueError::SaleNotOpen(request.sale)))
+            }
+            queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
+            queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
+            queue::Outcome::UserNotFound => Answer::Ready(Err(EnqueueError::UserGone)),
+            queue::Outcome::Unsettled => Answer::Alone,
+        })
+        .collect();
+    if limit > 0 {
+        let mut excess: HashMap<_, u64> = written
+            .open_seats_per_user
+            .iter()
+            .filter(|(_, open)| **open > u64::from(limit))
+            .map(|(user, open)| (*user, open - u64::from(limit)))
+            .collect();
+        if !excess.is_empty() {
+            // The group's newest requests of each such user go back.
+            let mut withdrawn = Vec::new();
+            for (i, request) in requests.iter().enumerate().rev() {
+                if let Some(over) = excess.get_mut(&request.user)
+                    && *over > 0
+                    && let queue::Outcome::Queued(id) = written.outcomes[i]
+                {
+                    *over = over.saturating_sub(request.seats.len() as u64);
+                    withdrawn.push(id);
+                    answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
+                }
+            }
+            queue::withdraw(&mut tx, &withdrawn).await?;
+        }
+    }
+    tx.commit().await?;
+    Ok(answers)
+}
+
+pub(super) async fn insert_one(
+    pool: &MySqlPool,
+    r: &queue::NewRequest,
+    limit: u32,
+) -> Result<Queued, EnqueueError> {
+    let mut conn = pool.acquire().await?;
+    if limit > 0 {
+        let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
+        if open.get(&r.user).copied().unwrap_or(0) + r.seats.len() as u64 > u64::from(limit) {
+            return Err(EnqueueError::TooManyOpen);
+        }
+    }
+    let mut tx = conn.begin().await?;
+    let now = db::now(&mut tx).await?;
+    let Some(line) = r.line_at(now) else {
+        return Err(EnqueueError::SaleNotOpen(r.sale));
+    };
+    match queue::enqueue(&mut tx, r, line, None, now).await {
+        Ok(id) => {
+            tx.commit().await?;
+            Ok(Queued::new(id, line))
+        }
+        Err(e) => {
+            tx.rollback().await?;
+            Err(EnqueueError::from_insert(&mut conn, r, e).await)
+        }
+    }
+}
