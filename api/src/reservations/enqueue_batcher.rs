@@ -309,3 +309,6 @@ fn record_insert(trace: &Context, started: SystemTime, group_size: usize) {
     ))
     .record(trace);
 }
+
+#[cfg(test)]
+mod tests;
