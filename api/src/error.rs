@@ -200,6 +200,13 @@ impl ApiError {
         }
     }
 
+    pub fn database_unavailable() -> Self {
+        Self::new(
+            ErrorCode::DatabaseUnavailable,
+            "the database is unavailable; retry shortly",
+        )
+    }
+
     pub fn concert_not_found() -> Self {
         Self::new(ErrorCode::ConcertNotFound, "no such concert")
     }
@@ -284,10 +291,7 @@ impl From<sqlx::Error> for ApiError {
         if db::is_unavailable(&err) || db::is_transient_conflict(&err) {
             return Self {
                 source: Some(err.into()),
-                ..Self::new(
-                    ErrorCode::DatabaseUnavailable,
-                    "the database is unavailable; retry shortly",
-                )
+                ..Self::database_unavailable()
             };
         }
         Self::internal(err)
@@ -298,10 +302,7 @@ impl From<Unanswered<ApiError>> for ApiError {
     fn from(unanswered: Unanswered<ApiError>) -> Self {
         match unanswered {
             Unanswered::Failed(err) => err,
-            Unanswered::ReadFailed => Self::new(
-                ErrorCode::DatabaseUnavailable,
-                "the database is unavailable; retry shortly",
-            ),
+            Unanswered::ReadFailed => Self::database_unavailable(),
         }
     }
 }

@@ -2,9 +2,10 @@
 //! what its verdicts mean for the tables (reservations, seat changes,
 //! events).
 
+use std::collections::{HashMap, HashSet};
+
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use std::collections::HashMap;
 use ticket_core::db::{queue, reservations, seats};
 use ticket_core::domain::allocation::{self, Verdict};
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
@@ -104,17 +105,23 @@ pub(super) async fn plan(
     let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
     let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
     let mut plan = Plan::default();
-    let mut free: HashMap<SeatId, seats::WantedSeat> = HashMap::with_capacity(standing.len());
+    let mut free = allocation::FreeSeats::with_capacity(standing.len());
+    let mut ended_holds: HashSet<SeatId> = HashSet::new();
     for s in standing {
-        plan.numbers.insert(s.seat, s.seat_number.clone());
-        if s.claim == seats::SeatClaim::Live {
-            tracing::warn!(
+        match s.claim {
+            seats::SeatClaim::Live => tracing::warn!(
                 seat = s.seat.0,
                 "seat's status says free but it has a live claim; treated as taken"
-            );
-        } else {
-            free.insert(s.seat, s);
+            ),
+            seats::SeatClaim::ExpiredHold => {
+                ended_holds.insert(s.seat);
+                free.insert(s.seat, s.first_open_elsewhere);
+            }
+            seats::SeatClaim::None => {
+                free.insert(s.seat, s.first_open_elsewhere);
+            }
         }
+        plan.numbers.insert(s.seat, s.seat_number);
     }
     let line: Vec<allocation::Request<'_>> = rows
         .iter()
@@ -124,20 +131,13 @@ pub(super) async fn plan(
             seats: &row.seats,
         })
         .collect();
-    let free_places: allocation::FreeSeats = free
-        .iter()
-        .map(|(seat, standing)| (*seat, standing.first_open_elsewhere))
-        .collect();
-    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free_places)) {
+    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free)) {
         match verdict {
             Verdict::Lost => plan.failed.push(row.id),
             Verdict::Deferred => plan.deferred.push(row.id),
             Verdict::Won => {
-                plan.reclaimed.extend(
-                    row.seats
-                        .iter()
-                        .filter(|s| free[s].claim == seats::SeatClaim::ExpiredHold),
-                );
+                plan.reclaimed
+                    .extend(row.seats.iter().filter(|s| ended_holds.contains(s)));
                 let held = row.hold.is_hold();
                 plan.reservations.push(reservations::NewReservation {
                     queue_id: row.id,
