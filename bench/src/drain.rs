@@ -4,7 +4,9 @@ use anyhow::ensure;
 use clap::Args as ClapArgs;
 use ticket_core::domain::{SeatId, UserId};
 use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
-use ticket_worker::{Mode, Worker, WorkerConfig};
+use ticket_worker::{Worker, WorkerConfig};
+
+use crate::per_request::Baseline;
 use tokio_util::sync::CancellationToken;
 
 #[derive(ClapArgs)]
@@ -17,6 +19,7 @@ pub struct Args {
     workers: usize,
     #[arg(long, value_enum, default_value_t = Mode::Batch)]
     mode: Mode,
+    /// The worker's batch (not the original's baseline, whose batch is 50).
     #[arg(long, default_value_t = 1000)]
     batch_size: u32,
     /// Share of the requests whose trace is sampled (the API's default
@@ -35,6 +38,14 @@ pub struct Args {
     /// 7919·i mod (seats / N) (stride layout only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
     seats_per_order: u32,
+}
+
+/// The worker's two modes, and the original's algorithm as the baseline.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+pub enum Mode {
+    Batch,
+    LeasedBatch,
+    PerRequest,
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -82,23 +93,36 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
     drop(conn);
 
-    let config = match args.mode {
-        Mode::Batch | Mode::LeasedBatch => WorkerConfig {
-            batch_size: args.batch_size,
-            poll_interval: Duration::from_millis(50),
-            lease: Duration::from_secs(30),
-            max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
-        },
-        Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
+    let config = WorkerConfig {
+        batch_size: args.batch_size,
+        poll_interval: Duration::from_millis(50),
+        lease: Duration::from_secs(30),
+        max_attempts: WorkerConfig::DEFAULT_MAX_ATTEMPTS,
+    };
+    let worker_mode = match args.mode {
+        Mode::Batch => Some(ticket_worker::Mode::Batch),
+        Mode::LeasedBatch => Some(ticket_worker::Mode::LeasedBatch),
+        Mode::PerRequest => None,
     };
     let shutdown = CancellationToken::new();
     let started = Instant::now();
     let mut handles = Vec::new();
     for i in 0..args.workers {
         let worker_pool = db.pool(4).await;
-        let worker = Worker::with_config(worker_pool, format!("bench-{i}"), args.mode, config);
         let shutdown = shutdown.clone();
-        handles.push(tokio::spawn(async move { worker.run(shutdown).await }));
+        handles.push(match worker_mode {
+            Some(mode) => {
+                let worker = Worker::with_config(worker_pool, format!("bench-{i}"), mode, config);
+                tokio::spawn(async move {
+                    worker.run(shutdown).await;
+                    Ok(())
+                })
+            }
+            None => {
+                let baseline = Baseline::new(worker_pool, u32::try_from(i)?);
+                tokio::spawn(async move { baseline.run(shutdown).await.map(drop) })
+            }
+        });
     }
     loop {
         // Two index probes: cheap enough not to disturb what is measured.
@@ -116,7 +140,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let elapsed = started.elapsed();
     shutdown.cancel();
     for h in handles {
-        h.await?;
+        h.await??;
     }
     let mut conn = pool.acquire().await?;
     let violations = ticket_core::db::invariants::check(
@@ -138,7 +162,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.mode,
         args.layout,
         args.workers,
-        config.batch_size,
+        worker_mode.map_or(crate::per_request::BATCH, |_| config.batch_size),
         args.requests,
         args.seats,
         order,

@@ -8,6 +8,7 @@ mod latency;
 mod load;
 mod otlp_sink;
 mod page;
+mod per_request;
 mod streams;
 
 use clap::{Parser, Subcommand};

@@ -47,9 +47,8 @@ pub struct Cli {
     /// next); `leased-batch` first commits the claim as PROCESSING under a
     /// lease, then decides (a dead worker's rows wait out their lease; the
     /// way `batch` itself takes rows that failed for a reason in them, to
-    /// split their batch and count their attempts); `per-request` is the
-    /// original system's algorithm (one transaction per request, 50 rows
-    /// every 250 ms), kept only as a benchmark baseline.
+    /// split their batch and count their attempts). The original system's
+    /// algorithm, the benchmark baseline, is in `ticket-bench`.
     #[arg(long, env = "TICKET_WORKER_MODE", value_enum, default_value_t = Mode::Batch)]
     pub mode: Mode,
 
@@ -148,7 +147,6 @@ impl Cli {
 pub enum Mode {
     Batch,
     LeasedBatch,
-    PerRequest,
 }
 
 /// The settings the claim loop reads before every batch.
@@ -170,26 +168,15 @@ impl WorkerConfig {
 
     /// What `max_attempts` is unless configured.
     pub const DEFAULT_MAX_ATTEMPTS: u32 = ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS;
-
-    /// The original system's settings, used by `--mode=per-request`.
-    pub const PER_REQUEST_BASELINE: Self = Self {
-        batch_size: 50,
-        poll_interval: Duration::from_millis(250),
-        lease: Duration::from_secs(30),
-        max_attempts: Self::DEFAULT_MAX_ATTEMPTS,
-    };
 }
 
 impl Cli {
     pub fn worker_config(&self) -> WorkerConfig {
-        match self.mode {
-            Mode::Batch | Mode::LeasedBatch => WorkerConfig {
-                batch_size: self.batch_size,
-                poll_interval: Duration::from_millis(self.poll_interval_ms),
-                lease: Duration::from_millis(self.lease_ms),
-                max_attempts: self.max_attempts,
-            },
-            Mode::PerRequest => WorkerConfig::PER_REQUEST_BASELINE,
+        WorkerConfig {
+            batch_size: self.batch_size,
+            poll_interval: Duration::from_millis(self.poll_interval_ms),
+            lease: Duration::from_millis(self.lease_ms),
+            max_attempts: self.max_attempts,
         }
     }
 

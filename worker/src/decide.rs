@@ -1,6 +1,5 @@
-//! Deciding claimed requests. `batch` decides a whole batch in a few
-//! set-based statements and one commit; `per_request` is one transaction
-//! per request, the original's shape, kept as the benchmark baseline.
+//! Deciding claimed requests: a whole batch in a few set-based statements
+//! and one commit.
 
 use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
@@ -66,7 +65,6 @@ pub struct Phases {
 pub struct Report {
     pub decided: Decided,
     pub rows: Vec<RowDecision>,
-    /// Set by the set-based decision; the per-request baseline has none.
     pub phases: Option<Phases>,
 }
 
@@ -273,28 +271,6 @@ async fn decide_rows(
             mark,
             commit,
         }),
-    })
-}
-
-/// The original's shape, kept as the benchmark baseline: one transaction
-/// per request, in queue order (each decided as a batch of one).
-pub async fn per_request(
-    conn: &mut MySqlConnection,
-    ids: &[QueueId],
-    token: u64,
-    defer_for: Duration,
-) -> Result<Report, DecideError> {
-    let mut decided = Decided::default();
-    let mut decisions = Vec::with_capacity(ids.len());
-    for &id in ids {
-        let report = batch(conn, &[id], token, defer_for).await?;
-        decided += report.decided;
-        decisions.extend(report.rows);
-    }
-    Ok(Report {
-        decided,
-        rows: decisions,
-        phases: None,
     })
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 use crate::cycles::Ahead;
-use crate::{Mode, Worker, random};
+use crate::{Worker, random};
 
 /// Pause between cycles while requests keep arriving (but no full batch).
 const BUSY_PAUSE: Duration = Duration::from_millis(2);
@@ -34,14 +34,14 @@ impl Worker {
                     if cycle.claimed > 0 {
                         tracing::debug!(?cycle, "batch decided");
                     }
-                    match self.mode {
-                        // The original's fixed schedule, kept as the baseline.
-                        Mode::PerRequest => config.poll_interval,
-                        _ if cycle.claimed >= config.batch_size as usize => continue,
+                    if cycle.claimed >= config.batch_size as usize {
+                        continue;
+                    } else if cycle.claimed > 0 {
                         // Work is arriving: claim again after a breath, so a
                         // request waits for one short cycle, not a poll interval.
-                        _ if cycle.claimed > 0 => BUSY_PAUSE,
-                        _ => random::jitter(config.poll_interval, 0.2),
+                        BUSY_PAUSE
+                    } else {
+                        random::jitter(config.poll_interval, 0.2)
                     }
                 }
                 Err(e) => {

@@ -1,5 +1,5 @@
 //! The worker against a real database: many instances at once, leases that
-//! expire, fencing of late writers, and the per-request baseline.
+//! expire, fencing of late writers.
 
 mod common;
 
@@ -128,29 +128,6 @@ async fn rows_of_a_crashed_claim_are_reclaimed_after_the_lease_and_the_late_writ
     let late = crashed.decide(&stalled).await.unwrap();
     assert_eq!((late.succeeded, late.failed, late.lease_lost), (0, 0, 50));
     assert_each_requested_seat_sold_once(&q.pool, 10, 50).await;
-}
-
-#[tokio::test]
-async fn the_per_request_baseline_reaches_the_same_decisions() {
-    let q = queue(20, 60).await;
-    let w = worker(
-        &q.pool,
-        "baseline",
-        Mode::PerRequest,
-        50,
-        Duration::from_secs(30),
-    );
-    while w.process_once().await.unwrap().claimed > 0 {}
-    assert_each_requested_seat_sold_once(&q.pool, 20, 60).await;
-    // Queue order decides: the first request for each seat won.
-    let (wrong,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status = 'SUCCESS' AND EXISTS \
-         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = q.seat_id AND e.id < q.id)",
-    )
-    .fetch_one(&q.pool)
-    .await
-    .unwrap();
-    assert_eq!(wrong, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,6 +1,5 @@
-//! Claims under a lease, committed before the decision: `leased-batch`,
-//! rows that failed for a reason in them (split and counted), and the
-//! per-request baseline.
+//! Claims under a lease, committed before the decision: `leased-batch`, and
+//! rows that failed for a reason in them (split and counted).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -145,14 +144,7 @@ impl Worker {
         let mut attempt = 1;
         loop {
             let mut conn = self.connections.take().await?;
-            let result = match self.mode {
-                Mode::Batch | Mode::LeasedBatch => {
-                    decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await
-                }
-                Mode::PerRequest => {
-                    decide::per_request(&mut conn, ids, batch.token, DEFER_FOR).await
-                }
-            };
+            let result = decide::batch(&mut conn, ids, batch.token, DEFER_FOR).await;
             // A transaction that failed was rolled back; the connection is
             // kept only when nothing went wrong on it.
             if result.is_ok() {

@@ -1,8 +1,7 @@
 //! One cycle of claiming and deciding, in each mode: a batch claimed and
 //! decided in one transaction (`batch`, the next claimed while this one is
-//! decided), under a lease first (`leased-batch`, and rows that failed for
-//! a reason in them), or one request at a time (`per-request`, the
-//! original's baseline).
+//! decided), or under a lease first (`leased-batch`, and rows that failed
+//! for a reason in them).
 
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
@@ -105,7 +104,7 @@ impl Worker {
             Some(batch) => batch,
             None => self.claim_once().await?,
         };
-        let full = self.mode != Mode::PerRequest && batch.ids.len() >= config.batch_size as usize;
+        let full = batch.ids.len() >= config.batch_size as usize;
         let (decided, next) = if full {
             let (decided, next) = tokio::join!(self.decide(&batch), self.claim_once());
             (decided, Some(next))
