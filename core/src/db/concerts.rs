@@ -1,4 +1,4 @@
-use super::Traced as _;
+use super::{BindIds as _, IdList, Traced as _};
 use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
 
@@ -258,12 +258,14 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32
                 .fetch_all(&mut *conn)
                 .await?;
         let ids: Vec<u64> = seats.into_iter().map(|(id,)| id).collect();
-        for chunk in ids.chunks(LOCK_CHUNK) {
+        // chunks() yields no empty chunk, so every list has ids.
+        for list in ids.chunks(LOCK_CHUNK).filter_map(IdList::of) {
             let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
-                super::in_placeholders(chunk.len())
+                "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({list}) ORDER BY id FOR UPDATE"
             )));
-            let _: Vec<(u64,)> = super::bind_ids(select, chunk).fetch_all(&mut *conn).await?;
+            let _: Vec<(u64,)> = select.bind_ids(&list)
+                .fetch_all(&mut *conn)
+                .await?;
         }
         Ok(u32::try_from(ids.len()).unwrap_or(u32::MAX))
     }

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, in_placeholders};
+use super::{BindIds as _, IdList, Traced as _};
 use super::{outbox, reservations};
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
@@ -67,15 +67,14 @@ pub async fn expire(
     now: DateTime<Utc>,
 ) -> Result<Vec<ReservationId>, sqlx::Error> {
     async move {
-        if ids.is_empty() {
+        let Some(ids_list) = IdList::of(ids) else {
             return Ok(Vec::new());
-        }
+        };
         let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT reservation_id, seat_id FROM reservation_seats WHERE reservation_id IN ({})",
-            in_placeholders(ids.len())
+            "SELECT reservation_id, seat_id FROM reservation_seats WHERE reservation_id IN ({ids_list})"
         )));
         let claims: Vec<(ReservationId, SeatId)> =
-            bind_ids(select, ids).fetch_all(&mut *conn).await?;
+            select.bind_ids(&ids_list).fetch_all(&mut *conn).await?;
         let mut seats_of: BTreeMap<ReservationId, Vec<SeatId>> = BTreeMap::new();
         for (reservation, seat) in claims {
             seats_of.entry(reservation).or_default().push(seat);
@@ -85,27 +84,28 @@ pub async fn expire(
         seat_ids.dedup();
         // Seats first, in id order, as every writer; a seat someone holds
         // (a decision taking it, a confirm) is skipped, not waited for.
+        let Some(seats_list) = IdList::of(&seat_ids) else {
+            return Ok(Vec::new());
+        };
         let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT id, seat_number FROM seats WHERE id IN ({}) ORDER BY id FOR UPDATE SKIP LOCKED",
-            in_placeholders(seat_ids.len())
+            "SELECT id, seat_number FROM seats WHERE id IN ({seats_list}) ORDER BY id FOR UPDATE SKIP LOCKED"
         )));
         let locked: Vec<(SeatId, String)> =
-            bind_ids(select, &seat_ids).fetch_all(&mut *conn).await?;
+            select.bind_ids(&seats_list).fetch_all(&mut *conn).await?;
         let numbers: HashMap<SeatId, String> = locked.into_iter().collect();
         let ready: Vec<ReservationId> = seats_of
             .iter()
             .filter(|(_, seats)| seats.iter().all(|s| numbers.contains_key(s)))
             .map(|(id, _)| *id)
             .collect();
-        if ready.is_empty() {
+        let Some(ready_list) = IdList::of(&ready) else {
             return Ok(Vec::new());
-        }
+        };
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT id, user_id, concert_id, queue_id, hold_expires_at FROM reservations FORCE INDEX (PRIMARY) \
-             WHERE id IN ({}) AND status = 'HELD' AND hold_expires_at <= ? ORDER BY id FOR UPDATE",
-            in_placeholders(ready.len())
+             WHERE id IN ({ready_list}) AND status = 'HELD' AND hold_expires_at <= ? ORDER BY id FOR UPDATE"
         )));
-        let expiring: Vec<Expiring> = bind_ids(select, &ready)
+        let expiring: Vec<Expiring> = select.bind_ids(&ready_list)
             .bind(now.naive_utc())
             .fetch_all(&mut *conn)
             .await?;

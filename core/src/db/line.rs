@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, in_placeholders};
+use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::{ConcertId, LineKey, QueueId};
 
 /// Concerts with WAITING requests whose sale has opened at `now` (or no
@@ -69,15 +69,14 @@ pub async fn open_requests(
 ) -> Result<(), sqlx::Error> {
     use futures::TryStreamExt as _;
     async move {
-        if concerts.is_empty() {
+        let Some(list) = IdList::of(concerts) else {
             return Ok(());
-        }
+        };
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT concert_id, line_key, id FROM reservation_queue FORCE INDEX (idx_queue_line) \
-             WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') AND concert_id IN ({})",
-            in_placeholders(concerts.len())
+             WHERE status IN ('WAITING', 'PENDING', 'PROCESSING') AND concert_id IN ({list})"
         )));
-        let mut rows = bind_ids(select, concerts).fetch(conn);
+        let mut rows = select.bind_ids(&list).fetch(conn);
         let mut read = 0_u32;
         while let Some(row) = rows.try_next().await? {
             each(row);

@@ -11,6 +11,7 @@
 
 pub mod concerts;
 pub mod holds;
+mod id_list;
 pub mod invariants;
 pub mod kept;
 pub mod line;
@@ -30,6 +31,8 @@ use sqlx::mysql::{MySqlConnection, MySqlPool};
 use sqlx::{Connection, Executor};
 
 pub use sqlx::MySqlConnection as Conn;
+
+pub(crate) use id_list::{BindIds, IdList, execute_for_ids};
 
 /// Traces a statement: `sqlx::query(…).fetch_all(conn).traced("SELECT",
 /// "seats").await`. The few functions whose statements make one operation
@@ -179,68 +182,4 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
         error_number(err),
         Some(2002 | 2003 | 2006 | 2013 | 1040 | 1053)
     )
-}
-
-/// Placeholders for an `IN (…)` list of `n` ids: `?,?,?,?`, padded to a
-/// power of two (at least 16) so that each query has only a few distinct
-/// texts. Each is prepared once per connection and stays cached.
-///
-/// Why it matters: a statement that is not cached is closed after use with a
-/// packet the server does not answer, and sqlx does not set TCP_NODELAY, so
-/// the next command waits for the server's delayed ACK, 40 ms every time.
-pub(crate) fn in_placeholders(n: usize) -> String {
-    let len = padded_len(n);
-    let mut list = String::with_capacity(len * 2);
-    for i in 0..len {
-        list.push_str(if i == 0 { "?" } else { ",?" });
-    }
-    list
-}
-
-fn padded_len(n: usize) -> usize {
-    n.max(16).next_power_of_two()
-}
-
-/// `ids` as raw numbers, padded for [`in_placeholders`] by repeating the
-/// last one (a repeated value in an `IN` list changes nothing). Any id type
-/// of the domain goes, and plain `u64`s.
-fn padded<T: Copy + Into<u64>>(ids: &[T]) -> impl Iterator<Item = u64> + '_ {
-    let last = ids.last().copied().map_or(0, Into::into);
-    (0..padded_len(ids.len())).map(move |i| ids.get(i).copied().map_or(last, Into::into))
-}
-
-/// Binds `ids` for [`in_placeholders`].
-pub(crate) fn bind_ids<'q, O, T: Copy + Into<u64>>(
-    mut query: sqlx::query::QueryAs<'q, sqlx::MySql, O, sqlx::mysql::MySqlArguments>,
-    ids: &[T],
-) -> sqlx::query::QueryAs<'q, sqlx::MySql, O, sqlx::mysql::MySqlArguments> {
-    for id in padded(ids) {
-        query = query.bind(id);
-    }
-    query
-}
-
-/// [`bind_ids`] for statements without rows.
-pub(crate) fn bind_ids_exec<'q, T: Copy + Into<u64>>(
-    mut query: sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments>,
-    ids: &[T],
-) -> sqlx::query::Query<'q, sqlx::MySql, sqlx::mysql::MySqlArguments> {
-    for id in padded(ids) {
-        query = query.bind(id);
-    }
-    query
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn in_lists_come_in_few_sizes() {
-        assert_eq!(in_placeholders(1).matches('?').count(), 16);
-        assert_eq!(in_placeholders(16).matches('?').count(), 16);
-        assert_eq!(in_placeholders(17).matches('?').count(), 32);
-        assert_eq!(in_placeholders(1000).matches('?').count(), 1024);
-        assert_eq!(in_placeholders(3), "?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?");
-    }
 }

@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use super::Traced as _;
+use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::ReservationEvent;
 
 /// Writes the events, in the order given (their ids keep that order).
@@ -82,24 +82,22 @@ pub async fn claim_deliverable(
         .fetch_all(&mut *conn)
         .await?;
         let ids: Vec<u64> = due.into_iter().map(|(id,)| id).collect();
-        if ids.is_empty() {
+        let Some(list) = IdList::of(&ids) else {
             return Ok(Vec::new());
-        }
+        };
         let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "UPDATE outbox SET lease_token = ?, lease_until = ?, attempts = attempts + 1 WHERE id IN ({})",
-            super::in_placeholders(ids.len())
+            "UPDATE outbox SET lease_token = ?, lease_until = ?, attempts = attempts + 1 WHERE id IN ({list})"
         )))
         .bind(token)
         .bind(lease_until.naive_utc());
-        super::bind_ids_exec(update, &ids)
+        update.bind_ids(&list)
             .execute(&mut *conn)
             .await?;
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT id, event_type, payload, created_at, attempts FROM outbox \
-             WHERE id IN ({}) ORDER BY id",
-            super::in_placeholders(ids.len())
+             WHERE id IN ({list}) ORDER BY id"
         )));
-        super::bind_ids(select, &ids).fetch_all(conn).await
+        select.bind_ids(&list).fetch_all(conn).await
     }
     .traced("UPDATE", "outbox")
     .await
@@ -158,21 +156,16 @@ pub async fn mark_delivered(
     token: u64,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE outbox SET published_at = ?, next_attempt_at = NULL, last_error = NULL, \
-         lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND id IN ({})",
-        super::in_placeholders(ids.len())
-    )))
-    .bind(now.naive_utc())
-    .bind(token);
-    Ok(super::bind_ids_exec(update, ids)
-        .execute(conn)
-        .traced("UPDATE", "outbox")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, ids, |list| {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE outbox SET published_at = ?, next_attempt_at = NULL, last_error = NULL, \
+             lease_token = NULL, lease_until = NULL WHERE lease_token = ? AND id IN ({list})"
+        )))
+        .bind(now.naive_utc())
+        .bind(token)
+    })
+    .traced("UPDATE", "outbox")
+    .await
 }
 
 /// How many events wait for delivery and how many were given up.

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::{ConcertId, LineKey, QueueId, SeatId, UserId};
 
 /// One seat of one request, as written.
@@ -63,12 +63,15 @@ pub async fn open_of_users(
     conn: &mut MySqlConnection,
     users: &[UserId],
 ) -> Result<Vec<(UserId, SeatId, QueueId)>, sqlx::Error> {
+    let Some(list) = IdList::of(users) else {
+        return Ok(Vec::new());
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT user_id, seat_id, queue_id FROM request_seats FORCE INDEX (uq_request_seats_open) \
-         WHERE open_seat_id IS NOT NULL AND user_id IN ({})",
-        in_placeholders(users.len())
+         WHERE open_seat_id IS NOT NULL AND user_id IN ({list})"
     )));
-    bind_ids(select, users)
+    select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "request_seats")
         .await
@@ -93,12 +96,15 @@ pub async fn find_open(
     user: UserId,
     seats: &[SeatId],
 ) -> Result<Option<QueueId>, sqlx::Error> {
+    let Some(list) = IdList::of(seats) else {
+        return Ok(None);
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({})",
-        in_placeholders(seats.len())
+        "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({list})"
     )))
     .bind(user);
-    let (found,): (Option<QueueId>,) = bind_ids(select, seats)
+    let (found,): (Option<QueueId>,) = select
+        .bind_ids(&list)
         .fetch_one(conn)
         .traced("SELECT", "request_seats")
         .await?;
@@ -110,14 +116,14 @@ pub async fn of_requests(
     conn: &mut MySqlConnection,
     requests: &[QueueId],
 ) -> Result<HashMap<QueueId, Vec<SeatId>>, sqlx::Error> {
-    if requests.is_empty() {
+    let Some(list) = IdList::of(requests) else {
         return Ok(HashMap::new());
-    }
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({}) ORDER BY queue_id, seat_id",
-        in_placeholders(requests.len())
+        "SELECT queue_id, seat_id FROM request_seats WHERE queue_id IN ({list}) ORDER BY queue_id, seat_id"
     )));
-    let rows: Vec<(QueueId, SeatId)> = bind_ids(select, requests)
+    let rows: Vec<(QueueId, SeatId)> = select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "request_seats")
         .await?;
@@ -136,33 +142,23 @@ pub async fn of_requests(
 /// behind a table growing by thousands of rows a second, and it scanned the
 /// whole table instead, a cost growing with the sale's history.
 pub async fn close(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
-    if requests.is_empty() {
-        return Ok(0);
-    }
-    let update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE request_seats FORCE INDEX (PRIMARY) SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({})",
-        in_placeholders(requests.len())
-    )));
-    Ok(bind_ids_exec(update, requests)
-        .execute(conn)
-        .traced("UPDATE", "request_seats")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, requests, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE request_seats FORCE INDEX (PRIMARY) SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({list})"
+        )))
+    })
+    .traced("UPDATE", "request_seats")
+    .await
 }
 
 /// Removes the rows of requests being taken back (written in the caller's
 /// transaction and refused before its commit).
 pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
-    if requests.is_empty() {
-        return Ok(0);
-    }
-    let delete = sqlx::query(AssertSqlSafe(format!(
-        "DELETE FROM request_seats WHERE queue_id IN ({})",
-        in_placeholders(requests.len())
-    )));
-    Ok(bind_ids_exec(delete, requests)
-        .execute(conn)
-        .traced("DELETE", "request_seats")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, requests, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM request_seats WHERE queue_id IN ({list})"
+        )))
+    })
+    .traced("DELETE", "request_seats")
+    .await
 }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{
     ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
@@ -94,17 +94,15 @@ pub async fn seats_of(
     conn: &mut MySqlConnection,
     reservations: &[ReservationId],
 ) -> Result<HashMap<ReservationId, Vec<ReservedSeat>>, sqlx::Error> {
-    if reservations.is_empty() {
+    let Some(list) = IdList::of(reservations) else {
         return Ok(HashMap::new());
-    }
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT rs.reservation_id, rs.seat_id, s.seat_number FROM reservation_seats rs \
-         JOIN seats s ON s.id = rs.seat_id WHERE rs.reservation_id IN ({}) \
-         ORDER BY rs.reservation_id, rs.seat_id",
-        in_placeholders(reservations.len())
+         JOIN seats s ON s.id = rs.seat_id WHERE rs.reservation_id IN ({list}) \
+         ORDER BY rs.reservation_id, rs.seat_id"
     )));
-    let rows: Vec<(ReservationId, SeatId, String)> =
-        bind_ids(select, reservations).fetch_all(conn).await?;
+    let rows: Vec<(ReservationId, SeatId, String)> = select.bind_ids(&list).fetch_all(conn).await?;
     let mut seats: HashMap<ReservationId, Vec<ReservedSeat>> = HashMap::new();
     for (id, seat_id, seat_number) in rows {
         seats.entry(id).or_default().push(ReservedSeat {
@@ -239,12 +237,14 @@ pub async fn insert_many(
         });
         insert.build().execute(&mut *conn).await?;
         let queue_ids: Vec<QueueId> = new.iter().map(|r| r.queue_id).collect();
+        let Some(list) = IdList::of(&queue_ids) else {
+            return Ok(HashMap::new());
+        };
         let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT queue_id, id FROM reservations WHERE queue_id IN ({})",
-            in_placeholders(queue_ids.len())
+            "SELECT queue_id, id FROM reservations WHERE queue_id IN ({list})"
         )));
         let ids: HashMap<QueueId, ReservationId> =
-            bind_ids(select, &queue_ids)
+            select.bind_ids(&list)
                 .fetch_all(&mut *conn)
                 .await?
                 .into_iter()
@@ -326,27 +326,26 @@ pub async fn end(
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if ids.is_empty() {
+        let Some(list) = IdList::of(ids) else {
             return Ok(0);
-        }
+        };
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservations SET status = ?, updated_at = ? \
-             WHERE status IN ('HELD', 'CONFIRMED') AND id IN ({})",
-            in_placeholders(ids.len())
+             WHERE status IN ('HELD', 'CONFIRMED') AND id IN ({list})"
         )))
         .bind(status)
         .bind(now.naive_utc());
-        let ended = bind_ids_exec(update, ids)
+        let ended = update
+            .bind_ids(&list)
             .execute(&mut *conn)
             .await?
             .rows_affected();
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_seats SET status = ? \
-             WHERE status IN ('HELD', 'CONFIRMED') AND reservation_id IN ({})",
-            in_placeholders(ids.len())
+             WHERE status IN ('HELD', 'CONFIRMED') AND reservation_id IN ({list})"
         )))
         .bind(status);
-        bind_ids_exec(update, ids).execute(conn).await?;
+        update.bind_ids(&list).execute(conn).await?;
         Ok(ended)
     }
     .traced("UPDATE", "reservations")
@@ -362,16 +361,11 @@ pub async fn end_expired_claims(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<u64, sqlx::Error> {
-    if seats.is_empty() {
-        return Ok(0);
-    }
-    let update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({})",
-        in_placeholders(seats.len())
-    )));
-    Ok(bind_ids_exec(update, seats)
-        .execute(conn)
-        .traced("UPDATE", "reservation_seats")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, seats, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_seats SET status = 'EXPIRED' WHERE status = 'HELD' AND live_seat_id IN ({list})"
+        )))
+    })
+    .traced("UPDATE", "reservation_seats")
+    .await
 }

@@ -8,7 +8,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, in_placeholders};
+use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::QueueId;
 
 pub const DEFAULT_RETENTION_DAYS: u32 = 30;
@@ -151,16 +151,15 @@ async fn lock_free(
     condition: &str,
     at: Option<DateTime<Utc>>,
 ) -> Result<Vec<(u64,)>, sqlx::Error> {
-    if ids.is_empty() {
+    let Some(list) = IdList::of(ids) else {
         return Ok(Vec::new());
-    }
+    };
     let (first, last) = span_of(ids);
     let lock = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT id FROM reservation_queue WHERE id IN ({}) AND id BETWEEN ? AND ? \
-         AND {condition} FOR UPDATE SKIP LOCKED",
-        in_placeholders(ids.len())
+        "SELECT id FROM reservation_queue WHERE id IN ({list}) AND id BETWEEN ? AND ? \
+         AND {condition} FOR UPDATE SKIP LOCKED"
     )));
-    let mut lock = bind_ids(lock, ids).bind(first).bind(last);
+    let mut lock = lock.bind_ids(&list).bind(first).bind(last);
     if let Some(at) = at {
         lock = lock.bind(at.naive_utc());
     }

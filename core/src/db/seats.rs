@@ -1,4 +1,4 @@
-use super::Traced as _;
+use super::{BindIds as _, IdList, Traced as _};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 
@@ -73,12 +73,15 @@ pub async fn order_facts(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<Vec<(SeatId, ConcertId, u8)>, sqlx::Error> {
+    let Some(list) = IdList::of(seats) else {
+        return Ok(Vec::new());
+    };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT s.id, s.concert_id, c.max_seats_per_order FROM seats s \
-         JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({})",
-        super::in_placeholders(seats.len())
+         JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({list})"
     )));
-    super::bind_ids(select, seats)
+    select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "seats")
         .await

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use crate::db::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use crate::db::{IdList, Traced as _, execute_for_ids};
 use crate::domain::{ConcertId, FailureReason, HoldDuration, LineKey, QueueId, SeatId, UserId};
 
 use super::*;
@@ -86,24 +86,24 @@ pub async fn claim(
             .map(|(id, _)| id)
             .chain(pending)
             .collect();
-        if ids.is_empty() {
+        ids.sort_unstable();
+        let Some(list) = IdList::of(&ids) else {
             return Ok(ClaimedRows {
                 dead_lettered,
                 more_expired,
                 ..ClaimedRows::default()
             });
-        }
-        ids.sort_unstable();
+        };
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_queue SET status = 'PROCESSING', lease_owner = ?, lease_token = ?, \
-             lease_until = ?, attempts = attempts + 1, retry_at = NULL, updated_at = ? WHERE id IN ({})",
-            in_placeholders(ids.len())
+             lease_until = ?, attempts = attempts + 1, retry_at = NULL, updated_at = ? WHERE id IN ({list})"
         )))
         .bind(&lease.owner)
         .bind(lease.token)
         .bind(lease.until.naive_utc())
         .bind(now.naive_utc());
-        bind_ids_exec(update, &ids)
+        update
+            .bind_ids(&list)
             .execute(&mut *conn)
             .await?;
         Ok(ClaimedRows {
@@ -174,30 +174,23 @@ pub async fn hand_back(
     attempt: Attempt,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
     let attempts = match (fence, attempt) {
         (Fence::InTransaction, _) | (_, Attempt::Counted) => "attempts",
         (_, Attempt::Refunded) => "IF(attempts > 0, attempts - 1, 0)",
     };
-    let mut update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
-             lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
-         WHERE {} AND id IN ({})",
-        fence.condition(""),
-        in_placeholders(ids.len())
-    )))
-    .bind(retry_at.naive_utc())
-    .bind(now.naive_utc());
-    if let Some(token) = fence.token() {
-        update = update.bind(token);
-    }
-    Ok(bind_ids_exec(update, ids)
-        .execute(conn)
-        .traced("UPDATE", "reservation_queue")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, ids, |list| {
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue SET status = 'PENDING', lease_owner = NULL, lease_token = NULL, \
+                 lease_until = NULL, attempts = {attempts}, retry_at = ?, updated_at = ? \
+             WHERE {} AND id IN ({list})",
+            fence.condition(""),
+        )))
+        .bind(retry_at.naive_utc())
+        .bind(now.naive_utc());
+        fence.bind_token(update)
+    })
+    .traced("UPDATE", "reservation_queue")
+    .await
 }
 
 /// Whether a handed-back row's attempt counts toward its limit.
@@ -271,24 +264,22 @@ pub async fn lock_leased(
     ids: &[QueueId],
     fence: Fence,
 ) -> Result<Vec<LeasedRow>, sqlx::Error> {
-    if ids.is_empty() {
+    let Some(list) = IdList::of(ids) else {
         return Ok(Vec::new());
-    }
-    let mut select = sqlx::query_as(AssertSqlSafe(format!(
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
                 (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
                 (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
-         WHERE {} AND q.id IN ({}) \
+         WHERE {} AND q.id IN ({list}) \
          ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
         fence.condition("q."),
-        in_placeholders(ids.len())
     )));
-    if let Some(token) = fence.token() {
-        select = select.bind(token);
-    }
-    let seats: Vec<LeasedSeat> = bind_ids(select, ids)
+    let seats: Vec<LeasedSeat> = fence
+        .bind_token(select)
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "reservation_queue")
         .await?;

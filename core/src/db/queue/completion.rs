@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::request_seats::{self};
-use crate::db::{Traced as _, bind_ids_exec, in_placeholders};
+use crate::db::{IdList, Traced as _, execute_for_ids};
 use crate::domain::{FailureReason, QueueId};
 
 use super::*;
@@ -24,25 +24,23 @@ pub async fn mark_succeeded(
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        if ids.is_empty() {
+        let Some(list) = IdList::of(ids) else {
             return Ok(0);
-        }
+        };
         let update = sqlx::query(AssertSqlSafe(format!(
             "UPDATE reservation_queue q \
              SET q.status = 'SUCCESS', q.reservation_id = ({own}), q.reason = NULL, q.lease_until = NULL, \
                  q.decided_at = ?, q.updated_at = ? \
-             WHERE q.id IN ({}) AND {} AND EXISTS ({own})",
-            in_placeholders(ids.len()),
+             WHERE q.id IN ({list}) AND {} AND EXISTS ({own})",
             fence.condition("q."),
             own = "SELECT r.id FROM reservations r WHERE r.queue_id = q.id AND r.user_id = q.user_id"
         )))
         .bind(now.naive_utc())
         .bind(now.naive_utc());
-        let mut update = bind_ids_exec(update, ids);
-        if let Some(token) = fence.token() {
-            update = update.bind(token);
-        }
-        let done = update.execute(&mut *conn).await?;
+        let done = fence
+            .bind_token(update.bind_ids(&list))
+            .execute(&mut *conn)
+            .await?;
         close_if_all(conn, ids, done.rows_affected()).await?;
         Ok(done.rows_affected())
     }
@@ -70,25 +68,21 @@ pub(super) async fn fail(
     reason: FailureReason,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
-    let mut update = sqlx::query(AssertSqlSafe(format!(
-        "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
-             decided_at = ?, updated_at = ? \
-         WHERE {} AND id IN ({})",
-        fence.condition(""),
-        in_placeholders(ids.len())
-    )))
-    .bind(reason.as_str())
-    .bind(now.naive_utc())
-    .bind(now.naive_utc());
-    if let Some(token) = fence.token() {
-        update = update.bind(token);
-    }
-    let done = bind_ids_exec(update, ids).execute(&mut *conn).await?;
-    close_if_all(conn, ids, done.rows_affected()).await?;
-    Ok(done.rows_affected())
+    let changed = execute_for_ids(conn, ids, |list| {
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE reservation_queue SET status = 'FAILED', reason = ?, lease_until = NULL, \
+                 decided_at = ?, updated_at = ? \
+             WHERE {} AND id IN ({list})",
+            fence.condition(""),
+        )))
+        .bind(reason.as_str())
+        .bind(now.naive_utc())
+        .bind(now.naive_utc());
+        fence.bind_token(update)
+    })
+    .await?;
+    close_if_all(conn, ids, changed).await?;
+    Ok(changed)
 }
 
 /// Closes the seats of `ids` once a statement decided every one of them

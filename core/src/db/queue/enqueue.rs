@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::request_seats::{self, RequestSeat};
-use crate::db::{Traced as _, bind_ids, bind_ids_exec, in_placeholders};
+use crate::db::{IdList, Traced as _, execute_for_ids};
 use crate::domain::{IdempotencyKey, LineKey, QueueId, QueueStatus, SeatId, UserId};
 
 use super::*;
@@ -82,19 +82,14 @@ pub struct Enqueued {
 /// after all, or a user over the open-seat limit), with their seats;
 /// returns how many requests were removed.
 pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64, sqlx::Error> {
-    if ids.is_empty() {
-        return Ok(0);
-    }
     request_seats::delete(conn, ids).await?;
-    let delete = sqlx::query(AssertSqlSafe(format!(
-        "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({})",
-        in_placeholders(ids.len())
-    )));
-    Ok(bind_ids_exec(delete, ids)
-        .execute(conn)
-        .traced("DELETE", "reservation_queue")
-        .await?
-        .rows_affected())
+    execute_for_ids(conn, ids, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({list})"
+        )))
+    })
+    .traced("DELETE", "reservation_queue")
+    .await
 }
 
 /// Adds many requests (WAITING or PENDING), each with its seats, in a few multi-row
@@ -312,12 +307,17 @@ async fn existing_seats_and_users(
         .flat_map(|r| r.seats.as_slice().iter().map(|s| s.0))
         .collect();
     let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
+    // Every request names a user and a seat: both lists or neither.
+    let (Some(seat_list), Some(user_list)) = (IdList::of(&seats), IdList::of(&users)) else {
+        return Ok((HashSet::new(), HashSet::new()));
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT 0, id FROM seats WHERE id IN ({}) UNION ALL SELECT 1, id FROM users WHERE id IN ({})",
-        in_placeholders(seats.len()),
-        in_placeholders(users.len())
+        "SELECT 0, id FROM seats WHERE id IN ({seat_list}) \
+         UNION ALL SELECT 1, id FROM users WHERE id IN ({user_list})"
     )));
-    let rows: Vec<(i64, u64)> = bind_ids(bind_ids(select, &seats), &users)
+    let rows: Vec<(i64, u64)> = select
+        .bind_ids(&seat_list)
+        .bind_ids(&user_list)
         .fetch_all(conn)
         .await?;
     let (seat_rows, user_rows): (Vec<_>, Vec<_>) =

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, bind_ids, in_placeholders};
+use super::{BindIds, IdList, Traced as _};
 use crate::domain::{
     ConcertId, IdempotencyKey, LineKey, QueueId, QueueStatus, ReservationId, SeatId, UserId,
 };
@@ -90,15 +90,15 @@ pub async fn decided_among(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
 ) -> Result<Vec<QueueRow>, sqlx::Error> {
-    if ids.is_empty() {
+    let Some(list) = IdList::of(ids) else {
         return Ok(Vec::new());
-    }
+    };
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM reservation_queue \
-         WHERE id IN ({}) AND status IN ('SUCCESS', 'FAILED')",
-        in_placeholders(ids.len())
+         WHERE id IN ({list}) AND status IN ('SUCCESS', 'FAILED')"
     )));
-    bind_ids(select, ids)
+    select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "reservation_queue")
         .await
@@ -145,10 +145,11 @@ impl Fence {
         }
     }
 
-    fn token(self) -> Option<u64> {
+    /// Binds the value of [`Self::condition`]'s placeholder, if it has one.
+    fn bind_token<Q: BindIds>(self, query: Q) -> Q {
         match self {
-            Self::Lease(token) => Some(token),
-            Self::Expired | Self::InTransaction => None,
+            Self::Lease(token) => query.bind_id(token),
+            Self::Expired | Self::InTransaction => query,
         }
     }
 }

@@ -1,7 +1,7 @@
 //! What deciding workers, the expiry sweep and checkout do to seats, under
 //! the seat locks every writer takes in id order.
 
-use crate::db::Traced as _;
+use crate::db::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::{QueueId, SeatId, SeatStatus};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
@@ -16,21 +16,16 @@ pub async fn mark(
     held_until: Option<DateTime<Utc>>,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if seats.is_empty() {
-        return Ok(0);
-    }
-    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE seats SET status = ?, held_until = ?, updated_at = ? WHERE id IN ({})",
-        crate::db::in_placeholders(seats.len())
-    )))
-    .bind(status)
-    .bind(held_until.map(|t| t.naive_utc()))
-    .bind(now.naive_utc());
-    let done = crate::db::bind_ids_exec(update, seats)
-        .execute(conn)
-        .traced("UPDATE", "seats")
-        .await?;
-    Ok(done.rows_affected())
+    execute_for_ids(conn, seats, |list| {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE seats SET status = ?, held_until = ?, updated_at = ? WHERE id IN ({list})"
+        )))
+        .bind(status)
+        .bind(held_until.map(|t| t.naive_utc()))
+        .bind(now.naive_utc())
+    })
+    .traced("UPDATE", "seats")
+    .await
 }
 
 /// Makes those of `seats` (locked by the caller) that no live claim holds
@@ -40,21 +35,16 @@ pub async fn free_unclaimed(
     seats: &[SeatId],
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
-    if seats.is_empty() {
-        return Ok(0);
-    }
-    let update = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "UPDATE seats s SET s.status = 'AVAILABLE', s.held_until = NULL, s.updated_at = ? \
-         WHERE s.id IN ({}) AND s.status <> 'AVAILABLE' \
-         AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)",
-        crate::db::in_placeholders(seats.len())
-    )))
-    .bind(now.naive_utc());
-    let done = crate::db::bind_ids_exec(update, seats)
-        .execute(conn)
-        .traced("UPDATE", "seats")
-        .await?;
-    Ok(done.rows_affected())
+    execute_for_ids(conn, seats, |list| {
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "UPDATE seats s SET s.status = 'AVAILABLE', s.held_until = NULL, s.updated_at = ? \
+             WHERE s.id IN ({list}) AND s.status <> 'AVAILABLE' \
+             AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)"
+        )))
+        .bind(now.naive_utc())
+    })
+    .traced("UPDATE", "seats")
+    .await
 }
 
 /// Locks `seats` in id order (every writer of seats locks in that order,
@@ -63,14 +53,14 @@ pub async fn lock_all(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
 ) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
-    if seats.is_empty() {
+    let Some(list) = IdList::of(seats) else {
         return Ok(Vec::new());
-    }
+    };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id, seat_number FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id FOR UPDATE",
-        crate::db::in_placeholders(seats.len())
+        "SELECT id, seat_number FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({list}) ORDER BY id FOR UPDATE"
     )));
-    crate::db::bind_ids(select, seats)
+    select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "seats")
         .await
@@ -80,14 +70,14 @@ pub async fn lock_all(
 /// takes its exclusive locks: for a writer whose inserts refer to the seats
 /// (their foreign-key checks share-lock each seat in row order).
 pub async fn share_all(conn: &mut MySqlConnection, seats: &[SeatId]) -> Result<(), sqlx::Error> {
-    if seats.is_empty() {
+    let Some(list) = IdList::of(seats) else {
         return Ok(());
-    }
+    };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({}) ORDER BY id LOCK IN SHARE MODE",
-        crate::db::in_placeholders(seats.len())
+        "SELECT id FROM seats FORCE INDEX (PRIMARY) WHERE id IN ({list}) ORDER BY id LOCK IN SHARE MODE"
     )));
-    let _: Vec<(SeatId,)> = crate::db::bind_ids(select, seats)
+    let _: Vec<(SeatId,)> = select
+        .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "seats")
         .await?;
@@ -157,9 +147,10 @@ pub async fn lock_free(
     now: DateTime<Utc>,
 ) -> Result<Vec<WantedSeat>, sqlx::Error> {
     async move {
-        if seats.is_empty() {
+        // The seats are the batch's: with no request there are none.
+        let (Some(seats_list), Some(batch_list)) = (IdList::of(seats), IdList::of(batch)) else {
             return Ok(Vec::new());
-        }
+        };
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
             "SELECT s.id AS seat, s.seat_number, \
                     (SELECT {CLAIM_OF_RESERVATION} \
@@ -167,18 +158,17 @@ pub async fn lock_free(
                       WHERE rs.live_seat_id = s.id) AS claim, \
                     (SELECT IF(o.line_key < {after}, o.line_key, {after} + o.queue_id) \
                        FROM request_seats o FORCE INDEX (idx_request_seats_line) \
-                      WHERE o.open_seat_id = s.id AND o.queue_id NOT IN ({}) \
+                      WHERE o.open_seat_id = s.id AND o.queue_id NOT IN ({batch_list}) \
                       ORDER BY o.line_key, o.queue_id LIMIT 1) AS first_open_elsewhere \
-             FROM seats s FORCE INDEX (PRIMARY) WHERE s.id IN ({}) \
+             FROM seats s FORCE INDEX (PRIMARY) WHERE s.id IN ({seats_list}) \
                AND (s.status = 'AVAILABLE' OR (s.status = 'HELD' AND s.held_until <= ?)) \
              ORDER BY s.id FOR UPDATE",
-            crate::db::in_placeholders(batch.len()),
-            crate::db::in_placeholders(seats.len()),
             after = crate::domain::LineKey::AFTER_OPENING.get(),
         )))
         .bind(now.naive_utc());
-        let select = crate::db::bind_ids(select, batch);
-        let rows: Vec<StandingRow> = crate::db::bind_ids(select, seats)
+        let rows: Vec<StandingRow> = select
+            .bind_ids(&batch_list)
+            .bind_ids(&seats_list)
             .bind(now.naive_utc())
             .fetch_all(&mut *conn)
             .await?;
@@ -196,11 +186,9 @@ pub async fn lock_free(
             .filter(|s| s.claim == SeatClaim::Live)
             .map(|s| s.seat)
             .collect();
-        if !live.is_empty() {
-            let now_claimed = claims(conn, &live, now).await?;
-            for s in standing.iter_mut().filter(|s| s.claim == SeatClaim::Live) {
-                s.claim = now_claimed.get(&s.seat).copied().unwrap_or(SeatClaim::None);
-            }
+        let now_claimed = claims(conn, &live, now).await?;
+        for s in standing.iter_mut().filter(|s| s.claim == SeatClaim::Live) {
+            s.claim = now_claimed.get(&s.seat).copied().unwrap_or(SeatClaim::None);
         }
         Ok(standing)
     }
@@ -225,13 +213,15 @@ async fn claims(
     seats: &[SeatId],
     now: DateTime<Utc>,
 ) -> Result<HashMap<SeatId, SeatClaim>, sqlx::Error> {
+    let Some(list) = IdList::of(seats) else {
+        return Ok(HashMap::new());
+    };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT rs.live_seat_id, {CLAIM_OF_RESERVATION} FROM reservation_seats rs \
-         JOIN reservations r ON r.id = rs.reservation_id WHERE rs.live_seat_id IN ({})",
-        crate::db::in_placeholders(seats.len())
+         JOIN reservations r ON r.id = rs.reservation_id WHERE rs.live_seat_id IN ({list})"
     )))
     .bind(now.naive_utc());
-    let rows: Vec<(SeatId, i64)> = crate::db::bind_ids(select, seats).fetch_all(conn).await?;
+    let rows: Vec<(SeatId, i64)> = select.bind_ids(&list).fetch_all(conn).await?;
     Ok(rows
         .into_iter()
         .map(|(seat, code)| (seat, claim_of(Some(code))))
