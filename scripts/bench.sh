@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what="${1:-all}"
 DATABASE_URL="$(scripts/db.sh)"
 export DATABASE_URL
-cargo build --release --locked -p ticket-bench -p ticket-api -p ticket-worker >&2
+[ -n "${TICKET_BENCH_BIN:-}" ] || cargo build --release --locked -p ticket-bench -p ticket-api -p ticket-worker >&2
 # TICKET_BENCH_BIN: binaries built elsewhere (an older commit, for a before/after pair).
 bin="${TICKET_BENCH_BIN:-target/release}"
 work=.local/bench
