@@ -13,7 +13,9 @@ export const options = {
 
 export function setup() {
   const admin = adminToken();
-  const { id, seats } = createConcert(admin, `cancel-${Date.now()}`, 1, 10);
+  // One user books all ten: the concert lets a fan have ten (the default
+  // cap per fan is the order size, 4).
+  const { id, seats } = createConcert(admin, `cancel-${Date.now()}`, 1, 10, { maxSeatsPerUser: 10 });
   return { concertId: id, seats, tokens: createUsers(2, `r${Date.now()}`) };
 }
 

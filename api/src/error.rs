@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db;
-use ticket_core::domain::{FieldError, QueueId, SaleWindow};
+use ticket_core::domain::{FieldError, MaxSeatsPerUser, QueueId, SaleWindow};
 use utoipa::ToSchema;
 
 use crate::fresh_cache::Unanswered;
@@ -48,6 +48,9 @@ pub enum ErrorCode {
     TooManySeats,
     /// The concert's sale (or its lottery) has not begun; see `opensAt`.
     SaleNotOpen,
+    /// The request would take its user past the concert's
+    /// `maxSeatsPerUser`; see `seatsTaken`.
+    UserLimitReached,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -80,7 +83,8 @@ impl ErrorCode {
             | ReservationCancelForbidden
             | HoldExpired
             | ReservationNotHeld
-            | SaleNotOpen => StatusCode::CONFLICT,
+            | SaleNotOpen
+            | UserLimitReached => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable | InstanceBusy => StatusCode::SERVICE_UNAVAILABLE,
@@ -122,6 +126,13 @@ pub struct Problem {
         skip_serializing_if = "Option::is_none"
     )]
     pub accepts_requests_from: Option<DateTime<Utc>>,
+    /// With `USER_LIMIT_REACHED`: the seats one user may have in the concert.
+    #[serde(rename = "maxSeatsPerUser", skip_serializing_if = "Option::is_none")]
+    pub max_seats_per_user: Option<u8>,
+    /// With `USER_LIMIT_REACHED`: the seats the user has in the concert
+    /// already (held, confirmed and asked for by open requests).
+    #[serde(rename = "seatsTaken", skip_serializing_if = "Option::is_none")]
+    pub seats_taken: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -131,12 +142,22 @@ pub struct ApiError {
     errors: Vec<ProblemField>,
     /// Only for 5xx: logged with its cause chain, never sent.
     source: Option<anyhow::Error>,
+    /// What some codes say besides their detail.
+    extra: Extra,
+}
+
+/// What a problem carries besides its detail, by its code (one at most).
+#[derive(Debug, Clone, Copy)]
+enum Extra {
+    None,
     /// Seconds for `Retry-After` (429).
-    retry_after: Option<u64>,
+    RetryAfter(u64),
     /// The open request a `QUEUE_DUPLICATED` refers to.
-    queue_id: Option<QueueId>,
+    Queued(QueueId),
     /// A `SALE_NOT_OPEN`'s opening and lottery start.
-    sale: Option<SaleWindow>,
+    Sale(SaleWindow),
+    /// A `USER_LIMIT_REACHED`'s cap and the seats the user has.
+    UserLimit(MaxSeatsPerUser, u64),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -148,19 +169,31 @@ impl ApiError {
             detail: detail.into(),
             errors: Vec::new(),
             source: None,
-            retry_after: None,
-            queue_id: None,
-            sale: None,
+            extra: Extra::None,
         }
     }
 
     /// 409 `SALE_NOT_OPEN`: too early, even for the lottery.
     pub fn sale_not_open(sale: SaleWindow) -> Self {
         Self {
-            sale: Some(sale),
+            extra: Extra::Sale(sale),
             ..Self::new(
                 ErrorCode::SaleNotOpen,
                 "the sale has not opened yet; requests are taken from acceptsRequestsFrom",
+            )
+        }
+    }
+
+    /// 409: the request's seats would take the user past the concert's cap.
+    pub fn user_limit_reached(cap: MaxSeatsPerUser, seats_taken: u64) -> Self {
+        Self {
+            extra: Extra::UserLimit(cap, seats_taken),
+            ..Self::new(
+                ErrorCode::UserLimitReached,
+                format!(
+                    "you may have at most {} seats of this concert and have {seats_taken}",
+                    cap.get()
+                ),
             )
         }
     }
@@ -173,7 +206,7 @@ impl ApiError {
     /// 409 `QUEUE_DUPLICATED`, pointing to the request already in line.
     pub fn duplicate_request(existing: QueueId) -> Self {
         Self {
-            queue_id: Some(existing),
+            extra: Extra::Queued(existing),
             ..Self::new(
                 ErrorCode::QueueDuplicated,
                 "you already have a pending request for this seat; follow its queueId",
@@ -184,7 +217,7 @@ impl ApiError {
     /// 429 `RATE_LIMITED`, to be retried after `seconds`.
     pub fn rate_limited(detail: impl Into<String>, seconds: u64) -> Self {
         Self {
-            retry_after: Some(seconds),
+            extra: Extra::RetryAfter(seconds),
             ..Self::new(ErrorCode::RateLimited, detail)
         }
     }
@@ -317,6 +350,13 @@ impl IntoResponse for ApiError {
                 tracing::warn!(code = ?self.code, error = format!("{source:#}"), "request failed");
             }
         }
+        let (queue_id, sale, user_limit, retry_after) = match self.extra {
+            Extra::None => (None, None, None, None),
+            Extra::RetryAfter(seconds) => (None, None, None, Some(seconds)),
+            Extra::Queued(id) => (Some(id), None, None, None),
+            Extra::Sale(sale) => (None, Some(sale), None, None),
+            Extra::UserLimit(cap, taken) => (None, None, Some((cap, taken)), None),
+        };
         let body = Problem {
             kind: "about:blank",
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
@@ -324,9 +364,11 @@ impl IntoResponse for ApiError {
             detail: self.detail,
             code: self.code,
             errors: self.errors,
-            queue_id: self.queue_id.map(QueueId::get),
-            opens_at: self.sale.and_then(|sale| sale.opens_at),
-            accepts_requests_from: self.sale.and_then(SaleWindow::lottery_begins),
+            queue_id: queue_id.map(QueueId::get),
+            opens_at: sale.and_then(|sale| sale.opens_at),
+            accepts_requests_from: sale.and_then(SaleWindow::lottery_begins),
+            max_seats_per_user: user_limit.map(|(cap, _)| cap.get()),
+            seats_taken: user_limit.map(|(_, taken)| taken),
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();
@@ -344,12 +386,12 @@ impl IntoResponse for ApiError {
             ErrorCode::RateLimited => {
                 headers.insert(
                     header::RETRY_AFTER,
-                    HeaderValue::from(self.retry_after.unwrap_or(1)),
+                    HeaderValue::from(retry_after.unwrap_or(1)),
                 );
             }
             _ => {}
         }
-        if let Some(id) = self.queue_id
+        if let Some(id) = queue_id
             && let Ok(location) = HeaderValue::try_from(format!("/api/reservations/status/{id}"))
         {
             headers.insert(header::LOCATION, location);

@@ -12,6 +12,7 @@ const FIELDS = [
   { name: "seatsPerRow", label: "Seats per row", type: "number", min: 1, max: 100000, value: 20, createOnly: true },
   { name: "holdSeconds", label: "Hold seconds (0: confirmed at once)", type: "number", min: 0, max: 3600, value: 0 },
   { name: "maxSeatsPerOrder", label: "Seats per order", type: "number", min: 1, max: 10, value: 4 },
+  { name: "maxSeatsPerUser", label: "Seats per fan, all orders together (empty: seats per order)", type: "number", min: 1, max: 100 },
   { name: "opensAt", label: "Sale opens (empty: on sale at once)", type: "datetime-local" },
   { name: "lotteryWindowSeconds", label: "Lottery window, seconds before the opening", type: "number", min: 0, max: 86400, value: 0 },
 ];

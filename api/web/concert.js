@@ -56,6 +56,10 @@ export async function concertView(main, { signal, params }) {
     if (status.status === "SUCCESS") {
       const reservation = await api("GET", `/api/reservations/${status.reservationId}`, undefined, { signal });
       showReservation(reservation);
+    } else if (status.reason === "USER_LIMIT_REACHED") {
+      fill(line, h("h2", {}, "Over your limit"), h("p", {}, `You may have at most ${concert.maxSeatsPerUser} seats of this concert, held, confirmed and requested together.`));
+      line.className = "line failed";
+      map.clear();
     } else if (status.reason === "SEAT_TAKEN") {
       fill(line, h("h2", {}, "Taken by someone faster"), h("p", {}, "Someone ahead of you in line got ", status.seatIds.length > 1 ? "one of these seats" : "this seat", ". The map shows what is still free: pick another."));
       line.className = "line failed";
@@ -178,7 +182,7 @@ export async function concertView(main, { signal, params }) {
       { class: "concert-head" },
       h("h1", {}, concert.title),
       h("p", {}, `${concert.venue} · ${when(concert.concertDate)}`),
-      h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order`),
+      h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order, ${concert.maxSeatsPerUser} per fan`),
     ),
     sale,
     h(

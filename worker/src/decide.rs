@@ -8,7 +8,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Transaction};
 use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::{self, outbox, queue, reservations, seats};
-use ticket_core::domain::{ConcertId, FailureReason, QueueId, SeatId};
+use ticket_core::domain::{ConcertId, QueueId, SeatId};
 
 mod batch_plan;
 use batch_plan::*;
@@ -202,8 +202,10 @@ async fn decide_rows(
     let insert = (seats_done.1, SystemTime::now());
     let winners: Vec<QueueId> = plan.reservations.iter().map(|r| r.queue_id).collect();
     let succeeded = queue::mark_succeeded(&mut tx, &winners, fence, now).await?;
-    let refused =
-        queue::mark_failed(&mut tx, &plan.failed, fence, FailureReason::SeatTaken, now).await?;
+    let mut refused = 0;
+    for (reason, ids) in plan.refusals() {
+        refused += queue::mark_failed(&mut tx, ids, fence, reason, now).await?;
+    }
     let retry_at = now + chrono::Duration::from_std(defer_for).unwrap_or_default();
     let deferred = queue::hand_back(
         &mut tx,
@@ -226,14 +228,14 @@ async fn decide_rows(
         && reservation_ids.len() as u64 == expected
         && succeeded == expected
         && recorded == expected
-        && refused == plan.failed.len() as u64
+        && refused == plan.refused() as u64
         && deferred == plan.deferred.len() as u64;
     if !consistent {
         return Err(DecideError::Invariant(anyhow::anyhow!(
             "batch bookkeeping mismatch: {marked} of {won_seats} seats, {} reservations, {succeeded} successes, \
              {recorded} events for {expected} winners; {refused} of {} failures; {deferred} of {} deferrals",
             reservation_ids.len(),
-            plan.failed.len(),
+            plan.refused(),
             plan.deferred.len()
         )));
     }
@@ -244,7 +246,7 @@ async fn decide_rows(
     Ok(Report {
         decided: Decided {
             succeeded: winners.len(),
-            failed: plan.failed.len(),
+            failed: plan.refused(),
             lease_lost,
             deferred: plan.deferred.len() + early.len(),
             dead_lettered: 0,

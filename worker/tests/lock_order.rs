@@ -134,6 +134,7 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
         seats: SeatIds::parse(&wanted.iter().map(|s| s.0).collect::<Vec<_>>()).unwrap(),
         sale: ticket_core::domain::SaleWindow::default(),
         draw: LineKey::AFTER_OPENING,
+        max_seats_per_user: ticket_core::domain::MaxSeatsPerUser::parse(100).unwrap(),
         trace: TraceContext::default(),
     }
 }

@@ -5,8 +5,8 @@ use chrono::Utc;
 use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::{
-    ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder, OpensAt,
-    SeatLayout, Venue, keep,
+    ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
+    MaxSeatsPerUser, OpensAt, SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -44,6 +44,11 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 10)]
     max_seats_per_order: Option<u64>,
+    /// Seats one user may have in the concert, 1–100: held, confirmed and
+    /// asked for by open requests together (default: `maxSeatsPerOrder`).
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 100)]
+    max_seats_per_user: Option<u64>,
     /// When the sale opens (RFC 3339); requests before it are refused with
     /// SALE_NOT_OPEN, or join the lottery inside `lotteryWindowSeconds`.
     /// Absent or null: on sale at once.
@@ -84,6 +89,11 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 10)]
     max_seats_per_order: Option<u64>,
+    /// Applies to requests decided from now on; seats a user has already
+    /// stay theirs.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 100)]
+    max_seats_per_user: Option<u64>,
     /// A new opening time (RFC 3339), or null for on sale now. Requests
     /// already in line keep their places.
     #[serde(default, deserialize_with = "present")]
@@ -124,9 +134,12 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
         let sale = settings(
-            req.hold_seconds,
-            req.max_seats_per_order,
-            req.lottery_window_seconds,
+            RawSettings {
+                hold_seconds: req.hold_seconds,
+                max_seats_per_order: req.max_seats_per_order,
+                max_seats_per_user: req.max_seats_per_user,
+                lottery_window_seconds: req.lottery_window_seconds,
+            },
             &mut errors,
         );
         let opens_at = keep(
@@ -151,6 +164,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     settings: db::concerts::Settings {
                         hold: sale.hold.unwrap_or_default(),
                         max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
+                        max_seats_per_user: sale.max_seats_per_user,
                         opens_at,
                         lottery: sale.lottery.unwrap_or_default(),
                     },
@@ -161,33 +175,51 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
     }
 }
 
+/// The sale settings a create or a change sent.
+struct RawSettings {
+    hold_seconds: Option<u64>,
+    max_seats_per_order: Option<u64>,
+    max_seats_per_user: Option<u64>,
+    lottery_window_seconds: Option<u64>,
+}
+
 /// The sale settings a create or a change gave (`None`: not given).
 struct GivenSettings {
     hold: Option<HoldDuration>,
     max_seats_per_order: Option<MaxSeatsPerOrder>,
+    max_seats_per_user: Option<MaxSeatsPerUser>,
     lottery: Option<LotteryWindow>,
 }
 
 /// The sale settings of a create or a change, each parsed when given; None
 /// when any is invalid (each invalid one recorded in `errors`).
-fn settings(
-    hold_seconds: Option<u64>,
-    max_seats_per_order: Option<u64>,
-    lottery_window_seconds: Option<u64>,
-    errors: &mut Vec<FieldError>,
-) -> Option<GivenSettings> {
-    let hold = keep(hold_seconds.map(HoldDuration::parse).transpose(), errors);
-    let max_seats = keep(
-        max_seats_per_order.map(MaxSeatsPerOrder::parse).transpose(),
+fn settings(raw: RawSettings, errors: &mut Vec<FieldError>) -> Option<GivenSettings> {
+    let hold = keep(
+        raw.hold_seconds.map(HoldDuration::parse).transpose(),
+        errors,
+    );
+    let per_order = keep(
+        raw.max_seats_per_order
+            .map(MaxSeatsPerOrder::parse)
+            .transpose(),
+        errors,
+    );
+    let per_user = keep(
+        raw.max_seats_per_user
+            .map(MaxSeatsPerUser::parse)
+            .transpose(),
         errors,
     );
     let lottery = keep(
-        lottery_window_seconds.map(LotteryWindow::parse).transpose(),
+        raw.lottery_window_seconds
+            .map(LotteryWindow::parse)
+            .transpose(),
         errors,
     );
     Some(GivenSettings {
         hold: hold?,
-        max_seats_per_order: max_seats?,
+        max_seats_per_order: per_order?,
+        max_seats_per_user: per_user?,
         lottery: lottery?,
     })
 }
@@ -216,9 +248,12 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
             &mut errors,
         );
         let sale = settings(
-            req.hold_seconds,
-            req.max_seats_per_order,
-            req.lottery_window_seconds,
+            RawSettings {
+                hold_seconds: req.hold_seconds,
+                max_seats_per_order: req.max_seats_per_order,
+                max_seats_per_user: req.max_seats_per_user,
+                lottery_window_seconds: req.lottery_window_seconds,
+            },
             &mut errors,
         );
         let opens_at = keep(
@@ -235,6 +270,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     date,
                     hold: sale.hold,
                     max_seats_per_order: sale.max_seats_per_order,
+                    max_seats_per_user: sale.max_seats_per_user,
                     opens_at,
                     lottery: sale.lottery,
                 }))

@@ -31,6 +31,9 @@ pub struct ConcertResponse {
     seat_count: u32,
     hold_seconds: u32,
     max_seats_per_order: u8,
+    /// Seats one user may have in the concert (held, confirmed and asked
+    /// for by open requests).
+    max_seats_per_user: u8,
     /// When the sale opens; null: on sale.
     opens_at: Option<DateTime<Utc>>,
     lottery_window_seconds: u32,
@@ -71,6 +74,7 @@ impl From<ConcertRow> for ConcertResponse {
             seat_count: c.seat_count,
             hold_seconds: c.hold_seconds,
             max_seats_per_order: c.max_seats_per_order,
+            max_seats_per_user: c.max_seats_per_user,
             opens_at: c.opens_at,
             lottery_window_seconds: c.lottery_window_seconds,
             created_at: c.created_at,

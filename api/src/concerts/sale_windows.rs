@@ -1,19 +1,38 @@
-//! Each concert's sale window, remembered for a second: every request needs
-//! it (too early, lottery, or open), and a query per request would double
-//! the enqueue's round trips. An admin's change is seen within a second;
-//! the workers read the opening from the database themselves and decide
-//! nothing before it, whatever an API instance believed.
+//! Each concert's sale window and cap per fan, remembered for a second:
+//! every request needs them (too early, lottery, or open; over the cap),
+//! and a query per request would double the enqueue's round trips. An
+//! admin's change is seen within a second; the workers read the opening
+//! and the cap from the database themselves and decide nothing before the
+//! one nor past the other, whatever an API instance believed.
 
 use std::time::Duration;
 
 use sqlx::MySqlPool;
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, SaleWindow};
+use ticket_core::domain::{ConcertId, MaxSeatsPerUser, SaleWindow};
 
 use crate::error::{ApiError, ApiResult};
 use crate::fresh_cache::FreshCache;
 
-pub struct SaleWindows(FreshCache<ConcertId, SaleWindow>);
+pub struct SaleWindows(FreshCache<ConcertId, SaleTerms>);
+
+/// What an enqueue needs of its concert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SaleTerms {
+    pub window: SaleWindow,
+    pub max_seats_per_user: MaxSeatsPerUser,
+}
+
+impl Default for SaleTerms {
+    /// A concert that is gone: its seats are gone too, and the enqueue
+    /// answers 404 whatever the terms.
+    fn default() -> Self {
+        Self {
+            window: SaleWindow::default(),
+            max_seats_per_user: MaxSeatsPerUser::from_stored(MaxSeatsPerUser::MOST),
+        }
+    }
+}
 
 impl Default for SaleWindows {
     fn default() -> Self {
@@ -25,11 +44,19 @@ impl SaleWindows {
     /// The concert's sale window, about a second old at most. A concert that
     /// is gone has none (its seats are gone too: the enqueue answers 404).
     pub async fn of(&self, pool: &MySqlPool, concert: ConcertId) -> ApiResult<SaleWindow> {
+        Ok(self.terms(pool, concert).await?.window)
+    }
+
+    /// The concert's sale window and cap, about a second old at most.
+    pub async fn terms(&self, pool: &MySqlPool, concert: ConcertId) -> ApiResult<SaleTerms> {
         self.0
             .get(concert, || async {
                 let mut conn = pool.acquire().await?;
                 let row = db::concerts::find(&mut conn, concert).await?;
-                Ok::<_, ApiError>(row.map(|c| c.sale()))
+                Ok::<_, ApiError>(row.map(|c| SaleTerms {
+                    window: c.sale(),
+                    max_seats_per_user: MaxSeatsPerUser::from_stored(c.max_seats_per_user),
+                }))
             })
             .await
             .map(Option::unwrap_or_default)

@@ -18,7 +18,7 @@ use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::MySqlPool;
 use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, queue, request_seats};
-use ticket_core::domain::{LineKey, QueueId, QueueStatus, SaleWindow};
+use ticket_core::domain::{LineKey, MaxSeatsPerUser, QueueId, QueueStatus, SaleWindow};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
@@ -54,6 +54,10 @@ pub enum EnqueueError {
     /// The sale takes no requests yet by the database's clock.
     #[error("the sale has not opened")]
     SaleNotOpen(SaleWindow),
+    /// The request's seats would take its user past the concert's cap; the
+    /// seats the user has without it.
+    #[error("the user's limit for the concert is reached")]
+    UserLimit(MaxSeatsPerUser, u64),
 }
 
 /// A request in line: WAITING in the lottery, else PENDING.

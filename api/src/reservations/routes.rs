@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    ConcertId, FieldError, IdempotencyKey, LineKey, PageRequest, QueueId, ReservationId,
-    SaleWindow, SeatId, SeatIds, UserId,
+    ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser, PageRequest, QueueId,
+    ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -110,12 +110,13 @@ pub async fn enqueue(
     };
     // Whether the sale takes the request yet, and in the lottery or behind
     // the line, is decided when it is written, by the database's clock.
-    let sale = state.sales.of(&state.pool, concert).await?;
+    let terms = state.sales.terms(&state.pool, concert).await?;
     let order = Order {
         user: caller.id,
         concert,
         seats,
-        sale,
+        sale: terms.window,
+        max_seats_per_user: terms.max_seats_per_user,
     };
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
@@ -151,6 +152,7 @@ fn refused(e: EnqueueError) -> ApiError {
         EnqueueError::SeatNotFound => ApiError::seat_not_found(),
         EnqueueError::UserGone => ApiError::account_gone(),
         EnqueueError::SaleNotOpen(sale) => ApiError::sale_not_open(sale),
+        EnqueueError::UserLimit(cap, taken) => ApiError::user_limit_reached(cap, taken),
         EnqueueError::Database(e) => e.into(),
     }
 }
@@ -161,6 +163,7 @@ struct Order {
     concert: ConcertId,
     seats: SeatIds,
     sale: SaleWindow,
+    max_seats_per_user: MaxSeatsPerUser,
 }
 
 /// Queues the request; `(queue id, replayed)`. A new one counts in the
@@ -191,6 +194,7 @@ async fn place_uncounted(
         seats: order.seats,
         sale: order.sale,
         draw: LineKey::draw(),
+        max_seats_per_user: order.max_seats_per_user,
         trace: propagation::stored_form(&context),
     };
     let Some(key) = key else {
@@ -215,6 +219,16 @@ async fn place_uncounted(
     };
     match queue::enqueue(&mut tx, &request, line, Some(&key), now).await {
         Ok(id) => {
+            // Counted with its own write; rolled back as it is dropped.
+            let fans = db::fans::seats_of(&mut tx, &[user]).await?;
+            let seats = fans.get(&request.fan()).copied().unwrap_or(0);
+            if seats > u64::from(request.max_seats_per_user.get()) {
+                let without = seats.saturating_sub(request.seats.len() as u64);
+                return Err(ApiError::user_limit_reached(
+                    request.max_seats_per_user,
+                    without,
+                ));
+            }
             if limit > 0 {
                 let open = request_seats::open_counts(&mut tx, &[user]).await?;
                 if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {

@@ -477,7 +477,7 @@ async fn confirm_cancel_and_expiry_racing_on_a_hold_have_one_outcome() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_orders_of_one_user_sharing_a_seat_at_once_queue_exactly_one() {
     let app = Arc::new(spawn_app().await);
-    let (_, seats) = concert_with(&app, 40, json!({})).await;
+    let (_, seats) = concert_with(&app, 40, json!({"maxSeatsPerUser": 100})).await;
     let (_, token) = app.user("alice").await;
     for round in 0..10 {
         let orders = [

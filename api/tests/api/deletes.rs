@@ -23,7 +23,9 @@ async fn deleting_a_concert_while_people_enqueue_loses_no_accepted_request() {
     });
     let mut refused = 0;
     for round in 0..4 {
-        let concert = app.concert(json!({"rows": 2, "seatsPerRow": 10})).await["id"]
+        let concert = app
+            .concert(json!({"rows": 2, "seatsPerRow": 10, "maxSeatsPerUser": 100}))
+            .await["id"]
             .as_u64()
             .unwrap();
         let seats: Vec<u64> = app

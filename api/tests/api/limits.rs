@@ -179,7 +179,9 @@ async fn keyed_orders_sent_at_once_obey_the_open_seat_limit_exactly() {
     .await;
     let (_, greedy) = app.user("greedy").await;
     let seats = app
-        .concert_and_seats(json!({"rows": 10, "seatsPerRow": 10, "maxSeatsPerOrder": 4}))
+        .concert_and_seats(
+            json!({"rows": 10, "seatsPerRow": 10, "maxSeatsPerOrder": 4, "maxSeatsPerUser": 100}),
+        )
         .await
         .1;
     let orders = seats.chunks(4).take(25).enumerate().map(|(i, order)| {

@@ -138,11 +138,13 @@ async fn the_lottery_is_a_uniform_permutation_ahead_of_later_requests() {
     let (concert, seats) = app
         .concert_and_seats(
             json!({"rows": 6, "seatsPerRow": 100, "opensAt": opens_at.to_rfc3339(),
-                                  "lotteryWindowSeconds": 600}),
+                   "lotteryWindowSeconds": 600, "maxSeatsPerUser": 100}),
         )
         .await;
     assert_eq!(seats.len(), SEATS);
-    let users = app.many_users("l", 4).await;
+    // Three contenders, A, B and C, for every seat; each contender is six
+    // users of 100 seats (the most a user may have), and one late user.
+    let users = app.many_users("l", 19).await;
     // Workers run all along: they must leave the lottery alone until the opening.
     let shutdown = CancellationToken::new();
     let workers: Vec<_> = (0..2)
@@ -154,8 +156,12 @@ async fn the_lottery_is_a_uniform_permutation_ahead_of_later_requests() {
         .collect();
 
     let mut early: Vec<Vec<u64>> = Vec::new();
-    for (_, token) in &users[..3] {
-        let requests: Vec<(String, u64)> = seats.iter().map(|&s| (token.clone(), s)).collect();
+    for contender in users[..18].chunks(6) {
+        let requests: Vec<(String, u64)> = seats
+            .iter()
+            .enumerate()
+            .map(|(i, &s)| (contender[i / 100].1.clone(), s))
+            .collect();
         early.push(reserve_each(&app, &requests, "WAITING").await);
     }
     let checked_at = Utc::now();
@@ -169,7 +175,7 @@ async fn the_lottery_is_a_uniform_permutation_ahead_of_later_requests() {
     }
 
     until(opens_at).await;
-    let (_, late_token) = &users[3];
+    let (_, late_token) = &users[18];
     let late_requests: Vec<(String, u64)> = seats[..100]
         .iter()
         .map(|&s| (late_token.clone(), s))

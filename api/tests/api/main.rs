@@ -11,6 +11,7 @@ mod clocks;
 mod concerts;
 mod deletes;
 mod enqueue_groups;
+mod fan_cap;
 mod health;
 mod helpers;
 mod limits;

@@ -3,8 +3,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
-    ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder, OpensAt,
-    PageRequest, SaleWindow, SeatLayout, SeatStatus, Venue,
+    ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
+    MaxSeatsPerUser, OpensAt, PageRequest, SaleWindow, SeatLayout, SeatStatus, Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -16,6 +16,7 @@ pub struct ConcertRow {
     pub seat_count: u32,
     pub hold_seconds: u32,
     pub max_seats_per_order: u8,
+    pub max_seats_per_user: u8,
     pub opens_at: Option<DateTime<Utc>>,
     pub lottery_window_seconds: u32,
     pub created_at: DateTime<Utc>,
@@ -32,15 +33,25 @@ impl ConcertRow {
 }
 
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-                       opens_at, lottery_window_seconds, created_at, updated_at";
+                       max_seats_per_user, opens_at, lottery_window_seconds, created_at, updated_at";
 
-/// How a concert sells: its hold, its order size, and when its sale opens.
+/// How a concert sells: its hold, its order size, its cap per fan, and
+/// when its sale opens.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Settings {
     pub hold: HoldDuration,
     pub max_seats_per_order: MaxSeatsPerOrder,
+    /// `None`: the order size.
+    pub max_seats_per_user: Option<MaxSeatsPerUser>,
     pub opens_at: Option<OpensAt>,
     pub lottery: LotteryWindow,
+}
+
+impl Settings {
+    pub fn cap_per_user(&self) -> MaxSeatsPerUser {
+        self.max_seats_per_user
+            .unwrap_or(MaxSeatsPerUser::same_as(self.max_seats_per_order))
+    }
 }
 
 /// Seats per multi-row INSERT: 6 placeholders each stays far below the
@@ -61,7 +72,8 @@ pub async fn insert_with_seats(
     async move {
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-             opens_at, lottery_window_seconds, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             max_seats_per_user, opens_at, lottery_window_seconds, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -69,6 +81,7 @@ pub async fn insert_with_seats(
         .bind(layout.seat_count())
         .bind(settings.hold.seconds())
         .bind(settings.max_seats_per_order.get())
+        .bind(settings.cap_per_user().get())
         .bind(settings.opens_at.map(|at| at.get().naive_utc()))
         .bind(settings.lottery.seconds())
         .bind(now.naive_utc())
@@ -196,6 +209,7 @@ pub struct Changes {
     pub date: Option<ConcertDate>,
     pub hold: Option<HoldDuration>,
     pub max_seats_per_order: Option<MaxSeatsPerOrder>,
+    pub max_seats_per_user: Option<MaxSeatsPerUser>,
     /// `Some(None)`: no opening time any more (on sale now).
     pub opens_at: Option<Option<OpensAt>>,
     pub lottery: Option<LotteryWindow>,
@@ -212,6 +226,7 @@ pub async fn update(
         "UPDATE concerts SET title = COALESCE(?, title), venue = COALESCE(?, venue), \
          concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
          max_seats_per_order = COALESCE(?, max_seats_per_order), \
+         max_seats_per_user = COALESCE(?, max_seats_per_user), \
          opens_at = IF(?, ?, opens_at), lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
          updated_at = ? WHERE id = ?",
     )
@@ -220,6 +235,7 @@ pub async fn update(
     .bind(changes.date.map(|d| d.get().naive_utc()))
     .bind(changes.hold.map(HoldDuration::seconds))
     .bind(changes.max_seats_per_order.map(MaxSeatsPerOrder::get))
+    .bind(changes.max_seats_per_user.map(MaxSeatsPerUser::get))
     .bind(changes.opens_at.is_some())
     .bind(changes.opens_at.flatten().map(|at| at.get().naive_utc()))
     .bind(changes.lottery.map(LotteryWindow::seconds))

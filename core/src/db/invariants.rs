@@ -118,6 +118,15 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "a user holds or has confirmed more seats of a concert than its maxSeatsPerUser",
+        "SELECT COUNT(*) FROM (SELECT r.concert_id, r.user_id, COUNT(*) AS seats \
+           FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+          WHERE rs.status = 'CONFIRMED' OR (rs.status = 'HELD' AND r.hold_expires_at > ?) \
+          GROUP BY r.concert_id, r.user_id) f \
+         JOIN concerts c ON c.id = f.concert_id WHERE f.seats > c.max_seats_per_user",
+        &[Now],
+    ),
+    (
         "a concert's seat_count differs from its seats",
         "SELECT COUNT(*) FROM concerts c WHERE c.seat_count <> \
          (SELECT COUNT(*) FROM seats s WHERE s.concert_id = c.id)",

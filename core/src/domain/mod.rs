@@ -15,7 +15,7 @@ mod user;
 
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
 pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
-pub use order::{HoldDuration, MaxSeatsPerOrder, PaymentReference, SeatIds};
+pub use order::{HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds};
 pub use page::{PageBounds, PageRequest};
 pub use reservation::{FailureReason, IdempotencyKey};
 pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, SaleWindow};

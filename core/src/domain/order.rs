@@ -112,6 +112,42 @@ impl Default for MaxSeatsPerOrder {
     }
 }
 
+/// How many seats one fan (a user) may have in a concert: held, confirmed
+/// and asked for by open requests together (1–100; a new concert's default
+/// is its `maxSeatsPerOrder`). Ticketmaster's per-account limits, counted
+/// over every order rather than each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MaxSeatsPerUser(u8);
+
+impl MaxSeatsPerUser {
+    pub const MOST: u8 = 100;
+
+    pub fn parse(n: u64) -> Result<Self, FieldError> {
+        match u8::try_from(n) {
+            Ok(n) if (1..=Self::MOST).contains(&n) => Ok(Self(n)),
+            _ => Err(FieldError::new(
+                "maxSeatsPerUser",
+                format!("must be 1 to {}", Self::MOST),
+            )),
+        }
+    }
+
+    /// The default of a concert whose orders take up to `per_order` seats.
+    pub fn same_as(per_order: MaxSeatsPerOrder) -> Self {
+        Self(per_order.get())
+    }
+
+    /// As stored: the column's CHECK keeps it in range; anything else is
+    /// read as the most restrictive cap.
+    pub fn from_stored(n: u8) -> Self {
+        Self(n.clamp(1, Self::MOST))
+    }
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+}
+
 /// The buyer's reference for the payment that confirms a hold (a payment
 /// provider's id): 1–128 visible ASCII characters, kept and echoed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,6 +197,10 @@ mod tests {
         assert!(MaxSeatsPerOrder::parse(0).is_err());
         assert!(MaxSeatsPerOrder::parse(11).is_err());
         assert_eq!(MaxSeatsPerOrder::parse(10).unwrap().get(), 10);
+        assert!(MaxSeatsPerUser::parse(0).is_err());
+        assert!(MaxSeatsPerUser::parse(101).is_err());
+        assert_eq!(MaxSeatsPerUser::parse(100).unwrap().get(), 100);
+        assert_eq!(MaxSeatsPerUser::same_as(MaxSeatsPerOrder::DEFAULT).get(), 4);
         assert!(PaymentReference::parse("pi_3N2x").is_ok());
         assert!(PaymentReference::parse("").is_err());
         assert!(PaymentReference::parse("has space").is_err());

@@ -38,6 +38,8 @@ pub enum FailureReason {
     /// Deciding the request failed on every attempt (a row whose data the
     /// decision cannot handle); it was set aside so the queue moves on.
     ProcessingFailed,
+    /// Its seats would take its user past the concert's `maxSeatsPerUser`.
+    UserLimitReached,
 }
 
 impl FailureReason {
@@ -45,6 +47,7 @@ impl FailureReason {
         match self {
             Self::SeatTaken => "SEAT_TAKEN",
             Self::ProcessingFailed => "PROCESSING_FAILED",
+            Self::UserLimitReached => "USER_LIMIT_REACHED",
         }
     }
 }

@@ -2,20 +2,25 @@
 //! what its verdicts mean for the tables (reservations, seat changes,
 //! events).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use ticket_core::db::{queue, reservations, seats};
-use ticket_core::domain::allocation::{self, Verdict};
+use ticket_core::db::{fans, queue, reservations, seats};
+use ticket_core::domain::allocation::{self, Fan, FanStanding, Verdict};
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
-use ticket_core::domain::{QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus};
+use ticket_core::domain::{
+    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus, UserId,
+};
 
 /// Who gets what in a batch, decided under the locks of the seats wanted.
 #[derive(Debug, Default)]
 pub(super) struct Plan {
     pub(super) reservations: Vec<reservations::NewReservation>,
+    /// SEAT_TAKEN.
     pub(super) failed: Vec<QueueId>,
+    /// USER_LIMIT_REACHED.
+    pub(super) over_limit: Vec<QueueId>,
     pub(super) deferred: Vec<QueueId>,
     /// Won seats whose previous claim was a hold that has ended.
     pub(super) reclaimed: Vec<SeatId>,
@@ -25,6 +30,18 @@ pub(super) struct Plan {
 impl Plan {
     pub(super) fn won_seats(&self) -> usize {
         self.reservations.iter().map(|r| r.seats.len()).sum()
+    }
+
+    /// The refused requests by their reason.
+    pub(super) fn refusals(&self) -> [(FailureReason, &[QueueId]); 2] {
+        [
+            (FailureReason::SeatTaken, &self.failed),
+            (FailureReason::UserLimitReached, &self.over_limit),
+        ]
+    }
+
+    pub(super) fn refused(&self) -> usize {
+        self.failed.len() + self.over_limit.len()
     }
 
     /// The won seats by the status (and hold end) they take, in id order.
@@ -123,17 +140,20 @@ pub(super) async fn plan(
         }
         plan.numbers.insert(s.seat, s.seat_number);
     }
+    let fans = fans_of(tx, rows, &batch, now).await?;
     let line: Vec<allocation::Request<'_>> = rows
         .iter()
         .map(|row| allocation::Request {
             id: row.id,
             place: row.line.place(row.id),
             seats: &row.seats,
+            fan: fan_of(row),
         })
         .collect();
-    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free)) {
+    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free, &fans)) {
         match verdict {
             Verdict::Lost => plan.failed.push(row.id),
+            Verdict::OverLimit => plan.over_limit.push(row.id),
             Verdict::Deferred => plan.deferred.push(row.id),
             Verdict::Won => {
                 plan.reclaimed
@@ -157,4 +177,44 @@ pub(super) async fn plan(
     }
     plan.reclaimed.sort_unstable();
     Ok(plan)
+}
+
+fn fan_of(row: &queue::LeasedRow) -> Fan {
+    Fan {
+        concert: row.concert_id,
+        user: row.user_id,
+    }
+}
+
+/// Where each fan of the batch stands under their concert's cap, as the
+/// last commit left them: a fan's seats grow only by a decision of one of
+/// their requests, and the rule decides those one worker at a time (a
+/// request behind the fan's earlier one elsewhere waits), so what is read
+/// here stays true until this batch commits.
+async fn fans_of(
+    tx: &mut MySqlConnection,
+    rows: &[queue::LeasedRow],
+    batch: &[QueueId],
+    now: DateTime<Utc>,
+) -> Result<allocation::Fans, sqlx::Error> {
+    let mut by_concert: BTreeMap<ConcertId, (u32, BTreeSet<UserId>)> = BTreeMap::new();
+    for row in rows {
+        let (cap, users) = by_concert.entry(row.concert_id).or_default();
+        *cap = u32::from(row.max_seats_per_user.get());
+        users.insert(row.user_id);
+    }
+    let mut fans = allocation::Fans::new();
+    for (concert, (cap, users)) in by_concert {
+        let users: Vec<UserId> = users.into_iter().collect();
+        let records = fans::records(tx, concert, &users, batch, now).await?;
+        for user in users {
+            let record = records.get(&user).copied().unwrap_or_default();
+            let standing = FanStanding {
+                room: cap.saturating_sub(record.seats_taken),
+                first_open_elsewhere: record.first_open_elsewhere,
+            };
+            fans.insert(Fan { concert, user }, standing);
+        }
+    }
+    Ok(fans)
 }

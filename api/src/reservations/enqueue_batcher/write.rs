@@ -6,8 +6,8 @@ use sqlx::{Connection, MySqlPool};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use ticket_core::db::kept::KeptConnections;
-use ticket_core::db::{self, queue, request_seats};
-use ticket_core::domain::LineKey;
+use ticket_core::db::{self, fans, queue, request_seats};
+use ticket_core::domain::{LineKey, UserId};
 
 use super::*;
 
@@ -87,9 +87,10 @@ pub(super) async fn insert_group_retrying(
 
 /// Writes the group in one transaction. A duplicate, an unknown seat or a
 /// deleted user is refused alone, inside the group's own statements; a
-/// request whose user would have more than `limit` open seats (0: no
-/// limit) is withdrawn. The count comes with the INSERT's read-back, so the
-/// common case costs no extra round trip.
+/// request that would take its fan past the concert's cap is withdrawn, and
+/// so is one whose user would have more than `limit` open seats (0: no
+/// limit). The open seats come with the INSERT's read-back; the fans'
+/// seats take one more statement, counted after the group's own write.
 pub(super) async fn insert_group(
     conn: &mut sqlx::MySqlConnection,
     requests: &[queue::NewRequest],
@@ -118,9 +119,14 @@ pub(super) async fn insert_group(
             queue::Outcome::Unsettled => Answer::Alone,
         })
         .collect();
+    let mut open_seats_per_user = written.open_seats_per_user;
+    for (user, seats) in withdraw_over_cap(&mut tx, requests, &mut answers).await? {
+        if let Some(open) = open_seats_per_user.get_mut(&user) {
+            *open = open.saturating_sub(seats);
+        }
+    }
     if limit > 0 {
-        let mut excess: HashMap<_, u64> = written
-            .open_seats_per_user
+        let mut excess: HashMap<_, u64> = open_seats_per_user
             .iter()
             .filter(|(_, open)| **open > u64::from(limit))
             .map(|(user, open)| (*user, open - u64::from(limit)))
@@ -132,6 +138,7 @@ pub(super) async fn insert_group(
                 if let Some(over) = excess.get_mut(&request.user)
                     && *over > 0
                     && let queue::Outcome::Queued(id) = written.outcomes[i]
+                    && matches!(answers[i], Answer::Ready(Ok(_)))
                 {
                     *over = over.saturating_sub(request.seats.len() as u64);
                     withdrawn.push(id);
@@ -145,12 +152,54 @@ pub(super) async fn insert_group(
     Ok(answers)
 }
 
+/// Withdraws the group's requests that take their fan past the concert's
+/// cap, the newest first, and answers them USER_LIMIT_REACHED; returns the
+/// seats withdrawn per user.
+async fn withdraw_over_cap(
+    tx: &mut sqlx::MySqlConnection,
+    requests: &[queue::NewRequest],
+    answers: &mut [Answer],
+) -> Result<HashMap<UserId, u64>, sqlx::Error> {
+    let queued = |i: usize| matches!(answers[i], Answer::Ready(Ok(_)));
+    let mut users: Vec<UserId> = (0..requests.len())
+        .filter(|&i| queued(i))
+        .map(|i| requests[i].user)
+        .collect();
+    users.sort_unstable();
+    users.dedup();
+    let mut seats = fans::seats_of(tx, &users).await?;
+    let mut withdrawn = Vec::new();
+    let mut freed: HashMap<UserId, u64> = HashMap::new();
+    for (i, request) in requests.iter().enumerate().rev() {
+        let cap = request.max_seats_per_user;
+        if let Answer::Ready(Ok(queued)) = &answers[i]
+            && let Some(count) = seats.get_mut(&request.fan())
+            && *count > u64::from(cap.get())
+        {
+            let own = request.seats.len() as u64;
+            *count = count.saturating_sub(own);
+            *freed.entry(request.user).or_default() += own;
+            withdrawn.push(queued.id);
+            answers[i] = Answer::Ready(Err(EnqueueError::UserLimit(cap, *count)));
+        }
+    }
+    queue::withdraw(tx, &withdrawn).await?;
+    Ok(freed)
+}
+
 pub(super) async fn insert_one(
     pool: &MySqlPool,
     r: &queue::NewRequest,
     limit: u32,
 ) -> Result<Queued, EnqueueError> {
     let mut conn = pool.acquire().await?;
+    // Counted before the write: two written at once are left to the
+    // decision, which holds the cap.
+    let seats = fans::seats_of(&mut conn, &[r.user]).await?;
+    let taken = seats.get(&r.fan()).copied().unwrap_or(0);
+    if taken + r.seats.len() as u64 > u64::from(r.max_seats_per_user.get()) {
+        return Err(EnqueueError::UserLimit(r.max_seats_per_user, taken));
+    }
     if limit > 0 {
         let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
         if open.get(&r.user).copied().unwrap_or(0) + r.seats.len() as u64 > u64::from(limit) {

@@ -81,9 +81,10 @@ impl TestApp {
         (id, seats)
     }
 
-    /// The seat ids, in order, of a new concert with one row of `n` seats.
+    /// The seat ids, in order, of a new concert with one row of `n` seats
+    /// and the highest cap per fan (for tests in which one user takes many).
     pub async fn seat_ids(&self, n: u32) -> Vec<u64> {
-        self.concert_and_seats(json!({"rows": 1, "seatsPerRow": n}))
+        self.concert_and_seats(json!({"rows": 1, "seatsPerRow": n, "maxSeatsPerUser": 100}))
             .await
             .1
     }

@@ -5,7 +5,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::{IdList, Traced as _, execute_for_ids};
-use crate::domain::{ConcertId, FailureReason, HoldDuration, LineKey, QueueId, SeatId, UserId};
+use crate::domain::{
+    ConcertId, FailureReason, HoldDuration, LineKey, MaxSeatsPerUser, QueueId, SeatId, UserId,
+};
 
 use super::*;
 
@@ -233,6 +235,8 @@ pub struct LeasedRow {
     pub hold: HoldDuration,
     /// When the concert's sale opens, as it is set now.
     pub opens_at: Option<DateTime<Utc>>,
+    /// The concert's cap per fan, as it is set now.
+    pub max_seats_per_user: MaxSeatsPerUser,
     pub line: LineKey,
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
@@ -247,6 +251,7 @@ struct LeasedSeat {
     seat_id: Option<SeatId>,
     hold_seconds: Option<u32>,
     opens_at: Option<DateTime<Utc>>,
+    max_seats_per_user: Option<u8>,
     line_key: LineKey,
     traceparent: Option<String>,
     tracestate: Option<String>,
@@ -271,6 +276,7 @@ pub async fn lock_leased(
         "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
                 (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
                 (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
+                (SELECT c.max_seats_per_user FROM concerts c WHERE c.id = q.concert_id) AS max_seats_per_user, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
          WHERE {} AND q.id IN ({list}) \
@@ -295,6 +301,9 @@ pub async fn lock_leased(
                 hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
                     .unwrap_or_default(),
                 opens_at: seat.opens_at,
+                max_seats_per_user: MaxSeatsPerUser::from_stored(
+                    seat.max_seats_per_user.unwrap_or(MaxSeatsPerUser::MOST),
+                ),
                 line: seat.line_key,
                 traceparent: seat.traceparent,
                 tracestate: seat.tracestate,

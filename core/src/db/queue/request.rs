@@ -3,7 +3,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::db::request_seats::RequestSeat;
-use crate::domain::{Admission, ConcertId, LineKey, QueueId, SaleWindow, SeatIds, UserId};
+use crate::domain::{
+    Admission, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow, SeatIds, UserId,
+};
 
 use super::*;
 
@@ -19,10 +21,20 @@ pub struct NewRequest {
     pub sale: SaleWindow,
     /// Its key in the line if it arrives inside the lottery window.
     pub draw: LineKey,
+    /// Its concert's cap per fan, as the API last read it (the decision
+    /// reads it again).
+    pub max_seats_per_user: MaxSeatsPerUser,
     pub trace: TraceContext,
 }
 
 impl NewRequest {
+    pub fn fan(&self) -> crate::domain::allocation::Fan {
+        crate::domain::allocation::Fan {
+            concert: self.concert,
+            user: self.user,
+        }
+    }
+
     pub(super) fn seat_count(&self) -> u8 {
         u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
     }

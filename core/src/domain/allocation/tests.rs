@@ -1,8 +1,9 @@
 //! The rule against a plain reference clerk that takes the whole line one
 //! request at a time: a request wins when every seat it names is still
-//! free. Workers holding random parts of the line, each deciding the first
-//! few of its part again and again with [`allocate`], must end with the
-//! clerk's winners, whatever the line, the orders and the seats sold before.
+//! free and its fan stays within the cap. Workers holding random parts of
+//! the line, each deciding the first few of its part again and again with
+//! [`allocate`], must end with the clerk's winners, whatever the line, the
+//! orders, the fans, the cap and the seats sold before.
 
 use std::collections::{HashMap, HashSet};
 
@@ -14,17 +15,36 @@ fn seats(ids: &[u64]) -> Vec<SeatId> {
     ids.iter().copied().map(SeatId).collect()
 }
 
+fn fan(user: u64) -> Fan {
+    Fan {
+        concert: ConcertId(1),
+        user: UserId(user),
+    }
+}
+
+/// Each request is its own fan, without a cap.
 fn verdicts(line: &[(u64, &[SeatId])], free: &[(u64, Option<u64>)]) -> Vec<Verdict> {
+    let line: Vec<(u64, u64, &[SeatId])> = line.iter().map(|&(id, s)| (id, id, s)).collect();
+    verdicts_of_fans(&line, free, &Fans::new())
+}
+
+/// (id = place, user, seats).
+fn verdicts_of_fans(
+    line: &[(u64, u64, &[SeatId])],
+    free: &[(u64, Option<u64>)],
+    fans: &Fans,
+) -> Vec<Verdict> {
     let requests: Vec<Request<'_>> = line
         .iter()
-        .map(|&(id, seats)| Request {
+        .map(|&(id, user, seats)| Request {
             id: QueueId(id),
             place: id,
             seats,
+            fan: fan(user),
         })
         .collect();
     let free: FreeSeats = free.iter().map(|&(s, first)| (SeatId(s), first)).collect();
-    allocate(&requests, &free)
+    allocate(&requests, &free, fans)
 }
 
 #[test]
@@ -63,14 +83,87 @@ fn a_request_waits_behind_an_earlier_one_elsewhere_and_so_do_those_sharing_its_s
     );
 }
 
+#[test]
+fn a_fan_takes_no_more_than_the_cap_and_the_seats_refused_stay_free() {
+    let (ab, cd, e) = (seats(&[1, 2]), seats(&[3, 4]), seats(&[5]));
+    // Fan 1 may take 3 more seats; fan 2 has no room left.
+    let fans: Fans = [(1, 3), (2, 0)]
+        .into_iter()
+        .map(|(user, room)| {
+            let standing = FanStanding {
+                room,
+                first_open_elsewhere: None,
+            };
+            (fan(user), standing)
+        })
+        .collect();
+    let got = verdicts_of_fans(
+        &[
+            (1, 1, &ab),
+            (2, 1, &cd),
+            (3, 2, &e),
+            (4, 1, &e),
+            (5, 3, &cd),
+        ],
+        &[(1, None), (2, None), (3, None), (4, None), (5, None)],
+        &fans,
+    );
+    assert_eq!(
+        got,
+        [
+            Verdict::Won,
+            Verdict::OverLimit,
+            Verdict::OverLimit,
+            Verdict::Won,
+            Verdict::Won
+        ],
+        "fan 1's second order would make 4; fan 2 has none left; fan 3 has no cap"
+    );
+}
+
+#[test]
+fn a_fans_request_waits_behind_their_earlier_one_elsewhere_and_so_do_their_later_ones() {
+    let (a, b, c) = (seats(&[1]), seats(&[2]), seats(&[3]));
+    let fans: Fans = [(
+        fan(1),
+        FanStanding {
+            room: 10,
+            first_open_elsewhere: Some(4),
+        },
+    )]
+    .into_iter()
+    .collect();
+    let got = verdicts_of_fans(
+        &[(3, 1, &a), (5, 1, &b), (6, 2, &c)],
+        &[(1, None), (2, None), (3, None)],
+        &fans,
+    );
+    assert_eq!(got, [Verdict::Won, Verdict::Deferred, Verdict::Won]);
+    let b_then_a = verdicts_of_fans(
+        &[(5, 1, &b), (7, 1, &a)],
+        &[(1, None), (2, Some(1))],
+        &Fans::new(),
+    );
+    assert_eq!(
+        b_then_a,
+        [Verdict::Deferred, Verdict::Deferred],
+        "the fan's later request waits for the one deferred before it"
+    );
+}
+
 /// The reference: the whole line in order, one request at a time.
-fn clerk(line: &[Vec<SeatId>], sold: &HashSet<SeatId>) -> Vec<bool> {
+fn clerk(line: &[Vec<SeatId>], fans: &[u64], cap: u32, sold: &HashSet<SeatId>) -> Vec<bool> {
     let mut sold = sold.clone();
+    let mut taken: HashMap<u64, u32> = HashMap::new();
     line.iter()
-        .map(|wanted| {
-            let wins = wanted.iter().all(|s| !sold.contains(s));
+        .zip(fans)
+        .map(|(wanted, fan)| {
+            let count = taken.entry(*fan).or_default();
+            let wins =
+                wanted.iter().all(|s| !sold.contains(s)) && *count + wanted.len() as u32 <= cap;
             if wins {
                 sold.extend(wanted);
+                *count += wanted.len() as u32;
             }
             wins
         })
@@ -83,6 +176,9 @@ fn clerk(line: &[Vec<SeatId>], sold: &HashSet<SeatId>) -> Vec<bool> {
 struct Sale {
     line: Vec<Vec<SeatId>>,
     places: Vec<u64>,
+    /// The user of each request, and the seats each may hold in all.
+    fans: Vec<u64>,
+    cap: u32,
     /// The worker holding each request.
     owner: Vec<usize>,
     /// How many of its open requests each worker decides at a time.
@@ -100,6 +196,7 @@ impl Sale {
                 id: QueueId(i as u64 + 1),
                 place,
                 seats,
+                fan: fan(self.fans[i]),
             })
             .collect()
     }
@@ -110,6 +207,7 @@ impl Sale {
     fn decided_by_workers(&self) -> Vec<bool> {
         let (line, requests) = (&self.line, self.requests());
         let mut sold = self.sold.clone();
+        let mut taken: HashMap<u64, u32> = HashMap::new();
         let mut outcome: Vec<Option<bool>> = vec![None; line.len()];
         let mut rounds = 0;
         while outcome.iter().any(Option::is_none) {
@@ -129,14 +227,30 @@ impl Sale {
                         free.insert(*seat, first_elsewhere);
                     }
                 }
+                let mut fans = Fans::new();
+                for &i in &mine {
+                    let user = self.fans[i];
+                    let first_open_elsewhere = (0..line.len())
+                        .filter(|j| !mine.contains(j) && outcome[*j].is_none())
+                        .filter(|&j| self.fans[j] == user)
+                        .map(|j| self.places[j])
+                        .min();
+                    let room = self.cap - taken.get(&user).copied().unwrap_or(0);
+                    let standing = FanStanding {
+                        room,
+                        first_open_elsewhere,
+                    };
+                    fans.insert(fan(user), standing);
+                }
                 let batch: Vec<Request<'_>> = mine.iter().map(|&i| requests[i]).collect();
-                for (&i, verdict) in mine.iter().zip(allocate(&batch, &free)) {
+                for (&i, verdict) in mine.iter().zip(allocate(&batch, &free, &fans)) {
                     match verdict {
                         Verdict::Won => {
                             sold.extend(&line[i]);
+                            *taken.entry(self.fans[i]).or_default() += line[i].len() as u32;
                             outcome[i] = Some(true);
                         }
-                        Verdict::Lost => outcome[i] = Some(false),
+                        Verdict::Lost | Verdict::OverLimit => outcome[i] = Some(false),
                         Verdict::Deferred => {}
                     }
                 }
@@ -149,9 +263,10 @@ impl Sale {
     }
 }
 
-/// A line of up to 24 requests of 1–4 seats among 8, some sold already,
-/// held by up to 4 workers deciding 1–6 at a time; places in line are
-/// increasing but not consecutive (a lottery's keys, then arrival order).
+/// A line of up to 24 requests of 1–4 seats among 8 by up to 5 fans with
+/// a cap of 1–8 seats each, some seats sold already, held by up to 4
+/// workers deciding 1–6 at a time; places in line are increasing but not
+/// consecutive (a lottery's keys, then arrival order).
 fn sale() -> impl Strategy<Value = Sale> {
     let order = proptest::sample::subsequence((0..8u64).collect::<Vec<_>>(), 1..=4)
         .prop_map(|ids| seats(&ids));
@@ -159,13 +274,17 @@ fn sale() -> impl Strategy<Value = Sale> {
         (
             proptest::collection::vec(order.clone(), n),
             proptest::collection::btree_set(0..1_000u64, n),
+            proptest::collection::vec(1..=5u64, n),
+            1..=8u32,
             proptest::collection::vec(0..w, n),
             proptest::collection::vec(1..=6usize, w),
             proptest::collection::hash_set((0..8u64).prop_map(SeatId), 0..4),
         )
-            .prop_map(|(line, places, owner, batch, sold)| Sale {
+            .prop_map(|(line, places, fans, cap, owner, batch, sold)| Sale {
                 line,
                 places: places.into_iter().collect(),
+                fans,
+                cap,
                 owner,
                 batch,
                 sold,
@@ -173,12 +292,32 @@ fn sale() -> impl Strategy<Value = Sale> {
     })
 }
 
+impl Sale {
+    fn clerk(&self) -> Vec<bool> {
+        clerk(&self.line, &self.fans, self.cap, &self.sold)
+    }
+
+    /// Every fan with the whole cap as room and nothing open elsewhere.
+    fn fans_alone(&self) -> Fans {
+        self.fans
+            .iter()
+            .map(|&user| {
+                let standing = FanStanding {
+                    room: self.cap,
+                    first_open_elsewhere: None,
+                };
+                (fan(user), standing)
+            })
+            .collect()
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
 
     #[test]
     fn workers_sharing_a_line_give_every_seat_to_the_clerks_winner(sale in sale()) {
-        prop_assert_eq!(sale.decided_by_workers(), clerk(&sale.line, &sale.sold));
+        prop_assert_eq!(sale.decided_by_workers(), sale.clerk());
     }
 
     #[test]
@@ -190,10 +329,10 @@ proptest! {
             .filter(|s| !sale.sold.contains(s))
             .map(|s| (*s, None))
             .collect();
-        let verdicts = allocate(&sale.requests(), &free);
+        let verdicts = allocate(&sale.requests(), &free, &sale.fans_alone());
         prop_assert!(!verdicts.contains(&Verdict::Deferred), "nothing is open elsewhere");
         let won: Vec<bool> = verdicts.into_iter().map(|v| v == Verdict::Won).collect();
-        prop_assert_eq!(won, clerk(&sale.line, &sale.sold));
+        prop_assert_eq!(won, sale.clerk());
     }
 
     #[test]
@@ -207,9 +346,14 @@ proptest! {
             .map(|s| (s, elsewhere[s.0 as usize]))
             .collect();
         let requests = sale.requests();
+        let fans = sale.fans_alone();
         let mut owners: HashMap<SeatId, QueueId> = HashMap::new();
-        for (request, verdict) in requests.iter().zip(allocate(&requests, &free)) {
+        let mut taken: HashMap<Fan, u32> = HashMap::new();
+        for (request, verdict) in requests.iter().zip(allocate(&requests, &free, &fans)) {
             if verdict == Verdict::Won {
+                let count = taken.entry(request.fan).or_default();
+                *count += request.seats.len() as u32;
+                prop_assert!(*count <= sale.cap, "{:?} past the cap", request.fan);
                 for seat in request.seats {
                     prop_assert!(free.contains_key(seat));
                     // Nobody open elsewhere is ahead of it for this seat.

@@ -1,0 +1,110 @@
+//! What the cap per fan (a user in one concert) needs of a decision's fans:
+//! the seats each holds or has confirmed, and the place of their first open
+//! request outside the batch (a fan's requests are decided in line order,
+//! by one worker at a time).
+
+use std::collections::HashMap;
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::{BindIds as _, IdList, Traced as _};
+use crate::domain::allocation::Fan;
+use crate::domain::{ConcertId, LineKey, QueueId, UserId};
+
+/// One fan of a batch, as the last commit left them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct FanRecord {
+    /// Seats of live claims: HELD before the hold's end, or CONFIRMED.
+    pub seats_taken: u32,
+    pub first_open_elsewhere: Option<u64>,
+}
+
+/// The records of `users` in `concert`; a user missing has neither seats
+/// nor open requests outside `batch`. In one round trip: the seats through
+/// each user's reservations, the open requests through each user's open
+/// seats (`uq_request_seats_open`), a handful of rows per fan.
+pub async fn records(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    users: &[UserId],
+    batch: &[QueueId],
+    now: DateTime<Utc>,
+) -> Result<HashMap<UserId, FanRecord>, sqlx::Error> {
+    let (Some(users_list), Some(batch_list)) = (IdList::of(users), IdList::of(batch)) else {
+        return Ok(HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT 0 AS kind, r.user_id, CAST(COUNT(*) AS UNSIGNED) AS n \
+           FROM reservations r FORCE INDEX (idx_reservations_user) \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id \
+          WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?)) \
+          GROUP BY r.user_id \
+         UNION ALL \
+         SELECT 1, o.user_id, CAST(MIN(IF(o.line_key < {after}, o.line_key, {after} + o.queue_id)) AS UNSIGNED) \
+           FROM request_seats o FORCE INDEX (uq_request_seats_open) \
+          WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL AND o.concert_id = ? \
+            AND o.queue_id NOT IN ({batch_list}) \
+          GROUP BY o.user_id",
+        after = LineKey::AFTER_OPENING.get(),
+    )));
+    let rows: Vec<(i64, UserId, u64)> = select
+        .bind_ids(&users_list)
+        .bind(concert)
+        .bind(now.naive_utc())
+        .bind_ids(&users_list)
+        .bind(concert)
+        .bind_ids(&batch_list)
+        .fetch_all(conn)
+        .traced("SELECT", "reservations")
+        .await?;
+    let mut records: HashMap<UserId, FanRecord> = HashMap::new();
+    for (kind, user, n) in rows {
+        let record = records.entry(user).or_default();
+        if kind == 0 {
+            record.seats_taken = u32::try_from(n).unwrap_or(u32::MAX);
+        } else {
+            record.first_open_elsewhere = Some(n);
+        }
+    }
+    Ok(records)
+}
+
+/// The seats each of `users` has in each concert: held (before the hold's
+/// end by the database's clock), confirmed, and asked for by open requests
+/// (the caller's transaction's own included). What the enqueue refuses by:
+/// a request that would take its fan past the cap is refused when it is
+/// written; the decision holds the line when two were written at once.
+pub async fn seats_of(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<HashMap<Fan, u64>, sqlx::Error> {
+    let Some(list) = IdList::of(users) else {
+        return Ok(HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT r.concert_id, r.user_id, CAST(COUNT(*) AS UNSIGNED) \
+           FROM reservations r FORCE INDEX (idx_reservations_user) \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id \
+          WHERE r.user_id IN ({list}) \
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6))) \
+          GROUP BY r.concert_id, r.user_id \
+         UNION ALL \
+         SELECT concert_id, user_id, CAST(COUNT(*) AS UNSIGNED) \
+           FROM request_seats FORCE INDEX (uq_request_seats_open) \
+          WHERE user_id IN ({list}) AND open_seat_id IS NOT NULL \
+          GROUP BY concert_id, user_id"
+    )));
+    let rows: Vec<(ConcertId, UserId, u64)> = select
+        .bind_ids(&list)
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "reservations")
+        .await?;
+    let mut seats: HashMap<Fan, u64> = HashMap::new();
+    for (concert, user, n) in rows {
+        *seats.entry(Fan { concert, user }).or_default() += n;
+    }
+    Ok(seats)
+}
