@@ -27,6 +27,7 @@ pub enum ErrorCode {
     SeatNotFound,
     QueueNotFound,
     ReservationNotFound,
+    AccessCodeNotFound,
     MethodNotAllowed,
     NicknameDuplicated,
     SeatDuplicated,
@@ -51,6 +52,13 @@ pub enum ErrorCode {
     /// The request would take its user past the concert's
     /// `maxSeatsPerUser`; see `seatsTaken`.
     UserLimitReached,
+    /// The concert is in its presale: a request needs an `accessCode`.
+    AccessCodeRequired,
+    /// No such access code for the concert, or it was revoked.
+    AccessCodeInvalid,
+    /// The access code has no use or seats left, or belongs to another
+    /// account.
+    AccessCodeUsed,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -68,9 +76,9 @@ impl ErrorCode {
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Forbidden => StatusCode::FORBIDDEN,
+            Forbidden | AccessCodeRequired | AccessCodeInvalid => StatusCode::FORBIDDEN,
             RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
-            | ReservationNotFound => StatusCode::NOT_FOUND,
+            | ReservationNotFound | AccessCodeNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -84,7 +92,8 @@ impl ErrorCode {
             | HoldExpired
             | ReservationNotHeld
             | SaleNotOpen
-            | UserLimitReached => StatusCode::CONFLICT,
+            | UserLimitReached
+            | AccessCodeUsed => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable | InstanceBusy => StatusCode::SERVICE_UNAVAILABLE,
@@ -196,6 +205,27 @@ impl ApiError {
                 ),
             )
         }
+    }
+
+    /// 403: the presale takes requests with an access code only.
+    pub fn access_code_required() -> Self {
+        Self::new(
+            ErrorCode::AccessCodeRequired,
+            "the presale is on: a request needs an access code until the sale opens",
+        )
+    }
+
+    /// 403: no such code for this concert, or it was revoked.
+    pub fn access_code_invalid() -> Self {
+        Self::new(
+            ErrorCode::AccessCodeInvalid,
+            "this access code is not valid for this concert",
+        )
+    }
+
+    /// 409: the code has been used up, or by another account.
+    pub fn access_code_used(detail: impl Into<String>) -> Self {
+        Self::new(ErrorCode::AccessCodeUsed, detail)
     }
 
     /// 401: a still-valid token of an account deleted since.

@@ -12,6 +12,7 @@ pub mod fresh_cache;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod presale;
 pub mod reservations;
 pub mod routes;
 pub mod server;

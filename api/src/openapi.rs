@@ -9,6 +9,7 @@ use utoipa::{Modify, OpenApi};
 use crate::accounts::{auth, users};
 use crate::concerts::{availability, routes as concerts, sale, seats};
 use crate::health;
+use crate::presale::routes as presale;
 use crate::reservations::{checkout, events as status_events, routes as reservations};
 use crate::state::AppState;
 
@@ -28,6 +29,7 @@ use crate::state::AppState;
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,
         status_events::events,
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
+        presale::create, presale::list, presale::revoke,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
@@ -38,6 +40,7 @@ use crate::state::AppState;
         (name = "concerts", description = "Concerts and their seat layouts"),
         (name = "seats", description = "Seats of a concert"),
         (name = "reservations", description = "Asynchronous reservation requests, holds, confirmation and cancellation"),
+        (name = "presale", description = "Access codes for a concert's presale"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

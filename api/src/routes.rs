@@ -29,6 +29,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(crate::accounts::router())
         .merge(crate::concerts::router())
         .merge(crate::reservations::router())
+        .merge(crate::presale::router())
         .merge(crate::web::router())
         .merge(crate::openapi::router())
         .merge(metrics)

@@ -135,6 +135,7 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
         sale: ticket_core::domain::SaleWindow::default(),
         draw: LineKey::AFTER_OPENING,
         max_seats_per_user: ticket_core::domain::MaxSeatsPerUser::parse(100).unwrap(),
+        access_code: None,
         trace: TraceContext::default(),
     }
 }

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, SeatLayout, Venue, keep,
+    MaxSeatsPerUser, OpensAt, PresaleStartsAt, SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -54,6 +54,10 @@ pub struct CreateConcertRequest {
     /// Absent or null: on sale at once.
     #[schema(example = "2030-04-01T10:00:00+09:00", format = DateTime)]
     opens_at: Option<String>,
+    /// When a presale begins (RFC 3339, before `opensAt`): from then until
+    /// `opensAt` a request needs an `accessCode`. Absent or null: none.
+    #[schema(example = "2030-03-31T10:00:00+09:00", format = DateTime)]
+    presale_starts_at: Option<String>,
     /// 0 (default) to 86,400: requests placed this long before `opensAt`
     /// are put in a uniformly random order at the opening, ahead of every
     /// later request. Needs `opensAt`.
@@ -99,6 +103,11 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "present")]
     #[schema(format = DateTime, nullable)]
     opens_at: Option<Option<String>>,
+    /// A new presale start (RFC 3339, before the opening), or null for no
+    /// presale.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(format = DateTime, nullable)]
+    presale_starts_at: Option<Option<String>>,
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 86400)]
     lottery_window_seconds: Option<u64>,
@@ -152,24 +161,41 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 "a lottery needs opensAt",
             ));
         }
-        match (title, venue, date, layout, sale, opens_at) {
-            (Some(title), Some(venue), Some(date), Some(layout), Some(sale), Some(opens_at))
-                if errors.is_empty() =>
-            {
-                Ok(Self {
-                    title,
-                    venue,
-                    date,
-                    layout,
-                    settings: db::concerts::Settings {
-                        hold: sale.hold.unwrap_or_default(),
-                        max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
-                        max_seats_per_user: sale.max_seats_per_user,
-                        opens_at,
-                        lottery: sale.lottery.unwrap_or_default(),
-                    },
-                })
-            }
+        let presale = keep(
+            req.presale_starts_at
+                .as_deref()
+                .map(PresaleStartsAt::parse)
+                .transpose(),
+            &mut errors,
+        );
+        if let (Some(Some(presale)), Some(opens_at)) = (presale, opens_at)
+            && let Err(e) = presale_before_opening(presale, opens_at)
+        {
+            errors.push(e);
+        }
+        match (title, venue, date, layout, sale, opens_at, presale) {
+            (
+                Some(title),
+                Some(venue),
+                Some(date),
+                Some(layout),
+                Some(sale),
+                Some(opens_at),
+                Some(presale_starts_at),
+            ) if errors.is_empty() => Ok(Self {
+                title,
+                venue,
+                date,
+                layout,
+                settings: db::concerts::Settings {
+                    hold: sale.hold.unwrap_or_default(),
+                    max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
+                    max_seats_per_user: sale.max_seats_per_user,
+                    opens_at,
+                    presale_starts_at,
+                    lottery: sale.lottery.unwrap_or_default(),
+                },
+            }),
             _ => Err(errors),
         }
     }
@@ -262,8 +288,14 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
-        match (title, venue, date, sale, opens_at) {
-            (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at)) => {
+        let presale = keep(
+            req.presale_starts_at
+                .map(|at| at.as_deref().map(PresaleStartsAt::parse).transpose())
+                .transpose(),
+            &mut errors,
+        );
+        match (title, venue, date, sale, opens_at, presale) {
+            (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at), Some(presale)) => {
                 Ok(Self(db::concerts::Changes {
                     title,
                     venue,
@@ -272,10 +304,27 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     max_seats_per_order: sale.max_seats_per_order,
                     max_seats_per_user: sale.max_seats_per_user,
                     opens_at,
+                    presale_starts_at: presale,
                     lottery: sale.lottery,
                 }))
             }
             _ => Err(errors),
         }
+    }
+}
+
+/// A presale ends at the opening, so it must begin before it; without an
+/// opening there is nothing to be early for.
+pub fn presale_before_opening(
+    presale: PresaleStartsAt,
+    opens_at: Option<OpensAt>,
+) -> Result<(), FieldError> {
+    match opens_at {
+        Some(opens) if presale.get() < opens.get() => Ok(()),
+        Some(_) => Err(FieldError::new("presaleStartsAt", "must be before opensAt")),
+        None => Err(FieldError::new(
+            "presaleStartsAt",
+            "a presale needs opensAt",
+        )),
     }
 }

@@ -6,14 +6,14 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::{self, concerts::ConcertRow};
-use ticket_core::domain::{ConcertId, PageRequest};
+use ticket_core::domain::{ConcertId, OpensAt, PageRequest, PresaleStartsAt};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
 use crate::state::AppState;
 
-use super::input::{ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
+use super::input::{self, ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -36,6 +36,9 @@ pub struct ConcertResponse {
     max_seats_per_user: u8,
     /// When the sale opens; null: on sale.
     opens_at: Option<DateTime<Utc>>,
+    /// When the presale begins (requests need an access code until
+    /// `opensAt`); null: no presale.
+    presale_starts_at: Option<DateTime<Utc>>,
     lottery_window_seconds: u32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
@@ -76,6 +79,7 @@ impl From<ConcertRow> for ConcertResponse {
             max_seats_per_order: c.max_seats_per_order,
             max_seats_per_user: c.max_seats_per_user,
             opens_at: c.opens_at,
+            presale_starts_at: c.presale_starts_at,
             lottery_window_seconds: c.lottery_window_seconds,
             created_at: c.created_at,
             updated_at: c.updated_at,
@@ -179,6 +183,12 @@ pub async fn update(
     let now = db::now(&mut tx).await?;
     db::concerts::update(&mut tx, id, &changes.0, now).await?;
     let concert = load(&mut tx, id).await?;
+    // Checked against what the concert is now, the change included; the
+    // transaction is rolled back on refusal.
+    if let Some(presale) = concert.presale_starts_at {
+        let opening = concert.opens_at.map(OpensAt::from_stored);
+        input::presale_before_opening(PresaleStartsAt::from_stored(presale), opening)?;
+    }
     tx.commit().await?;
     Ok(Json(concert.into()))
 }

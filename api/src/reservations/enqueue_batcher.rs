@@ -18,8 +18,10 @@ use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::MySqlPool;
 use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, queue, request_seats};
-use ticket_core::domain::{LineKey, MaxSeatsPerUser, QueueId, QueueStatus, SaleWindow};
+use ticket_core::domain::{Admission, LineKey, MaxSeatsPerUser, QueueId, QueueStatus, SaleWindow};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
+
+use crate::error::ApiError;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 mod write;
@@ -54,6 +56,9 @@ pub enum EnqueueError {
     /// The sale takes no requests yet by the database's clock.
     #[error("the sale has not opened")]
     SaleNotOpen(SaleWindow),
+    /// The concert is in its presale and the request has no access code.
+    #[error("an access code is required")]
+    AccessCodeRequired,
     /// The request's seats would take its user past the concert's cap; the
     /// seats the user has without it.
     #[error("the user's limit for the concert is reached")]
@@ -77,6 +82,14 @@ impl Queued {
 }
 
 impl EnqueueError {
+    /// Why the sale does not take `request` at `now` (the database's clock).
+    pub fn not_taken(request: &queue::NewRequest, now: chrono::DateTime<chrono::Utc>) -> Self {
+        match request.admission(now) {
+            Admission::CodeRequired { .. } => Self::AccessCodeRequired,
+            _ => Self::SaleNotOpen(request.sale),
+        }
+    }
+
     /// What a failed single INSERT means: a duplicate is answered with the
     /// request already in line; any other constraint is named by the API's
     /// error mapping.
@@ -92,6 +105,25 @@ impl EnqueueError {
             return Self::Duplicate(existing);
         }
         Self::Database(err)
+    }
+}
+
+/// The answer a refused request gets.
+impl From<EnqueueError> for ApiError {
+    fn from(e: EnqueueError) -> Self {
+        match e {
+            EnqueueError::TooManyOpen => ApiError::rate_limited(
+                "you have too many open reservation requests; wait for their decisions",
+                1,
+            ),
+            EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
+            EnqueueError::SeatNotFound => ApiError::seat_not_found(),
+            EnqueueError::UserGone => ApiError::account_gone(),
+            EnqueueError::SaleNotOpen(sale) => ApiError::sale_not_open(sale),
+            EnqueueError::UserLimit(cap, taken) => ApiError::user_limit_reached(cap, taken),
+            EnqueueError::AccessCodeRequired => ApiError::access_code_required(),
+            EnqueueError::Database(e) => e.into(),
+        }
     }
 }
 

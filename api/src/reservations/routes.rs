@@ -5,11 +5,10 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use opentelemetry::trace::TraceContextExt as _;
 use serde::{Deserialize, Serialize};
-use sqlx::Connection as _;
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser, PageRequest, QueueId,
-    ReservationId, SaleWindow, SeatId, SeatIds, UserId,
+    AccessCode, ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser, PageRequest,
+    QueueId, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -18,10 +17,12 @@ use utoipa::ToSchema;
 
 use super::status::{LineFields, QueueStatusResponse, own_request};
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
-use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
-use crate::reservations::enqueue_batcher::{EnqueueError, Queued};
+use crate::reservations::enqueue_batcher::Queued;
+
+use super::alone;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -46,6 +47,10 @@ pub struct ReserveRequest {
     /// Optional; when given it must be the caller's own id.
     #[serde(default, deserialize_with = "integral::optional")]
     user_id: Option<u64>,
+    /// During the concert's presale: an access code (case, dashes and
+    /// spaces do not matter). It binds to the first account that uses it.
+    #[schema(max_length = 64, example = "ABCD-EFGH-JKMN-PQRS")]
+    access_code: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -96,6 +101,12 @@ pub async fn enqueue(
         Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
         None => None,
     };
+    // A code that cannot be one is as unknown as a wrong one.
+    let access_code = match req.access_code.as_deref().map(AccessCode::parse) {
+        None => None,
+        Some(Ok(code)) => Some(code),
+        Some(Err(_)) => return Err(ApiError::access_code_invalid()),
+    };
     let seats = match (req.seat_id, req.seat_ids) {
         (Some(seat), None) => SeatIds::one(SeatId(seat)),
         (None, Some(list)) => SeatIds::parse(&list)?,
@@ -117,6 +128,7 @@ pub async fn enqueue(
         seats,
         sale: terms.window,
         max_seats_per_user: terms.max_seats_per_user,
+        access_code,
     };
     // Most requests are not sampled: their row carries the request's own
     // (unsampled) context, and no producer span is made for nobody to see.
@@ -138,25 +150,6 @@ pub async fn enqueue(
     placed.map(|(queued, replayed)| accepted(queued, replayed))
 }
 
-fn too_many_open() -> ApiError {
-    ApiError::rate_limited(
-        "you have too many open reservation requests; wait for their decisions",
-        1,
-    )
-}
-
-fn refused(e: EnqueueError) -> ApiError {
-    match e {
-        EnqueueError::TooManyOpen => too_many_open(),
-        EnqueueError::Duplicate(existing) => ApiError::duplicate_request(existing),
-        EnqueueError::SeatNotFound => ApiError::seat_not_found(),
-        EnqueueError::UserGone => ApiError::account_gone(),
-        EnqueueError::SaleNotOpen(sale) => ApiError::sale_not_open(sale),
-        EnqueueError::UserLimit(cap, taken) => ApiError::user_limit_reached(cap, taken),
-        EnqueueError::Database(e) => e.into(),
-    }
-}
-
 /// What a caller asks for, checked.
 struct Order {
     user: UserId,
@@ -164,6 +157,7 @@ struct Order {
     seats: SeatIds,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
+    access_code: Option<AccessCode>,
 }
 
 /// Queues the request; `(queue id, replayed)`. A new one counts in the
@@ -195,73 +189,17 @@ async fn place_uncounted(
         sale: order.sale,
         draw: LineKey::draw(),
         max_seats_per_user: order.max_seats_per_user,
+        access_code: None,
         trace: propagation::stored_form(&context),
     };
-    let Some(key) = key else {
+    if key.is_none() && order.access_code.is_none() {
         // The common case: written together with concurrent requests.
         return match state.enqueuer.enqueue(request, context).await {
             Ok(queued) => Ok((queued, false)),
-            Err(e) => Err(refused(e)),
+            Err(e) => Err(ApiError::from(e)),
         };
-    };
-    let user = request.user;
-    let mut conn = state.pool.acquire().await?;
-    let limit = state.limits.max_open_requests_per_user();
-    let mut tx = conn.begin().await?;
-    if limit > 0 {
-        // One keyed request of a user at a time, counted after its own
-        // write: concurrent ones cannot all pass a count taken before.
-        db::users::lock(&mut tx, user).await?;
     }
-    let now = db::now(&mut tx).await?;
-    let Some(line) = request.line_at(now) else {
-        return Err(ApiError::sale_not_open(request.sale));
-    };
-    match queue::enqueue(&mut tx, &request, line, Some(&key), now).await {
-        Ok(id) => {
-            // Counted with its own write; rolled back as it is dropped.
-            let fans = db::fans::seats_of(&mut tx, &[user]).await?;
-            let seats = fans.get(&request.fan()).copied().unwrap_or(0);
-            if seats > u64::from(request.max_seats_per_user.get()) {
-                let without = seats.saturating_sub(request.seats.len() as u64);
-                return Err(ApiError::user_limit_reached(
-                    request.max_seats_per_user,
-                    without,
-                ));
-            }
-            if limit > 0 {
-                let open = request_seats::open_counts(&mut tx, &[user]).await?;
-                if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {
-                    // Rolled back as it is dropped: a replay of this key
-                    // is refused the same way while the user is at the limit.
-                    return Err(too_many_open());
-                }
-            }
-            tx.commit().await?;
-            Ok((Queued::new(id, line), false))
-        }
-        Err(e) => {
-            tx.rollback().await?;
-            // The same key again (the server may name either key it broke):
-            // answer as the first time, if it was the same request.
-            if db::violated_unique_key(&e).is_some()
-                && let Some(original) =
-                    queue::find_by_idempotency_key(&mut conn, user, &key).await?
-            {
-                let seats = request_seats::of_requests(&mut conn, &[original.id]).await?;
-                if seats.get(&original.id).map(Vec::as_slice) != Some(request.seats.as_slice()) {
-                    return Err(ApiError::new(
-                        ErrorCode::IdempotencyKeyReused,
-                        "this Idempotency-Key was used for a different request",
-                    ));
-                }
-                return Ok((Queued::new(original.id, original.line_key), true));
-            }
-            Err(refused(
-                EnqueueError::from_insert(&mut conn, &request, e).await,
-            ))
-        }
-    }
+    alone::place(state, request, key, order.access_code).await
 }
 
 /// Where a queued request stands, and while it is open its place in line

@@ -30,12 +30,17 @@ async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
 
 /// `/api/seats/17` → `/api/seats/{id}`.
 fn template(path: &str) -> String {
-    path.split('/')
-        .map(|segment| {
-            if !segment.is_empty() && segment.bytes().all(|b| b.is_ascii_digit()) {
-                "{id}"
+    let segments: Vec<&str> = path.split('/').collect();
+    segments
+        .iter()
+        .enumerate()
+        .map(|(i, segment)| {
+            if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
+                *segment
+            } else if i > 0 && segments[i - 1] == "access-codes" {
+                "{code_id}"
             } else {
-                segment
+                "{id}"
             }
         })
         .collect::<Vec<_>>()
@@ -194,6 +199,27 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         (
             Method::DELETE,
             format!("/api/concerts/{concert_id}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/concerts/{concert_id}/access-codes"),
+            Some(json!({"count": 1, "usesPerCode": 1, "seatsPerCode": 1})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/access-codes"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/concerts/{concert_id}/access-codes/1"),
             None,
             403,
             "FORBIDDEN",

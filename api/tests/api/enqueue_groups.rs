@@ -23,6 +23,7 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
         sale: ticket_core::domain::SaleWindow::default(),
         draw: LineKey::AFTER_OPENING,
         max_seats_per_user: MaxSeatsPerUser::parse(100).unwrap(),
+        access_code: None,
         trace: TraceContext::default(),
     }
 }

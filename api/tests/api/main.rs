@@ -20,6 +20,7 @@ mod metrics;
 mod openapi;
 mod otlp;
 mod page;
+mod presale;
 mod reservations;
 mod sale;
 mod seats;

@@ -4,7 +4,8 @@ use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, PageRequest, SaleWindow, SeatLayout, SeatStatus, Venue,
+    MaxSeatsPerUser, OpensAt, PageRequest, PresaleStartsAt, SaleWindow, SeatLayout, SeatStatus,
+    Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -18,6 +19,7 @@ pub struct ConcertRow {
     pub max_seats_per_order: u8,
     pub max_seats_per_user: u8,
     pub opens_at: Option<DateTime<Utc>>,
+    pub presale_starts_at: Option<DateTime<Utc>>,
     pub lottery_window_seconds: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -28,12 +30,14 @@ impl ConcertRow {
         SaleWindow {
             opens_at: self.opens_at,
             lottery: LotteryWindow::parse(self.lottery_window_seconds.into()).unwrap_or_default(),
+            presale_starts_at: self.presale_starts_at,
         }
     }
 }
 
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-                       max_seats_per_user, opens_at, lottery_window_seconds, created_at, updated_at";
+                       max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
+                       created_at, updated_at";
 
 /// How a concert sells: its hold, its order size, its cap per fan, and
 /// when its sale opens.
@@ -44,6 +48,8 @@ pub struct Settings {
     /// `None`: the order size.
     pub max_seats_per_user: Option<MaxSeatsPerUser>,
     pub opens_at: Option<OpensAt>,
+    /// Before `opens_at` (the caller checks).
+    pub presale_starts_at: Option<PresaleStartsAt>,
     pub lottery: LotteryWindow,
 }
 
@@ -72,8 +78,8 @@ pub async fn insert_with_seats(
     async move {
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-             max_seats_per_user, opens_at, lottery_window_seconds, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -83,6 +89,7 @@ pub async fn insert_with_seats(
         .bind(settings.max_seats_per_order.get())
         .bind(settings.cap_per_user().get())
         .bind(settings.opens_at.map(|at| at.get().naive_utc()))
+        .bind(settings.presale_starts_at.map(|at| at.get().naive_utc()))
         .bind(settings.lottery.seconds())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
@@ -212,6 +219,8 @@ pub struct Changes {
     pub max_seats_per_user: Option<MaxSeatsPerUser>,
     /// `Some(None)`: no opening time any more (on sale now).
     pub opens_at: Option<Option<OpensAt>>,
+    /// `Some(None)`: no presale any more.
+    pub presale_starts_at: Option<Option<PresaleStartsAt>>,
     pub lottery: Option<LotteryWindow>,
 }
 
@@ -227,7 +236,8 @@ pub async fn update(
          concert_date = COALESCE(?, concert_date), hold_seconds = COALESCE(?, hold_seconds), \
          max_seats_per_order = COALESCE(?, max_seats_per_order), \
          max_seats_per_user = COALESCE(?, max_seats_per_user), \
-         opens_at = IF(?, ?, opens_at), lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
+         opens_at = IF(?, ?, opens_at), presale_starts_at = IF(?, ?, presale_starts_at), \
+         lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
          updated_at = ? WHERE id = ?",
     )
     .bind(changes.title.as_ref().map(ConcertTitle::as_str))
@@ -238,6 +248,13 @@ pub async fn update(
     .bind(changes.max_seats_per_user.map(MaxSeatsPerUser::get))
     .bind(changes.opens_at.is_some())
     .bind(changes.opens_at.flatten().map(|at| at.get().naive_utc()))
+    .bind(changes.presale_starts_at.is_some())
+    .bind(
+        changes
+            .presale_starts_at
+            .flatten()
+            .map(|at| at.get().naive_utc()),
+    )
     .bind(changes.lottery.map(LotteryWindow::seconds))
     .bind(now.naive_utc())
     .bind(id)
@@ -319,6 +336,10 @@ pub async fn delete_with_seats(
     id: ConcertId,
 ) -> Result<bool, sqlx::Error> {
     async move {
+        sqlx::query("DELETE FROM access_codes WHERE concert_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
         sqlx::query("DELETE FROM seats WHERE concert_id = ?")
             .bind(id)
             .execute(&mut *conn)

@@ -10,7 +10,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::allocation::Fan;
-use crate::domain::{ConcertId, LineKey, QueueId, UserId};
+use crate::domain::{ConcertId, QueueId, UserId};
 
 /// One fan of a batch, as the last commit left them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -42,12 +42,12 @@ pub async fn records(
             AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?)) \
           GROUP BY r.user_id \
          UNION ALL \
-         SELECT 1, o.user_id, CAST(MIN(IF(o.line_key < {after}, o.line_key, {after} + o.queue_id)) AS UNSIGNED) \
+         SELECT 1, o.user_id, CAST(MIN({place}) AS UNSIGNED) \
            FROM request_seats o FORCE INDEX (uq_request_seats_open) \
           WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL AND o.concert_id = ? \
             AND o.queue_id NOT IN ({batch_list}) \
           GROUP BY o.user_id",
-        after = LineKey::AFTER_OPENING.get(),
+        place = super::line::place_sql("o."),
     )));
     let rows: Vec<(i64, UserId, u64)> = select
         .bind_ids(&users_list)

@@ -127,6 +127,25 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[Now],
     ),
     (
+        "an access code has more requests open or won, or more seats, than it allows",
+        "SELECT COUNT(*) FROM (SELECT q.access_code_id, COUNT(*) AS uses, SUM(q.seat_count) AS seats \
+           FROM reservation_queue q LEFT JOIN reservations r ON r.id = q.reservation_id \
+          WHERE q.access_code_id IS NOT NULL \
+            AND (q.status IN ('WAITING', 'PENDING', 'PROCESSING') \
+                 OR (q.status = 'SUCCESS' AND (r.status = 'CONFIRMED' \
+                     OR (r.status = 'HELD' AND r.hold_expires_at > ?)))) \
+          GROUP BY q.access_code_id) u \
+         JOIN access_codes c ON c.id = u.access_code_id \
+         WHERE u.uses > c.uses_per_code OR u.seats > c.seats_per_code",
+        &[Now],
+    ),
+    (
+        "an access code was used by an account other than the one it is bound to",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN access_codes c ON c.id = q.access_code_id \
+         WHERE c.user_id IS NULL OR c.user_id <> q.user_id",
+        &[],
+    ),
+    (
         "a concert's seat_count differs from its seats",
         "SELECT COUNT(*) FROM concerts c WHERE c.seat_count <> \
          (SELECT COUNT(*) FROM seats s WHERE s.concert_id = c.id)",
@@ -164,7 +183,7 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
     (
         "a lottery request was decided before its sale opened",
         "SELECT COUNT(*) FROM reservation_queue q JOIN concerts c ON c.id = q.concert_id \
-         WHERE q.line_key < 4611686018427387904 AND q.decided_at < c.opens_at",
+         WHERE q.line_key > 0 AND q.line_key < 4611686018427387904 AND q.decided_at < c.opens_at",
         &[],
     ),
     (

@@ -90,3 +90,13 @@ pub async fn open_requests(
     .traced("SELECT", "reservation_queue")
     .await
 }
+
+/// A `request_seats` row's place in line as one number, as
+/// [`LineKey::place`] computes it (`alias` is the row's, with its dot).
+pub(crate) fn place_sql(alias: &str) -> String {
+    let after = LineKey::AFTER_OPENING.get();
+    format!(
+        "IF({alias}line_key = 0, {alias}queue_id, \
+         IF({alias}line_key < {after}, {alias}line_key, {after} + {alias}queue_id))"
+    )
+}

@@ -9,6 +9,7 @@
 //! a confirm on seats it does not want. Single-table updates need no hint:
 //! they skip a locked row whose last committed version does not match.
 
+pub mod access_codes;
 pub mod concerts;
 pub mod fans;
 pub mod holds;

@@ -57,6 +57,10 @@ id_type!(
     /// Primary key of `reservation_queue`.
     QueueId
 );
+id_type!(
+    /// Primary key of `access_codes`.
+    AccessCodeId
+);
 
 #[cfg(test)]
 mod tests {

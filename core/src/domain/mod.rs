@@ -1,6 +1,7 @@
 //! Domain types. Each is built with `parse`, which is the only way to get one,
 //! so a value of these types has already been validated.
 
+pub mod access_code;
 pub mod allocation;
 mod concert;
 pub mod events;
@@ -13,12 +14,13 @@ mod seat;
 mod status;
 mod user;
 
+pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
-pub use ids::{ConcertId, QueueId, ReservationId, SeatId, UserId};
+pub use ids::{AccessCodeId, ConcertId, QueueId, ReservationId, SeatId, UserId};
 pub use order::{HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds};
 pub use page::{PageBounds, PageRequest};
 pub use reservation::{FailureReason, IdempotencyKey};
-pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, SaleWindow};
+pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, SaleWindow};
 pub use seat::SeatNumber;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
 pub use user::{NickName, Password};

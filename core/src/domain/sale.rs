@@ -34,25 +34,55 @@ pub struct OpensAt(DateTime<Utc>);
 
 impl OpensAt {
     pub fn parse(raw: &str) -> Result<Self, FieldError> {
-        let parsed = DateTime::parse_from_rfc3339(raw.trim()).map_err(|_| {
-            FieldError::new(
-                "opensAt",
-                "must be an RFC 3339 date-time such as 2030-05-01T10:00:00+09:00",
-            )
-        })?;
-        let utc = parsed.with_timezone(&Utc).trunc_subsecs(6);
-        if !(1970..=9999).contains(&utc.year()) {
-            return Err(FieldError::new(
-                "opensAt",
-                "must be between the years 1970 and 9999",
-            ));
-        }
-        Ok(Self(utc))
+        instant(raw, "opensAt").map(Self)
+    }
+
+    /// As stored (written through `parse`).
+    pub fn from_stored(at: DateTime<Utc>) -> Self {
+        Self(at)
     }
 
     pub fn get(self) -> DateTime<Utc> {
         self.0
     }
+}
+
+/// When a presale begins: from then until the opening, a request needs an
+/// access code. Before the opening, which the concert's settings check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PresaleStartsAt(DateTime<Utc>);
+
+impl PresaleStartsAt {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        instant(raw, "presaleStartsAt").map(Self)
+    }
+
+    /// As stored (written through `parse`).
+    pub fn from_stored(at: DateTime<Utc>) -> Self {
+        Self(at)
+    }
+
+    pub fn get(self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
+/// An RFC 3339 instant at the database's microsecond precision.
+fn instant(raw: &str, field: &'static str) -> Result<DateTime<Utc>, FieldError> {
+    let parsed = DateTime::parse_from_rfc3339(raw.trim()).map_err(|_| {
+        FieldError::new(
+            field,
+            "must be an RFC 3339 date-time such as 2030-05-01T10:00:00+09:00",
+        )
+    })?;
+    let utc = parsed.with_timezone(&Utc).trunc_subsecs(6);
+    if !(1970..=9999).contains(&utc.year()) {
+        return Err(FieldError::new(
+            field,
+            "must be between the years 1970 and 9999",
+        ));
+    }
+    Ok(utc)
 }
 
 /// A concert's sale as requests see it.
@@ -61,6 +91,8 @@ pub struct SaleWindow {
     /// `None`: on sale from the start.
     pub opens_at: Option<DateTime<Utc>>,
     pub lottery: LotteryWindow,
+    /// From then until `opens_at`, requests with an access code are taken.
+    pub presale_starts_at: Option<DateTime<Utc>>,
 }
 
 /// What a request placed at a given time gets.
@@ -72,9 +104,15 @@ pub enum Admission {
     Lottery { opens_at: DateTime<Utc> },
     /// The sale is open: behind everyone already in line.
     Open,
+    /// In the presale, with an access code: behind the presale requests
+    /// already in line, decided at once.
+    Presale,
+    /// In the presale without an access code (and outside the lottery).
+    CodeRequired { opens_at: DateTime<Utc> },
 }
 
 impl SaleWindow {
+    /// What a request without an access code gets at `now`.
     pub fn admission(self, now: DateTime<Utc>) -> Admission {
         let Some(opens_at) = self.opens_at else {
             return Admission::Open;
@@ -83,9 +121,26 @@ impl SaleWindow {
             Admission::Open
         } else if now >= opens_at - chrono::Duration::seconds(i64::from(self.lottery.seconds())) {
             Admission::Lottery { opens_at }
+        } else if self.in_presale(now) {
+            Admission::CodeRequired { opens_at }
         } else {
             Admission::NotYet { opens_at }
         }
+    }
+
+    /// What a request with an access code gets at `now`: a presale place
+    /// while the presale runs; otherwise the code does not matter.
+    pub fn admission_with_code(self, now: DateTime<Utc>) -> Admission {
+        if self.in_presale(now) {
+            Admission::Presale
+        } else {
+            self.admission(now)
+        }
+    }
+
+    /// Whether the presale runs at `now`.
+    pub fn in_presale(self, now: DateTime<Utc>) -> bool {
+        matches!((self.presale_starts_at, self.opens_at), (Some(from), Some(until)) if from <= now && now < until)
     }
 
     /// When the lottery begins (requests are refused before).
@@ -96,16 +151,23 @@ impl SaleWindow {
 }
 
 /// A request's key in its concert's line: the line is in (key, queue id)
-/// order. A lottery request's key is uniformly random below
-/// [`LineKey::AFTER_OPENING`], drawn once when it is written, so the
-/// lottery's order is a uniformly random permutation that no retry can
-/// improve (a user has one open request per seat); every later request has
-/// exactly `AFTER_OPENING` and keeps its arrival order behind them.
+/// order. A presale request's key is [`LineKey::PRESALE`]: presale requests
+/// keep their arrival order, ahead of everyone else. A lottery request's key
+/// is uniformly random in [`LineKey::LOTTERY_FLOOR`, `AFTER_OPENING`),
+/// drawn once when it is written, so the lottery's order is a uniformly
+/// random permutation that no retry can improve (a user has one open
+/// request per seat); every later request has exactly `AFTER_OPENING` and
+/// keeps its arrival order behind them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct LineKey(u64);
 
 impl LineKey {
     pub const AFTER_OPENING: Self = Self(1 << 62);
+    /// Below every lottery key: a presale request's place is its id.
+    pub const PRESALE: Self = Self(0);
+    /// Lottery keys are drawn at or above it, so that they are behind every
+    /// presale request (whose place, its id, is far below).
+    pub const LOTTERY_FLOOR: Self = Self(1 << 61);
 
     /// A lottery key from the operating system's random source.
     pub fn draw() -> Self {
@@ -122,20 +184,12 @@ impl LineKey {
             );
             bytes = hasher.finish().to_le_bytes();
         }
-        Self(u64::from_le_bytes(bytes) & (Self::AFTER_OPENING.0 - 1))
+        Self((u64::from_le_bytes(bytes) & (Self::LOTTERY_FLOOR.0 - 1)) | Self::LOTTERY_FLOOR.0)
     }
 
-    /// The key of a request placed under `admission` (`NotYet` is refused
-    /// before it gets here; it is given the after-opening key).
-    pub fn for_admission(admission: Admission) -> Self {
-        match admission {
-            Admission::Lottery { .. } => Self::draw(),
-            Admission::NotYet { .. } | Admission::Open => Self::AFTER_OPENING,
-        }
-    }
-
+    /// (Keys below the floor were drawn before presales existed.)
     pub fn is_lottery(self) -> bool {
-        self < Self::AFTER_OPENING
+        self != Self::PRESALE && self < Self::AFTER_OPENING
     }
 
     pub fn get(self) -> u64 {
@@ -147,11 +201,14 @@ impl LineKey {
         Self(raw.min(Self::AFTER_OPENING.0))
     }
 
-    /// The request's place in line as one number, ordered as (key, id): the
-    /// key for a lottery request, else `AFTER_OPENING` + its id. The SQL of
-    /// the decision computes the same (see `db::seats::lock_free`).
+    /// The request's place in line as one number, ordered as (key, id): its
+    /// id for a presale request, the key for a lottery request, else
+    /// `AFTER_OPENING` + its id. The SQL of the decision computes the same
+    /// (`db::line::place_sql`).
     pub fn place(self, id: QueueId) -> u64 {
-        if self.is_lottery() {
+        if self == Self::PRESALE {
+            id.get()
+        } else if self.is_lottery() {
             self.0
         } else {
             Self::AFTER_OPENING.0 + id.get()
@@ -203,6 +260,7 @@ mod tests {
         let sale = SaleWindow {
             opens_at: Some(opens),
             lottery: LotteryWindow::parse(600).unwrap(),
+            presale_starts_at: None,
         };
         let at = |s: i64| sale.admission(opens + Duration::seconds(s));
         assert_eq!(at(-601), Admission::NotYet { opens_at: opens });
@@ -213,10 +271,35 @@ mod tests {
         let no_lottery = SaleWindow {
             opens_at: Some(opens),
             lottery: LotteryWindow::default(),
+            presale_starts_at: None,
         };
         assert_eq!(
             no_lottery.admission(opens - Duration::microseconds(1)),
             Admission::NotYet { opens_at: opens }
+        );
+    }
+
+    #[test]
+    fn a_presale_takes_codes_and_leaves_the_lottery_to_general_sale() {
+        let opens = Utc::now();
+        let sale = SaleWindow {
+            opens_at: Some(opens),
+            lottery: LotteryWindow::parse(600).unwrap(),
+            presale_starts_at: Some(opens - Duration::seconds(3600)),
+        };
+        let plain = |s: i64| sale.admission(opens + Duration::seconds(s));
+        let coded = |s: i64| sale.admission_with_code(opens + Duration::seconds(s));
+        assert_eq!(plain(-3601), Admission::NotYet { opens_at: opens });
+        assert_eq!(coded(-3601), Admission::NotYet { opens_at: opens });
+        assert_eq!(plain(-3600), Admission::CodeRequired { opens_at: opens });
+        assert_eq!(coded(-3600), Admission::Presale);
+        assert_eq!(plain(-600), Admission::Lottery { opens_at: opens });
+        assert_eq!(coded(-1), Admission::Presale);
+        assert_eq!(plain(0), Admission::Open);
+        assert_eq!(
+            coded(0),
+            Admission::Open,
+            "after the opening a code changes nothing"
         );
     }
 
@@ -231,6 +314,18 @@ mod tests {
             LineKey::AFTER_OPENING.place(QueueId(7)) < LineKey::AFTER_OPENING.place(QueueId(8))
         );
         assert_eq!(LineKey::from_stored(u64::MAX), LineKey::AFTER_OPENING);
+    }
+
+    #[test]
+    fn presale_requests_keep_their_order_ahead_of_the_lottery() {
+        let presale = LineKey::PRESALE;
+        assert!(!presale.is_lottery());
+        assert!(presale.place(QueueId(7)) < presale.place(QueueId(8)));
+        for _ in 0..1000 {
+            let key = LineKey::draw();
+            assert!(key >= LineKey::LOTTERY_FLOOR);
+            assert!(presale.place(QueueId(u64::MAX >> 3)) < key.place(QueueId(1)));
+        }
     }
 
     #[test]

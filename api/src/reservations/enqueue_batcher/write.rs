@@ -26,10 +26,10 @@ static DATABASE_SEEN: AtomicI64 = AtomicI64::new(0);
 
 /// When the group is written. Which requests a sale takes (and whether in
 /// its lottery) is decided by the database's clock; the database is asked
-/// only when a request's sale opens (or its lottery starts) later than the
-/// last reading: once a sale is seen open it stays open, and a sale without
-/// an opening is always open. That keeps the round trip off groups of
-/// sales long open.
+/// only when a request's sale opens (or its lottery or presale starts)
+/// later than the last reading: once a sale is seen open it stays open, and
+/// a sale without an opening is always open. That keeps the round trip off
+/// groups of sales long open.
 pub(super) async fn group_time(
     tx: &mut sqlx::MySqlConnection,
     requests: &[queue::NewRequest],
@@ -40,6 +40,7 @@ pub(super) async fn group_time(
             .lottery_begins()
             .into_iter()
             .chain(r.sale.opens_at)
+            .chain(r.sale.presale_starts_at)
             .any(|at| at.timestamp_micros() >= seen)
     });
     if depends_on_the_clock {
@@ -111,7 +112,7 @@ pub(super) async fn insert_group(
                     .unwrap_or(LineKey::AFTER_OPENING),
             ))),
             queue::Outcome::SaleNotOpen => {
-                Answer::Ready(Err(EnqueueError::SaleNotOpen(request.sale)))
+                Answer::Ready(Err(EnqueueError::not_taken(request, time.admitted_at)))
             }
             queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
             queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
@@ -209,7 +210,7 @@ pub(super) async fn insert_one(
     let mut tx = conn.begin().await?;
     let now = db::now(&mut tx).await?;
     let Some(line) = r.line_at(now) else {
-        return Err(EnqueueError::SaleNotOpen(r.sale));
+        return Err(EnqueueError::not_taken(r, now));
     };
     match queue::enqueue(&mut tx, r, line, None, now).await {
         Ok(id) => {

@@ -233,7 +233,8 @@ pub struct LeasedRow {
     pub seats: Vec<SeatId>,
     /// The concert's hold, as it is set now.
     pub hold: HoldDuration,
-    /// When the concert's sale opens, as it is set now.
+    /// When the request may be decided, as the concert is set now: its
+    /// sale's opening, or for a presale request the presale's start.
     pub opens_at: Option<DateTime<Utc>>,
     /// The concert's cap per fan, as it is set now.
     pub max_seats_per_user: MaxSeatsPerUser,
@@ -275,7 +276,8 @@ pub async fn lock_leased(
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
                 (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
-                (SELECT c.opens_at FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
+                (SELECT IF(q.access_code_id IS NULL, c.opens_at, COALESCE(c.presale_starts_at, c.opens_at)) \
+                   FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
                 (SELECT c.max_seats_per_user FROM concerts c WHERE c.id = q.concert_id) AS max_seats_per_user, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \

@@ -28,9 +28,9 @@ pub async fn enqueue(
     async move {
         let done = sqlx::query(
             "INSERT INTO reservation_queue \
-             (user_id, concert_id, seat_id, seat_count, line_key, status, idempotency_key, traceparent, \
-              tracestate, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             (user_id, concert_id, seat_id, seat_count, line_key, status, idempotency_key, access_code_id, \
+              traceparent, tracestate, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(request.user)
         .bind(request.concert)
@@ -39,6 +39,7 @@ pub async fn enqueue(
         .bind(line)
         .bind(QueueStatus::in_line_at(line))
         .bind(key.map(IdempotencyKey::as_str))
+        .bind(request.access_code)
         .bind(request.trace.traceparent.as_deref())
         .bind(request.trace.tracestate.as_deref())
         .bind(now.naive_utc())

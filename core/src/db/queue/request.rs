@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 
 use crate::db::request_seats::RequestSeat;
 use crate::domain::{
-    Admission, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow, SeatIds, UserId,
+    AccessCodeId, Admission, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow, SeatIds,
+    UserId,
 };
 
 use super::*;
@@ -24,6 +25,9 @@ pub struct NewRequest {
     /// Its concert's cap per fan, as the API last read it (the decision
     /// reads it again).
     pub max_seats_per_user: MaxSeatsPerUser,
+    /// The presale code it was taken with (checked and locked by the
+    /// caller's transaction); written alone, never in a group.
+    pub access_code: Option<AccessCodeId>,
     pub trace: TraceContext,
 }
 
@@ -39,12 +43,22 @@ impl NewRequest {
         u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
     }
 
+    /// What its sale does with it at `now` (the database's clock).
+    pub fn admission(&self, now: DateTime<Utc>) -> Admission {
+        match self.access_code {
+            Some(_) => self.sale.admission_with_code(now),
+            None => self.sale.admission(now),
+        }
+    }
+
     /// Its key in the concert's line when written at `now` (the database's
-    /// clock), or `None` when its sale does not take requests yet.
+    /// clock), or `None` when its sale does not take it (yet, or without a
+    /// code).
     pub fn line_at(&self, now: DateTime<Utc>) -> Option<LineKey> {
-        match self.sale.admission(now) {
-            Admission::NotYet { .. } => None,
+        match self.admission(now) {
+            Admission::NotYet { .. } | Admission::CodeRequired { .. } => None,
             Admission::Lottery { .. } => Some(self.draw),
+            Admission::Presale => Some(LineKey::PRESALE),
             Admission::Open => Some(LineKey::AFTER_OPENING),
         }
     }

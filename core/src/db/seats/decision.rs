@@ -156,14 +156,14 @@ pub async fn lock_free(
                     (SELECT {CLAIM_OF_RESERVATION} \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
-                    (SELECT IF(o.line_key < {after}, o.line_key, {after} + o.queue_id) \
+                    (SELECT {place} \
                        FROM request_seats o FORCE INDEX (idx_request_seats_line) \
                       WHERE o.open_seat_id = s.id AND o.queue_id NOT IN ({batch_list}) \
                       ORDER BY o.line_key, o.queue_id LIMIT 1) AS first_open_elsewhere \
              FROM seats s FORCE INDEX (PRIMARY) WHERE s.id IN ({seats_list}) \
                AND (s.status = 'AVAILABLE' OR (s.status = 'HELD' AND s.held_until <= ?)) \
              ORDER BY s.id FOR UPDATE",
-            after = crate::domain::LineKey::AFTER_OPENING.get(),
+            place = crate::db::line::place_sql("o."),
         )))
         .bind(now.naive_utc());
         let rows: Vec<StandingRow> = select

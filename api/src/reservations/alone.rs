@@ -1,0 +1,145 @@
+//! Requests written alone, each in a transaction of its own: those with an
+//! `Idempotency-Key` (a replay must find the first), and presale requests
+//! with an access code (the code's row is locked while what it has taken is
+//! counted, so that two instances cannot both spend its last use).
+
+use sqlx::Connection;
+use ticket_core::db::{self, access_codes, queue, request_seats};
+use ticket_core::domain::{AccessCode, AccessCodeId, IdempotencyKey};
+
+use super::enqueue_batcher::{EnqueueError, Queued};
+use crate::error::{ApiError, ApiResult, ErrorCode};
+use crate::state::AppState;
+
+/// Writes `request` alone; `(queued, replayed)`. A request with `key`
+/// that was written before is answered as the first time. A `code` counts
+/// only while the presale runs by the database's clock; then it must be
+/// valid and have a use and the seats left.
+pub(super) async fn place(
+    state: &AppState,
+    mut request: queue::NewRequest,
+    key: Option<IdempotencyKey>,
+    code: Option<AccessCode>,
+) -> ApiResult<(Queued, bool)> {
+    let user = request.user;
+    let mut conn = state.pool.acquire().await?;
+    if let Some(key) = &key
+        && let Some(replayed) = replay(&mut conn, &request, key).await?
+    {
+        return Ok((replayed, true));
+    }
+    let limit = state.limits.max_open_requests_per_user();
+    let mut tx = conn.begin().await?;
+    if limit > 0 {
+        // One such request of a user at a time, counted after its own
+        // write: concurrent ones cannot all pass a count taken before.
+        db::users::lock(&mut tx, user).await?;
+    }
+    let now = db::now(&mut tx).await?;
+    if let Some(code) = &code
+        && request.sale.in_presale(now)
+    {
+        request.access_code = Some(take_code(&mut tx, &request, code, now).await?);
+    }
+    let Some(line) = request.line_at(now) else {
+        return Err(EnqueueError::not_taken(&request, now).into());
+    };
+    match queue::enqueue(&mut tx, &request, line, key.as_ref(), now).await {
+        Ok(id) => {
+            // Counted with its own write; rolled back as it is dropped.
+            let fans = db::fans::seats_of(&mut tx, &[user]).await?;
+            let seats = fans.get(&request.fan()).copied().unwrap_or(0);
+            if seats > u64::from(request.max_seats_per_user.get()) {
+                let without = seats.saturating_sub(request.seats.len() as u64);
+                return Err(ApiError::user_limit_reached(
+                    request.max_seats_per_user,
+                    without,
+                ));
+            }
+            if limit > 0 {
+                let open = request_seats::open_counts(&mut tx, &[user]).await?;
+                if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {
+                    // Rolled back as it is dropped: a replay of this key
+                    // is refused the same way while the user is at the limit.
+                    return Err(EnqueueError::TooManyOpen.into());
+                }
+            }
+            tx.commit().await?;
+            Ok((Queued::new(id, line), false))
+        }
+        Err(e) => {
+            tx.rollback().await?;
+            // The same key at the same time (the server may name either
+            // key it broke): answer as the first, if it was the same request.
+            if let Some(key) = &key
+                && db::violated_unique_key(&e).is_some()
+                && let Some(replayed) = replay(&mut conn, &request, key).await?
+            {
+                return Ok((replayed, true));
+            }
+            Err(EnqueueError::from_insert(&mut conn, &request, e)
+                .await
+                .into())
+        }
+    }
+}
+
+/// The request written before with `key`, if the same request; 409
+/// IDEMPOTENCY_KEY_REUSED when the key named other seats.
+async fn replay(
+    conn: &mut sqlx::MySqlConnection,
+    request: &queue::NewRequest,
+    key: &IdempotencyKey,
+) -> ApiResult<Option<Queued>> {
+    let Some(original) = queue::find_by_idempotency_key(conn, request.user, key).await? else {
+        return Ok(None);
+    };
+    let seats = request_seats::of_requests(conn, &[original.id]).await?;
+    if seats.get(&original.id).map(Vec::as_slice) != Some(request.seats.as_slice()) {
+        return Err(ApiError::new(
+            ErrorCode::IdempotencyKeyReused,
+            "this Idempotency-Key was used for a different request",
+        ));
+    }
+    Ok(Some(Queued::new(original.id, original.line_key)))
+}
+
+/// Locks the concert's code and takes a use of it for `request`: binds it
+/// to the first account that uses it, and refuses it when revoked, another
+/// account's, or out of uses or seats.
+async fn take_code(
+    tx: &mut sqlx::MySqlConnection,
+    request: &queue::NewRequest,
+    code: &AccessCode,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<AccessCodeId> {
+    let Some(found) = access_codes::lock(tx, request.concert, &code.hash(), now).await? else {
+        return Err(ApiError::access_code_invalid());
+    };
+    if found.revoked {
+        return Err(ApiError::access_code_invalid());
+    }
+    if found.user.is_some_and(|owner| owner != request.user) {
+        return Err(ApiError::access_code_used(
+            "this access code has been used by another account",
+        ));
+    }
+    let seats = request.seats.len() as u64;
+    if found.uses >= u64::from(found.uses_per_code) {
+        return Err(ApiError::access_code_used(format!(
+            "this access code has been used {} times, all it may be",
+            found.uses
+        )));
+    }
+    if found.seats + seats > u64::from(found.seats_per_code) {
+        return Err(ApiError::access_code_used(format!(
+            "this access code has {} of its {} seats left",
+            u64::from(found.seats_per_code).saturating_sub(found.seats),
+            found.seats_per_code
+        )));
+    }
+    if found.user.is_none() {
+        access_codes::bind(tx, found.id, request.user).await?;
+    }
+    Ok(found.id)
+}
