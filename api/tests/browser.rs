@@ -577,3 +577,64 @@ async fn before_the_opening_the_page_counts_down_and_the_lottery_draws_at_openin
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
 }
+
+#[tokio::test]
+async fn in_the_presale_the_page_asks_for_an_access_code_and_says_what_went_wrong() {
+    let app = spawn_app().await;
+    let now = chrono::Utc::now();
+    let concert = app
+        .concert(json!({
+            "rows": 1, "seatsPerRow": 6, "holdSeconds": 600,
+            "presaleStartsAt": (now - chrono::Duration::minutes(1)).to_rfc3339(),
+            "opensAt": (now + chrono::Duration::hours(1)).to_rfc3339(),
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let code = app
+        .post(
+            &format!("/api/concerts/{concert}/access-codes"),
+            Some(&app.admin_token),
+            json!({"count": 1, "usesPerCode": 1, "seatsPerCode": 2}),
+        )
+        .await
+        .assert_status(201)["codes"][0]["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deciding = Deciding::start(&app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "presale-fan").await;
+    open_concert(&page, &app.base, concert).await;
+    page.wait_element(".badge.presale", Some("Presale")).await;
+    let field = page.wait_element(".access-code input", None).await;
+
+    // Without a code, then with a wrong one: refused in words.
+    let first = page.wait_element(&seat("A1"), None).await;
+    page.click(&first).await;
+    reserve(&page).await;
+    let notice = page
+        .wait_element("#notice:not([hidden])", Some("enter your access code"))
+        .await;
+    assert!(!page.text(&notice).await.contains('{'));
+    page.type_into(&field, "ABCD-EFGH-JKMN-PQRS").await;
+    reserve(&page).await;
+    page.wait_element("#notice:not([hidden])", Some("not valid for this concert"))
+        .await;
+
+    // The code the fan was sent, typed in lower case: the seat is held.
+    page.script(
+        "const input = document.querySelector('.access-code input'); input.value = '';",
+        vec![],
+    )
+    .await;
+    page.type_into(&field, &code.to_lowercase()).await;
+    reserve(&page).await;
+    page.wait_element(".line.held h2", Some("Seats held for you"))
+        .await;
+    page.screenshot(&screenshot_dir().join("presale.png")).await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+}

@@ -16,6 +16,8 @@ export async function concertView(main, { signal, params }) {
   const reserve = h("button", { type: "button", class: "primary", disabled: true, "aria-describedby": "choice" }, "Reserve");
   const sale = h("div", { class: "sale-state" });
   const line = h("section", { class: "line", "aria-live": "polite", "aria-label": "Your request" });
+  const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: "ABCD-EFGH-JKMN-PQRS", maxlength: 64 });
+  const codeField = h("label", { class: "access-code", hidden: true }, "Access code", code);
   const map = new SeatMap(id, {
     selectable: true,
     max: concert.maxSeatsPerOrder,
@@ -31,19 +33,34 @@ export async function concertView(main, { signal, params }) {
 
   const showSale = () => {
     const state = saleState(concert);
+    codeField.hidden = !(state.phase === "presale" || state.presale);
     if (state.phase === "open") {
       fill(sale, h("p", { class: "badge open" }, "On sale now"));
+    } else if (state.phase === "presale") {
+      const left = h("strong", { class: "countdown" });
+      fill(
+        sale,
+        h("p", { class: "badge presale" }, "Presale"),
+        h("p", {}, "Fans with an access code can reserve now. ", state.lottery ? "Everyone else can join the lottery before the opening; the sale opens in " : "Everyone else can reserve when the sale opens, in ", left, "."),
+      );
+      countdown(left, state.lottery ? state.from : state.opens, clock, () => {
+        showSale();
+        map.onChange(map.selected());
+      });
     } else if (state.phase === "lottery") {
       const left = h("strong", { class: "countdown" });
       fill(sale, h("p", { class: "badge lottery" }, "Lottery open"), h("p", {}, "Requests made before the opening are put in a random order when the sale opens: there is no use in being first. The sale opens in ", left, "."));
       countdown(left, state.opens, clock, showSale);
     } else {
       const left = h("strong", { class: "countdown" });
-      const until = state.lottery ? state.from : state.opens;
+      const next = state.lottery ? state.from : state.opens;
+      const presaleFirst = state.presaleFrom !== null && state.presaleFrom < next;
+      const until = presaleFirst ? state.presaleFrom : next;
+      const what = presaleFirst ? "The presale (with an access code) opens in " : state.lottery ? "The lottery opens in " : "The sale opens in ";
       fill(
         sale,
         h("p", { class: "badge soon" }, "Not on sale yet"),
-        h("p", {}, state.lottery ? "The lottery opens in " : "The sale opens in ", left, state.lottery ? `; the sale opens ${when(concert.opensAt)}.` : "."),
+        h("p", {}, what, left, presaleFirst || state.lottery ? `; the sale opens ${when(concert.opensAt)}.` : "."),
       );
       countdown(left, until, clock, () => {
         showSale();
@@ -161,8 +178,10 @@ export async function concertView(main, { signal, params }) {
     if (ids.length === 0) return;
     quiet();
     reserve.disabled = true;
+    const body = ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids };
+    if (!codeField.hidden && code.value.trim()) body.accessCode = code.value.trim();
     try {
-      const accepted = await api("POST", "/api/reservations", ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids });
+      const accepted = await api("POST", "/api/reservations", body);
       await followRequest(accepted.queueId);
     } catch (e) {
       if (e instanceof Problem && e.code === "QUEUE_DUPLICATED" && e.body.queueId) {
@@ -170,7 +189,8 @@ export async function concertView(main, { signal, params }) {
         await followRequest(e.body.queueId);
         return;
       }
-      tell(e.message);
+      tell(e instanceof Problem ? (CODE_REFUSALS[e.code] || e.message) : e.message);
+      if (e instanceof Problem && e.code.startsWith("ACCESS_CODE")) code.focus();
       reserve.disabled = false;
     }
   });
@@ -189,13 +209,20 @@ export async function concertView(main, { signal, params }) {
       "div",
       { class: "concert-body" },
       h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend()),
-      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, reserve, line),
+      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, codeField, reserve, line),
     ),
   );
   showSale();
   await map.load();
   map.start();
 }
+
+/** What a refused presale request means, in words. */
+const CODE_REFUSALS = {
+  ACCESS_CODE_REQUIRED: "This is the presale: enter your access code to reserve.",
+  ACCESS_CODE_INVALID: "That access code is not valid for this concert. Check it and try again.",
+  ACCESS_CODE_USED: "That access code has been used up (or by another account).",
+};
 
 /** The words that agree with a number of seats. */
 function words(seats) {

@@ -8,15 +8,20 @@ export function saleState(concert, now = Date.now()) {
   if (!concert.opensAt) return { phase: "open" };
   const opens = new Date(concert.opensAt).getTime();
   const from = opens - (concert.lotteryWindowSeconds || 0) * 1000;
+  const presaleFrom = concert.presaleStartsAt ? new Date(concert.presaleStartsAt).getTime() : null;
+  // During a presale a fan with an access code may reserve, lottery or not.
+  const presale = presaleFrom !== null && now >= presaleFrom && now < opens;
   if (now >= opens) return { phase: "open" };
-  if (now >= from) return { phase: "lottery", opens };
-  return { phase: "soon", opens, from, lottery: concert.lotteryWindowSeconds > 0 };
+  if (now >= from) return { phase: "lottery", opens, presale };
+  if (presale) return { phase: "presale", opens, from, lottery: concert.lotteryWindowSeconds > 0 };
+  return { phase: "soon", opens, from, lottery: concert.lotteryWindowSeconds > 0, presaleFrom };
 }
 
 function saleLabel(concert) {
   const state = saleState(concert);
   if (state.phase === "open") return "On sale";
   if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert.opensAt)}`;
+  if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert.opensAt)}`;
   return `Sale opens ${when(concert.opensAt)}`;
 }
 
