@@ -14,6 +14,7 @@ const FIELDS = [
   { name: "maxSeatsPerOrder", label: "Seats per order", type: "number", min: 1, max: 10, value: 4 },
   { name: "maxSeatsPerUser", label: "Seats per fan, all orders together (empty: seats per order)", type: "number", min: 1, max: 100 },
   { name: "opensAt", label: "Sale opens (empty: on sale at once)", type: "datetime-local" },
+  { name: "presaleStartsAt", label: "Presale with access codes starts (before the opening; empty: none)", type: "datetime-local" },
   { name: "lotteryWindowSeconds", label: "Lottery window, seconds before the opening", type: "number", min: 0, max: 86400, value: 0 },
 ];
 

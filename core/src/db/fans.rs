@@ -10,7 +10,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::allocation::Fan;
-use crate::domain::{ConcertId, QueueId, UserId};
+use crate::domain::{ConcertId, QueueId, SeatId, UserId};
 
 /// One fan of a batch, as the last commit left them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -107,4 +107,61 @@ pub async fn seats_of(
         *seats.entry(Fan { concert, user }).or_default() += n;
     }
     Ok(seats)
+}
+
+/// What a group's write reads back about its users, in one statement (a
+/// second one would lengthen every group's transaction, and the group
+/// writer is the enqueue's narrow part): every open seat of `users` (user,
+/// seat, the request that has it open, its concert), and the seats each
+/// fan holds (before the hold's end by the database's clock) or has
+/// confirmed.
+pub async fn open_and_held_of_users(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<(Vec<OpenSeat>, HashMap<Fan, u64>), sqlx::Error> {
+    let Some(list) = IdList::of(users) else {
+        return Ok((Vec::new(), HashMap::new()));
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT 0, user_id, seat_id, queue_id, concert_id \
+           FROM request_seats FORCE INDEX (uq_request_seats_open) \
+          WHERE open_seat_id IS NOT NULL AND user_id IN ({list}) \
+         UNION ALL \
+         SELECT 1, r.user_id, CAST(COUNT(*) AS UNSIGNED), CAST(0 AS UNSIGNED), r.concert_id \
+           FROM reservations r FORCE INDEX (idx_reservations_user) \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id \
+          WHERE r.user_id IN ({list}) \
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6))) \
+          GROUP BY r.user_id, r.concert_id"
+    )));
+    let rows: Vec<(i64, UserId, u64, u64, ConcertId)> = select
+        .bind_ids(&list)
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_seats")
+        .await?;
+    let mut open = Vec::new();
+    let mut held = HashMap::new();
+    for (kind, user, n, queue_id, concert) in rows {
+        if kind == 0 {
+            open.push(OpenSeat {
+                user,
+                seat: SeatId(n),
+                request: QueueId(queue_id),
+                concert,
+            });
+        } else {
+            held.insert(Fan { concert, user }, n);
+        }
+    }
+    Ok((open, held))
+}
+
+/// One open seat of a user.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenSeat {
+    pub user: UserId,
+    pub seat: SeatId,
+    pub request: QueueId,
+    pub concert: ConcertId,
 }

@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use ticket_core::db::kept::KeptConnections;
 use ticket_core::db::{self, fans, queue, request_seats};
+use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{LineKey, UserId};
 
 use super::*;
@@ -121,7 +122,8 @@ pub(super) async fn insert_group(
         })
         .collect();
     let mut open_seats_per_user = written.open_seats_per_user;
-    for (user, seats) in withdraw_over_cap(&mut tx, requests, &mut answers).await? {
+    let fan_seats = written.fan_seats;
+    for (user, seats) in withdraw_over_cap(&mut tx, requests, fan_seats, &mut answers).await? {
         if let Some(open) = open_seats_per_user.get_mut(&user) {
             *open = open.saturating_sub(seats);
         }
@@ -154,21 +156,15 @@ pub(super) async fn insert_group(
 }
 
 /// Withdraws the group's requests that take their fan past the concert's
-/// cap, the newest first, and answers them USER_LIMIT_REACHED; returns the
-/// seats withdrawn per user.
+/// cap (`seats`: each fan's, counted after the group's write), the newest
+/// first, and answers them USER_LIMIT_REACHED; returns the seats withdrawn
+/// per user.
 async fn withdraw_over_cap(
     tx: &mut sqlx::MySqlConnection,
     requests: &[queue::NewRequest],
+    mut seats: HashMap<Fan, u64>,
     answers: &mut [Answer],
 ) -> Result<HashMap<UserId, u64>, sqlx::Error> {
-    let queued = |i: usize| matches!(answers[i], Answer::Ready(Ok(_)));
-    let mut users: Vec<UserId> = (0..requests.len())
-        .filter(|&i| queued(i))
-        .map(|i| requests[i].user)
-        .collect();
-    users.sort_unstable();
-    users.dedup();
-    let mut seats = fans::seats_of(tx, &users).await?;
     let mut withdrawn = Vec::new();
     let mut freed: HashMap<UserId, u64> = HashMap::new();
     for (i, request) in requests.iter().enumerate().rev() {

@@ -7,7 +7,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::request_seats::{self, RequestSeat};
-use crate::db::{IdList, Traced as _, execute_for_ids};
+use crate::db::{IdList, Traced as _, execute_for_ids, fans};
+use crate::domain::allocation::Fan;
 use crate::domain::{IdempotencyKey, LineKey, QueueId, QueueStatus, SeatId, UserId};
 
 use super::*;
@@ -77,6 +78,9 @@ pub enum Outcome {
 pub struct Enqueued {
     pub outcomes: Vec<Outcome>,
     pub open_seats_per_user: HashMap<UserId, u64>,
+    /// The seats each of their fans has now: held, confirmed and asked for
+    /// by open requests (theirs included).
+    pub fan_seats: HashMap<Fan, u64>,
 }
 
 /// Takes back WAITING or PENDING requests written in the caller's transaction (refused
@@ -192,11 +196,13 @@ pub async fn enqueue_many(
             .flatten()
             .collect();
         request_seats::insert(conn, &seat_rows, true).await?;
-        let users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
-        let open: HashMap<(UserId, SeatId), QueueId> = request_seats::open_of_users(conn, &users)
-            .await?
-            .into_iter()
-            .map(|(user, seat, id)| ((user, seat), id))
+        let mut users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
+        users.sort_unstable();
+        users.dedup();
+        let (open_seats, held) = fans::open_and_held_of_users(conn, &users).await?;
+        let open: HashMap<(UserId, SeatId), QueueId> = open_seats
+            .iter()
+            .map(|o| ((o.user, o.seat), o.request))
             .collect();
 
         // A written request holds every one of its seats, or is refused.
@@ -257,14 +263,19 @@ pub async fn enqueue_many(
             .collect();
         let refused: HashSet<QueueId> = refused.into_iter().collect();
         let mut open_seats_per_user: HashMap<UserId, u64> = HashMap::new();
-        for ((user, _), id) in &open {
-            if !refused.contains(id) {
-                *open_seats_per_user.entry(*user).or_default() += 1;
-            }
+        let mut fan_seats = held;
+        for o in open_seats.iter().filter(|o| !refused.contains(&o.request)) {
+            *open_seats_per_user.entry(o.user).or_default() += 1;
+            let fan = Fan {
+                concert: o.concert,
+                user: o.user,
+            };
+            *fan_seats.entry(fan).or_default() += 1;
         }
         Ok(Enqueued {
             outcomes,
             open_seats_per_user,
+            fan_seats,
         })
     }
     .traced("INSERT", "reservation_queue")
