@@ -11,6 +11,8 @@ use utoipa::ToSchema;
 
 use crate::fresh_cache::Unanswered;
 
+mod refusals;
+
 /// Stable, documented error codes; clients switch on these, not on text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -182,68 +184,6 @@ impl ApiError {
         }
     }
 
-    /// 409 `SALE_NOT_OPEN`: too early, even for the lottery.
-    pub fn sale_not_open(sale: SaleWindow) -> Self {
-        Self {
-            extra: Extra::Sale(sale),
-            ..Self::new(
-                ErrorCode::SaleNotOpen,
-                "the sale has not opened yet; requests are taken from acceptsRequestsFrom",
-            )
-        }
-    }
-
-    /// 409: the request's seats would take the user past the concert's cap.
-    pub fn user_limit_reached(cap: MaxSeatsPerUser, seats_taken: u64) -> Self {
-        Self {
-            extra: Extra::UserLimit(cap, seats_taken),
-            ..Self::new(
-                ErrorCode::UserLimitReached,
-                format!(
-                    "you may have at most {} seats of this concert and have {seats_taken}",
-                    cap.get()
-                ),
-            )
-        }
-    }
-
-    /// 403: the presale takes requests with an access code only.
-    pub fn access_code_required() -> Self {
-        Self::new(
-            ErrorCode::AccessCodeRequired,
-            "the presale is on: a request needs an access code until the sale opens",
-        )
-    }
-
-    /// 403: no such code for this concert, or it was revoked.
-    pub fn access_code_invalid() -> Self {
-        Self::new(
-            ErrorCode::AccessCodeInvalid,
-            "this access code is not valid for this concert",
-        )
-    }
-
-    /// 409: the code has been used up, or by another account.
-    pub fn access_code_used(detail: impl Into<String>) -> Self {
-        Self::new(ErrorCode::AccessCodeUsed, detail)
-    }
-
-    /// 401: a still-valid token of an account deleted since.
-    pub fn account_gone() -> Self {
-        Self::new(ErrorCode::Unauthorized, "your account no longer exists")
-    }
-
-    /// 409 `QUEUE_DUPLICATED`, pointing to the request already in line.
-    pub fn duplicate_request(existing: QueueId) -> Self {
-        Self {
-            extra: Extra::Queued(existing),
-            ..Self::new(
-                ErrorCode::QueueDuplicated,
-                "you already have a pending request for this seat; follow its queueId",
-            )
-        }
-    }
-
     /// 429 `RATE_LIMITED`, to be retried after `seconds`.
     pub fn rate_limited(detail: impl Into<String>, seconds: u64) -> Self {
         Self {
@@ -268,22 +208,6 @@ impl ApiError {
             ErrorCode::DatabaseUnavailable,
             "the database is unavailable; retry shortly",
         )
-    }
-
-    pub fn concert_not_found() -> Self {
-        Self::new(ErrorCode::ConcertNotFound, "no such concert")
-    }
-
-    pub fn seat_not_found() -> Self {
-        Self::new(ErrorCode::SeatNotFound, "no such seat")
-    }
-
-    pub fn reservation_not_found() -> Self {
-        Self::new(ErrorCode::ReservationNotFound, "no such reservation")
-    }
-
-    pub fn user_not_found() -> Self {
-        Self::new(ErrorCode::UserNotFound, "no such user")
     }
 
     pub fn internal(source: impl Into<anyhow::Error>) -> Self {

@@ -15,14 +15,13 @@ use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 use utoipa::ToSchema;
 
+use super::alone;
 use super::status::{LineFields, QueueStatusResponse, own_request};
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::enqueue_batcher::Queued;
-
-use super::alone;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {

@@ -34,19 +34,19 @@ pub async fn records(
     let (Some(users_list), Some(batch_list)) = (IdList::of(users), IdList::of(batch)) else {
         return Ok(HashMap::new());
     };
+    // Row by row, counted here: grouping in the statement made the server
+    // build a temporary table per batch.
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT 0 AS kind, r.user_id, CAST(COUNT(*) AS UNSIGNED) AS n \
+        "SELECT 0 AS kind, r.user_id, CAST(0 AS UNSIGNED) AS place \
            FROM reservations r FORCE INDEX (idx_reservations_user) \
            JOIN reservation_seats rs ON rs.reservation_id = r.id \
           WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
             AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?)) \
-          GROUP BY r.user_id \
          UNION ALL \
-         SELECT 1, o.user_id, CAST(MIN({place}) AS UNSIGNED) \
+         SELECT 1, o.user_id, CAST({place} AS UNSIGNED) \
            FROM request_seats o FORCE INDEX (uq_request_seats_open) \
           WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL AND o.concert_id = ? \
-            AND o.queue_id NOT IN ({batch_list}) \
-          GROUP BY o.user_id",
+            AND o.queue_id NOT IN ({batch_list})",
         place = super::line::place_sql("o."),
     )));
     let rows: Vec<(i64, UserId, u64)> = select
@@ -60,12 +60,16 @@ pub async fn records(
         .traced("SELECT", "reservations")
         .await?;
     let mut records: HashMap<UserId, FanRecord> = HashMap::new();
-    for (kind, user, n) in rows {
+    for (kind, user, place) in rows {
         let record = records.entry(user).or_default();
         if kind == 0 {
-            record.seats_taken = u32::try_from(n).unwrap_or(u32::MAX);
+            record.seats_taken += 1;
         } else {
-            record.first_open_elsewhere = Some(n);
+            record.first_open_elsewhere = Some(
+                record
+                    .first_open_elsewhere
+                    .map_or(place, |first| first.min(place)),
+            );
         }
     }
     Ok(records)
@@ -114,7 +118,8 @@ pub async fn seats_of(
 /// writer is the enqueue's narrow part): every open seat of `users` (user,
 /// seat, the request that has it open, its concert), and the seats each
 /// fan holds (before the hold's end by the database's clock) or has
-/// confirmed.
+/// confirmed. Row by row (a held seat a row), counted here: grouping in
+/// the statement builds a temporary table each time.
 pub async fn open_and_held_of_users(
     conn: &mut MySqlConnection,
     users: &[UserId],
@@ -127,12 +132,11 @@ pub async fn open_and_held_of_users(
            FROM request_seats FORCE INDEX (uq_request_seats_open) \
           WHERE open_seat_id IS NOT NULL AND user_id IN ({list}) \
          UNION ALL \
-         SELECT 1, r.user_id, CAST(COUNT(*) AS UNSIGNED), CAST(0 AS UNSIGNED), r.concert_id \
+         SELECT 1, r.user_id, rs.seat_id, CAST(0 AS UNSIGNED), r.concert_id \
            FROM reservations r FORCE INDEX (idx_reservations_user) \
            JOIN reservation_seats rs ON rs.reservation_id = r.id \
           WHERE r.user_id IN ({list}) \
-            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6))) \
-          GROUP BY r.user_id, r.concert_id"
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))"
     )));
     let rows: Vec<(i64, UserId, u64, u64, ConcertId)> = select
         .bind_ids(&list)
@@ -151,7 +155,7 @@ pub async fn open_and_held_of_users(
                 concert,
             });
         } else {
-            held.insert(Fan { concert, user }, n);
+            *held.entry(Fan { concert, user }).or_default() += 1;
         }
     }
     Ok((open, held))
