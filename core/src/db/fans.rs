@@ -20,59 +20,53 @@ pub struct FanRecord {
     pub first_open_elsewhere: Option<u64>,
 }
 
-/// The records of `users` in `concert`; a user missing has neither seats
-/// nor open requests outside `batch`. In one round trip: the seats through
-/// each user's reservations, the open requests through each user's open
-/// seats (`uq_request_seats_open`), a handful of rows per fan.
+/// The records of the fans of `batch`'s requests in `concert`; a user
+/// missing has neither seats nor open requests outside `batch`. One row a
+/// request, each with a subquery through the user's reservations and one
+/// through their open seats (`uq_request_seats_open`), a handful of index
+/// entries per fan; no UNION or GROUP BY (either builds a temporary table
+/// each time).
 pub async fn records(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-    users: &[UserId],
     batch: &[QueueId],
     now: DateTime<Utc>,
 ) -> Result<HashMap<UserId, FanRecord>, sqlx::Error> {
-    let (Some(users_list), Some(batch_list)) = (IdList::of(users), IdList::of(batch)) else {
+    let Some(batch_list) = IdList::of(batch) else {
         return Ok(HashMap::new());
     };
-    // Row by row, counted here: grouping in the statement made the server
-    // build a temporary table per batch.
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT 0 AS kind, r.user_id, CAST(0 AS UNSIGNED) AS place \
-           FROM reservations r FORCE INDEX (idx_reservations_user) \
-           JOIN reservation_seats rs ON rs.reservation_id = r.id \
-          WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
-            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?)) \
-         UNION ALL \
-         SELECT 1, o.user_id, CAST({place} AS UNSIGNED) \
-           FROM request_seats o FORCE INDEX (uq_request_seats_open) \
-          WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL AND o.concert_id = ? \
-            AND o.queue_id NOT IN ({batch_list})",
+        "SELECT q.user_id, \
+                (SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
+                   JOIN reservation_seats rs ON rs.reservation_id = r.id \
+                  WHERE r.user_id = q.user_id AND r.concert_id = q.concert_id \
+                    AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?))), \
+                (SELECT CAST(MIN({place}) AS UNSIGNED) \
+                   FROM request_seats o FORCE INDEX (uq_request_seats_open) \
+                  WHERE o.user_id = q.user_id AND o.open_seat_id IS NOT NULL \
+                    AND o.concert_id = q.concert_id AND o.queue_id NOT IN ({batch_list})) \
+           FROM reservation_queue q FORCE INDEX (PRIMARY) \
+          WHERE q.id IN ({batch_list}) AND q.concert_id = ?",
         place = super::line::place_sql("o."),
     )));
-    let rows: Vec<(i64, UserId, u64)> = select
-        .bind_ids(&users_list)
-        .bind(concert)
+    let rows: Vec<(UserId, i64, Option<u64>)> = select
         .bind(now.naive_utc())
-        .bind_ids(&users_list)
-        .bind(concert)
         .bind_ids(&batch_list)
+        .bind_ids(&batch_list)
+        .bind(concert)
         .fetch_all(conn)
         .traced("SELECT", "reservations")
         .await?;
-    let mut records: HashMap<UserId, FanRecord> = HashMap::new();
-    for (kind, user, place) in rows {
-        let record = records.entry(user).or_default();
-        if kind == 0 {
-            record.seats_taken += 1;
-        } else {
-            record.first_open_elsewhere = Some(
-                record
-                    .first_open_elsewhere
-                    .map_or(place, |first| first.min(place)),
-            );
-        }
-    }
-    Ok(records)
+    Ok(rows
+        .into_iter()
+        .map(|(user, taken, first_open_elsewhere)| {
+            let record = FanRecord {
+                seats_taken: u32::try_from(taken).unwrap_or(u32::MAX),
+                first_open_elsewhere,
+            };
+            (user, record)
+        })
+        .collect())
 }
 
 /// The seats each of `users` has in each concert: held (before the hold's
@@ -116,10 +110,11 @@ pub async fn seats_of(
 /// What a group's write reads back about its users, in one statement (a
 /// second one would lengthen every group's transaction, and the group
 /// writer is the enqueue's narrow part): every open seat of `users` (user,
-/// seat, the request that has it open, its concert), and the seats each
-/// fan holds (before the hold's end by the database's clock) or has
-/// confirmed. Row by row (a held seat a row), counted here: grouping in
-/// the statement builds a temporary table each time.
+/// seat, the request that has it open, its concert), and for each fan with
+/// an open seat (every fan of the group has its new request's) the seats
+/// they hold (before the hold's end by the database's clock) or have
+/// confirmed. A subquery a row, not a UNION or a GROUP BY: those build a
+/// temporary table each time.
 pub async fn open_and_held_of_users(
     conn: &mut MySqlConnection,
     users: &[UserId],
@@ -128,35 +123,30 @@ pub async fn open_and_held_of_users(
         return Ok((Vec::new(), HashMap::new()));
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT 0, user_id, seat_id, queue_id, concert_id \
-           FROM request_seats FORCE INDEX (uq_request_seats_open) \
-          WHERE open_seat_id IS NOT NULL AND user_id IN ({list}) \
-         UNION ALL \
-         SELECT 1, r.user_id, rs.seat_id, CAST(0 AS UNSIGNED), r.concert_id \
-           FROM reservations r FORCE INDEX (idx_reservations_user) \
-           JOIN reservation_seats rs ON rs.reservation_id = r.id \
-          WHERE r.user_id IN ({list}) \
-            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))"
+        "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, \
+                (SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
+                   JOIN reservation_seats rs ON rs.reservation_id = r.id \
+                  WHERE r.user_id = x.user_id AND r.concert_id = x.concert_id \
+                    AND (r.status = 'CONFIRMED' \
+                         OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))) \
+           FROM request_seats x FORCE INDEX (uq_request_seats_open) \
+          WHERE x.open_seat_id IS NOT NULL AND x.user_id IN ({list})"
     )));
-    let rows: Vec<(i64, UserId, u64, u64, ConcertId)> = select
-        .bind_ids(&list)
+    let rows: Vec<(UserId, SeatId, QueueId, ConcertId, i64)> = select
         .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "request_seats")
         .await?;
-    let mut open = Vec::new();
+    let mut open = Vec::with_capacity(rows.len());
     let mut held = HashMap::new();
-    for (kind, user, n, queue_id, concert) in rows {
-        if kind == 0 {
-            open.push(OpenSeat {
-                user,
-                seat: SeatId(n),
-                request: QueueId(queue_id),
-                concert,
-            });
-        } else {
-            *held.entry(Fan { concert, user }).or_default() += 1;
-        }
+    for (user, seat, request, concert, seats) in rows {
+        open.push(OpenSeat {
+            user,
+            seat,
+            request,
+            concert,
+        });
+        held.insert(Fan { concert, user }, u64::try_from(seats).unwrap_or(0));
     }
     Ok((open, held))
 }

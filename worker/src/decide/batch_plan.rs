@@ -205,8 +205,7 @@ async fn fans_of(
     }
     let mut fans = allocation::Fans::new();
     for (concert, (cap, users)) in by_concert {
-        let users: Vec<UserId> = users.into_iter().collect();
-        let records = fans::records(tx, concert, &users, batch, now).await?;
+        let records = fans::records(tx, concert, batch, now).await?;
         for user in users {
             let record = records.get(&user).copied().unwrap_or_default();
             let standing = FanStanding {
