@@ -33,7 +33,7 @@ use crate::state::AppState;
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
-    modifiers(&BearerAuth, &RateLimited, &CommonProblems),
+    modifiers(&BearerAuth, &RateLimited, &CommonProblems, &UniqueOperationIds),
     tags(
         (name = "auth", description = "Log in for a bearer token"),
         (name = "users", description = "Accounts"),
@@ -79,6 +79,25 @@ fn operations_mut(
         .flatten()
         .map(move |operation| (path, operation))
     })
+}
+
+/// Operation ids are the handlers' names, which repeat from one feature to
+/// the next (`create`, `list`); a document's ids must be unique, and tools
+/// that link operations by id (schemathesis's stateful tests) pick the
+/// wrong one otherwise. Each becomes `{tag}_{name}`.
+struct UniqueOperationIds;
+
+impl Modify for UniqueOperationIds {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        for (_, operation) in operations_mut(openapi) {
+            if let (Some(tag), Some(id)) = (
+                operation.tags.as_ref().and_then(|tags| tags.first()),
+                operation.operation_id.as_ref(),
+            ) {
+                operation.operation_id = Some(format!("{tag}_{id}"));
+            }
+        }
+    }
 }
 
 /// Every operation but the probes may answer 429: a signed-in caller spends

@@ -15,7 +15,7 @@ use crate::state::AppState;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/concerts/{id}/access-codes", get(list).post(create))
-        .route("/api/concerts/{id}/access-codes/{code_id}", delete(revoke))
+        .route("/api/concerts/{id}/access-codes/{codeId}", delete(revoke))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -152,8 +152,8 @@ pub async fn list(
 
 /// Revokes one access code (admin): no new request may use it; requests
 /// already taken with it stay in line.
-#[utoipa::path(delete, path = "/api/concerts/{id}/access-codes/{code_id}", tag = "presale", security(("bearer" = [])),
-    params(("id" = u64, Path), ("code_id" = u64, Path)),
+#[utoipa::path(delete, path = "/api/concerts/{id}/access-codes/{codeId}", tag = "presale", security(("bearer" = [])),
+    params(("id" = u64, Path), ("codeId" = u64, Path)),
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoke(

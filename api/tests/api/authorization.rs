@@ -38,7 +38,7 @@ fn template(path: &str) -> String {
             if segment.is_empty() || !segment.bytes().all(|b| b.is_ascii_digit()) {
                 *segment
             } else if i > 0 && segments[i - 1] == "access-codes" {
-                "{code_id}"
+                "{codeId}"
             } else {
                 "{id}"
             }

@@ -11,7 +11,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/users"),
     ("post", "/api/concerts/{id}/access-codes"),
     ("get", "/api/concerts/{id}/access-codes"),
-    ("delete", "/api/concerts/{id}/access-codes/{code_id}"),
+    ("delete", "/api/concerts/{id}/access-codes/{codeId}"),
     ("get", "/api/users/me"),
     ("get", "/api/users/{id}"),
     ("patch", "/api/users/{id}"),
@@ -66,6 +66,17 @@ async fn the_document_is_openapi_3_1_and_covers_every_route() {
         .map(|(m, p)| ((*m).to_owned(), (*p).to_owned()))
         .collect();
     assert_eq!(documented, expected);
+
+    // Operation ids are unique: tools link operations by them.
+    let ids: Vec<&str> = doc["paths"]
+        .as_object()
+        .unwrap()
+        .values()
+        .flat_map(|item| item.as_object().unwrap().values())
+        .map(|operation| operation["operationId"].as_str().unwrap())
+        .collect();
+    let distinct: BTreeSet<&str> = ids.iter().copied().collect();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
 
     // The listed routes really exist: none of them falls through to 404/405.
     for (method, path) in ROUTES {
