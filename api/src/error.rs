@@ -49,6 +49,10 @@ pub enum ErrorCode {
     SeatsOfSeveralConcerts,
     /// An order names more seats than its concert's `maxSeatsPerOrder`.
     TooManySeats,
+    /// The concert asks for a proof of work and the request has none.
+    ChallengeRequired,
+    /// The proof of work is wrong, expired, another caller's or spent.
+    ChallengeInvalid,
     /// The concert's sale (or its lottery) has not begun; see `opensAt`.
     SaleNotOpen,
     /// The request would take its user past the concert's
@@ -74,7 +78,11 @@ impl ErrorCode {
     pub fn status(self) -> StatusCode {
         use ErrorCode::*;
         match self {
-            ValidationError | SeatsOfSeveralConcerts | TooManySeats => StatusCode::BAD_REQUEST,
+            ValidationError
+            | SeatsOfSeveralConcerts
+            | TooManySeats
+            | ChallengeRequired
+            | ChallengeInvalid => StatusCode::BAD_REQUEST,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,

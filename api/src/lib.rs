@@ -13,6 +13,7 @@ pub mod health;
 pub mod middleware;
 pub mod openapi;
 pub mod presale;
+pub mod proof_of_work;
 pub mod reservations;
 pub mod routes;
 pub mod server;

@@ -30,6 +30,7 @@ use crate::state::AppState;
         status_events::events,
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
         presale::create, presale::list, presale::revoke,
+        crate::proof_of_work::routes::challenge,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

@@ -84,6 +84,7 @@ impl Application {
                     settings.enqueue_writers,
                 ),
                 pool,
+                challenges: Arc::new(crate::proof_of_work::Challenges::new(&settings.auth_secret)),
                 seats: Arc::default(),
                 sales: Arc::default(),
                 request_rates: Arc::default(),

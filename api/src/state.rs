@@ -34,6 +34,8 @@ pub struct Shared {
     pub revocations: Arc<Revocations>,
     pub passwords: PasswordHasher,
     pub enqueuer: EnqueueBatcher,
+    /// Proof-of-work challenges: given and checked.
+    pub challenges: Arc<crate::proof_of_work::Challenges>,
     /// Which concert each seat asked for belongs to.
     pub seats: Arc<crate::concerts::seat_directory::SeatDirectory>,
     /// Where open requests stand in line (status polls, event streams).

@@ -9,6 +9,7 @@ mod load;
 mod otlp_sink;
 mod page;
 mod per_request;
+mod pow;
 mod streams;
 
 use clap::{Parser, Subcommand};
@@ -41,6 +42,8 @@ enum Command {
     Streams(streams::Args),
     /// The concert page in headless Chromium: its weight and time to a usable seat map.
     Page(page::Args),
+    /// Proof of work: the API's check of a solution, and native solves per level.
+    Pow(pow::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -73,6 +76,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Load(args) => load::run(args).await,
         Command::Streams(args) => streams::run(args).await,
         Command::Page(args) => page::run(args).await,
+        Command::Pow(args) => pow::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

@@ -39,6 +39,8 @@ pub struct Swept {
     pub requests_deleted: u64,
     pub keys_forgotten: u64,
     pub events_deleted: u64,
+    /// Spent proof-of-work challenges past their end (useless then).
+    pub challenges_forgotten: u64,
     /// The pass has more to look at.
     pub more: bool,
 }
@@ -48,6 +50,7 @@ impl std::ops::AddAssign for Swept {
         self.requests_deleted += other.requests_deleted;
         self.keys_forgotten += other.keys_forgotten;
         self.events_deleted += other.events_deleted;
+        self.challenges_forgotten += other.challenges_forgotten;
         self.more = other.more;
     }
 }
@@ -99,6 +102,15 @@ impl Sweeper {
     pub async fn sweep_once(&mut self, now: DateTime<Utc>) -> Result<Swept, sqlx::Error> {
         let mut swept = Swept::default();
         let mut conn = self.pool.acquire().await?;
+        // A spent challenge is kept only while it could be replayed: until
+        // its end, and a minute more for the clocks of the instances.
+        swept.challenges_forgotten = ticket_core::db::spent_challenges::forget_ended(
+            &mut conn,
+            now - chrono::Duration::minutes(1),
+            BATCH,
+        )
+        .await?;
+        swept.more |= swept.challenges_forgotten == u64::from(BATCH);
         let deletions_cutoff = self.retention.decided.map(|keep| now - keep);
         if let Some(cutoff) = deletions_cutoff {
             let rows = kept::queue_rows_after(&mut conn, self.rows_after, BATCH).await?;

@@ -266,3 +266,36 @@ async fn undelivered_events_stay_only_while_someone_will_receive_them() {
         0
     );
 }
+
+#[tokio::test]
+async fn spent_challenges_are_forgotten_a_minute_after_their_end() {
+    let (_db, pool) = ticket_core::testing::TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await.unwrap();
+    let seats = ticket_core::testing::seed::concert(&mut conn, 1, 1)
+        .await
+        .unwrap();
+    let concert = ticket_core::testing::seed::concerts_of(&mut conn, seats.iter().copied())
+        .await
+        .unwrap()[&seats[0]];
+    // Ended two minutes ago, ended just now, and live.
+    for (id, ends_in_seconds) in [(1u8, -120i64), (2, -5), (3, 30)] {
+        sqlx::query(
+            "INSERT INTO spent_challenges (concert_id, challenge, expires_at) \
+             VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL ? SECOND)",
+        )
+        .bind(concert)
+        .bind([id; 32].as_slice())
+        .bind(ends_in_seconds)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+    drop(conn);
+    let mut sweeper = Sweeper::new(pool.clone(), thirty_days_and_a_day());
+    let swept = sweeper.sweep_once(Utc::now()).await.unwrap();
+    assert_eq!(swept.challenges_forgotten, 1);
+    assert_eq!(
+        scalar(&pool, "SELECT COUNT(*) FROM spent_challenges").await,
+        2
+    );
+}

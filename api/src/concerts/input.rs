@@ -6,7 +6,7 @@ use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, PresaleStartsAt, SeatLayout, Venue, keep,
+    MaxSeatsPerUser, OpensAt, PresaleStartsAt, ProofOfWork, SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -64,6 +64,12 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 86400)]
     lottery_window_seconds: Option<u64>,
+    /// 0 (default, off) to 12: the proof-of-work level a request must pay
+    /// (see `GET /api/concerts/{id}/challenge`); level L costs a client
+    /// 750 · 2^(L-1) SHA-256 hashes on average.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 12)]
+    proof_of_work: Option<u64>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -111,6 +117,12 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 86400)]
     lottery_window_seconds: Option<u64>,
+    /// 0 (default, off) to 12: the proof-of-work level a request must pay
+    /// (see `GET /api/concerts/{id}/challenge`); level L costs a client
+    /// 750 · 2^(L-1) SHA-256 hashes on average.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 0, maximum = 12)]
+    proof_of_work: Option<u64>,
 }
 
 /// A field that may be given as null (`Some(None)`), unlike an absent one
@@ -148,6 +160,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 max_seats_per_order: req.max_seats_per_order,
                 max_seats_per_user: req.max_seats_per_user,
                 lottery_window_seconds: req.lottery_window_seconds,
+                proof_of_work: req.proof_of_work,
             },
             &mut errors,
         );
@@ -194,6 +207,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     opens_at,
                     presale_starts_at,
                     lottery: sale.lottery.unwrap_or_default(),
+                    proof_of_work: sale.proof_of_work.unwrap_or_default(),
                 },
             }),
             _ => Err(errors),
@@ -207,6 +221,7 @@ struct RawSettings {
     max_seats_per_order: Option<u64>,
     max_seats_per_user: Option<u64>,
     lottery_window_seconds: Option<u64>,
+    proof_of_work: Option<u64>,
 }
 
 /// The sale settings a create or a change gave (`None`: not given).
@@ -215,6 +230,7 @@ struct GivenSettings {
     max_seats_per_order: Option<MaxSeatsPerOrder>,
     max_seats_per_user: Option<MaxSeatsPerUser>,
     lottery: Option<LotteryWindow>,
+    proof_of_work: Option<ProofOfWork>,
 }
 
 /// The sale settings of a create or a change, each parsed when given; None
@@ -242,11 +258,16 @@ fn settings(raw: RawSettings, errors: &mut Vec<FieldError>) -> Option<GivenSetti
             .transpose(),
         errors,
     );
+    let proof_of_work = keep(
+        raw.proof_of_work.map(ProofOfWork::parse).transpose(),
+        errors,
+    );
     Some(GivenSettings {
         hold: hold?,
         max_seats_per_order: per_order?,
         max_seats_per_user: per_user?,
         lottery: lottery?,
+        proof_of_work: proof_of_work?,
     })
 }
 
@@ -279,6 +300,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 max_seats_per_order: req.max_seats_per_order,
                 max_seats_per_user: req.max_seats_per_user,
                 lottery_window_seconds: req.lottery_window_seconds,
+                proof_of_work: req.proof_of_work,
             },
             &mut errors,
         );
@@ -306,6 +328,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     opens_at,
                     presale_starts_at: presale,
                     lottery: sale.lottery,
+                    proof_of_work: sale.proof_of_work,
                 }))
             }
             _ => Err(errors),

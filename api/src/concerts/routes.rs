@@ -40,6 +40,8 @@ pub struct ConcertResponse {
     /// `opensAt`); null: no presale.
     presale_starts_at: Option<DateTime<Utc>>,
     lottery_window_seconds: u32,
+    /// 0: off; else the proof-of-work level a request must pay.
+    proof_of_work: u8,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -81,6 +83,7 @@ impl From<ConcertRow> for ConcertResponse {
             opens_at: c.opens_at,
             presale_starts_at: c.presale_starts_at,
             lottery_window_seconds: c.lottery_window_seconds,
+            proof_of_work: c.proof_of_work,
             created_at: c.created_at,
             updated_at: c.updated_at,
         }

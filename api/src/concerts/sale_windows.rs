@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use sqlx::MySqlPool;
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, MaxSeatsPerUser, SaleWindow};
+use ticket_core::domain::{ConcertId, MaxSeatsPerUser, ProofOfWork, SaleWindow};
 
 use crate::error::{ApiError, ApiResult};
 use crate::fresh_cache::FreshCache;
@@ -21,6 +21,7 @@ pub struct SaleWindows(FreshCache<ConcertId, SaleTerms>);
 pub struct SaleTerms {
     pub window: SaleWindow,
     pub max_seats_per_user: MaxSeatsPerUser,
+    pub proof_of_work: ProofOfWork,
 }
 
 impl Default for SaleTerms {
@@ -30,6 +31,7 @@ impl Default for SaleTerms {
         Self {
             window: SaleWindow::default(),
             max_seats_per_user: MaxSeatsPerUser::from_stored(MaxSeatsPerUser::MOST),
+            proof_of_work: ProofOfWork::default(),
         }
     }
 }
@@ -56,6 +58,7 @@ impl SaleWindows {
                 Ok::<_, ApiError>(row.map(|c| SaleTerms {
                     window: c.sale(),
                     max_seats_per_user: MaxSeatsPerUser::from_stored(c.max_seats_per_user),
+                    proof_of_work: ProofOfWork::from_stored(c.proof_of_work),
                 }))
             })
             .await

@@ -269,6 +269,7 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "GET /api/concerts/{id}/seats",
         "GET /api/concerts/{id}/availability",
         "GET /api/concerts/{id}/seat-map",
+        "GET /api/concerts/{id}/challenge",
         "GET /api/seats/{id}",
     ];
     let mut classified: Vec<String> = attempts

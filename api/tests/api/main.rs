@@ -21,6 +21,7 @@ mod openapi;
 mod otlp;
 mod page;
 mod presale;
+mod proof_of_work;
 mod reservations;
 mod sale;
 mod seats;

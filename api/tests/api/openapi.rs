@@ -10,6 +10,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/auth/logout-all"),
     ("post", "/api/users"),
     ("post", "/api/concerts/{id}/access-codes"),
+    ("get", "/api/concerts/{id}/challenge"),
     ("get", "/api/concerts/{id}/access-codes"),
     ("delete", "/api/concerts/{id}/access-codes/{codeId}"),
     ("get", "/api/users/me"),

@@ -4,8 +4,8 @@ use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, PageRequest, PresaleStartsAt, SaleWindow, SeatLayout, SeatStatus,
-    Venue,
+    MaxSeatsPerUser, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork, SaleWindow, SeatLayout,
+    SeatStatus, Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -21,6 +21,7 @@ pub struct ConcertRow {
     pub opens_at: Option<DateTime<Utc>>,
     pub presale_starts_at: Option<DateTime<Utc>>,
     pub lottery_window_seconds: u32,
+    pub proof_of_work: u8,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -37,7 +38,7 @@ impl ConcertRow {
 
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
                        max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
-                       created_at, updated_at";
+                       proof_of_work, created_at, updated_at";
 
 /// How a concert sells: its hold, its order size, its cap per fan, and
 /// when its sale opens.
@@ -51,6 +52,7 @@ pub struct Settings {
     /// Before `opens_at` (the caller checks).
     pub presale_starts_at: Option<PresaleStartsAt>,
     pub lottery: LotteryWindow,
+    pub proof_of_work: ProofOfWork,
 }
 
 impl Settings {
@@ -78,8 +80,9 @@ pub async fn insert_with_seats(
     async move {
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-             max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, proof_of_work, \
+             created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -91,6 +94,7 @@ pub async fn insert_with_seats(
         .bind(settings.opens_at.map(|at| at.get().naive_utc()))
         .bind(settings.presale_starts_at.map(|at| at.get().naive_utc()))
         .bind(settings.lottery.seconds())
+        .bind(settings.proof_of_work.get())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -221,6 +225,7 @@ pub struct Changes {
     pub opens_at: Option<Option<OpensAt>>,
     /// `Some(None)`: no presale any more.
     pub presale_starts_at: Option<Option<PresaleStartsAt>>,
+    pub proof_of_work: Option<ProofOfWork>,
     pub lottery: Option<LotteryWindow>,
 }
 
@@ -238,6 +243,7 @@ pub async fn update(
          max_seats_per_user = COALESCE(?, max_seats_per_user), \
          opens_at = IF(?, ?, opens_at), presale_starts_at = IF(?, ?, presale_starts_at), \
          lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
+         proof_of_work = COALESCE(?, proof_of_work), \
          updated_at = ? WHERE id = ?",
     )
     .bind(changes.title.as_ref().map(ConcertTitle::as_str))
@@ -256,6 +262,7 @@ pub async fn update(
             .map(|at| at.get().naive_utc()),
     )
     .bind(changes.lottery.map(LotteryWindow::seconds))
+    .bind(changes.proof_of_work.map(ProofOfWork::get))
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)

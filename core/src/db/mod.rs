@@ -25,6 +25,7 @@ pub mod reservations;
 pub mod retention;
 pub mod revocations;
 pub mod seats;
+pub mod spent_challenges;
 pub mod users;
 
 use chrono::{DateTime, Utc};

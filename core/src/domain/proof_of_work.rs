@@ -1,0 +1,65 @@
+//! A concert's proof-of-work level: the work a client spends on an ALTCHA
+//! PoW v2 challenge (SHA-256, one hash an attempt, deterministic mode: the
+//! server draws the counter the client must reach) before a request joins
+//! the line. 0 is off; level L draws the counter uniformly in
+//! [W, 2W) with W = 500 · 2^(L-1), so a solve takes 1.5 W hashes on
+//! average and verifying it takes one.
+
+use super::FieldError;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProofOfWork(u8);
+
+impl ProofOfWork {
+    pub const MOST: u8 = 12;
+
+    pub fn parse(level: u64) -> Result<Self, FieldError> {
+        match u8::try_from(level) {
+            Ok(level) if level <= Self::MOST => Ok(Self(level)),
+            _ => Err(FieldError::new(
+                "proofOfWork",
+                format!("must be 0 (off) to {}", Self::MOST),
+            )),
+        }
+    }
+
+    /// As stored: the column's CHECK keeps it in range.
+    pub fn from_stored(level: u8) -> Self {
+        Self(level.min(Self::MOST))
+    }
+
+    pub fn get(self) -> u8 {
+        self.0
+    }
+
+    pub fn is_on(self) -> bool {
+        self.0 > 0
+    }
+
+    /// The counters a challenge's is drawn from, `[low, 2 · low)`; `None`
+    /// when off.
+    pub fn counters(self) -> Option<(u32, u32)> {
+        let low = 500u32.checked_shl(u32::from(self.0.checked_sub(1)?))?;
+        Some((low, low * 2))
+    }
+
+    /// Hashes a client spends on average (the README's table).
+    pub fn expected_hashes(self) -> u64 {
+        self.counters()
+            .map_or(0, |(low, high)| (u64::from(low) + u64::from(high)) / 2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_double_the_work() {
+        assert_eq!(ProofOfWork::parse(0).unwrap().counters(), None);
+        assert_eq!(ProofOfWork::parse(1).unwrap().counters(), Some((500, 1000)));
+        assert_eq!(ProofOfWork::parse(6).unwrap().expected_hashes(), 24_000);
+        assert_eq!(ProofOfWork::parse(12).unwrap().expected_hashes(), 1_536_000);
+        assert!(ProofOfWork::parse(13).is_err());
+    }
+}
