@@ -8,22 +8,7 @@ use serde_json::{Value, json};
 use ticket_worker::holds::HoldSweeper;
 use tokio::sync::Barrier;
 
-use crate::helpers::{Reply, TestApp, spawn_app};
-
-/// A concert of one row of `n` seats with these settings; (id, seat ids).
-async fn concert_with(app: &TestApp, n: u32, settings: Value) -> (u64, Vec<u64>) {
-    let mut extra = json!({"rows": 1, "seatsPerRow": n});
-    extra
-        .as_object_mut()
-        .unwrap()
-        .extend(settings.as_object().unwrap().clone());
-    app.concert_and_seats(extra).await
-}
-
-async fn order(app: &TestApp, token: &str, seats: &[u64]) -> Reply {
-    app.post("/api/reservations", Some(token), json!({"seatIds": seats}))
-        .await
-}
+use crate::helpers::{TestApp, concert_with, order, spawn_app};
 
 async fn queued(app: &TestApp, token: &str, seats: &[u64]) -> u64 {
     order(app, token, seats).await.assert_status(201)["queueId"]

@@ -5,26 +5,13 @@
 
 use std::sync::Arc;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use ticket_worker::holds::HoldSweeper;
 use tokio::sync::Barrier;
 
-use crate::helpers::{Reply, TestApp, executable, spawn_app, start_server_with};
-
-/// A concert of one row of `n` seats with these settings; (id, seat ids).
-async fn concert_with(app: &TestApp, n: u32, settings: Value) -> (u64, Vec<u64>) {
-    let mut extra = json!({"rows": 1, "seatsPerRow": n});
-    extra
-        .as_object_mut()
-        .unwrap()
-        .extend(settings.as_object().unwrap().clone());
-    app.concert_and_seats(extra).await
-}
-
-async fn order(app: &TestApp, token: &str, seats: &[u64]) -> Reply {
-    app.post("/api/reservations", Some(token), json!({"seatIds": seats}))
-        .await
-}
+use crate::helpers::{
+    Reply, TestApp, concert_with, executable, order, spawn_app, start_server_with,
+};
 
 /// The seats `user` holds (before the hold's end) or has confirmed.
 async fn seats_taken(app: &TestApp, user: u64) -> i64 {

@@ -8,6 +8,21 @@ use tokio::sync::Barrier;
 
 use super::*;
 
+/// A concert of one row of `n` seats with these settings; (id, seat ids).
+pub async fn concert_with(app: &TestApp, n: u32, settings: Value) -> (u64, Vec<u64>) {
+    let mut extra = json!({"rows": 1, "seatsPerRow": n});
+    if let (Some(extra), Some(settings)) = (extra.as_object_mut(), settings.as_object()) {
+        extra.extend(settings.clone());
+    }
+    app.concert_and_seats(extra).await
+}
+
+/// Orders `seats` (one request, all or nothing).
+pub async fn order(app: &TestApp, token: &str, seats: &[u64]) -> Reply {
+    app.post("/api/reservations", Some(token), json!({"seatIds": seats}))
+        .await
+}
+
 impl TestApp {
     /// Signs up a user; returns (id, token).
     pub async fn user(&self, nick: &str) -> (u64, String) {

@@ -13,6 +13,8 @@ mod workers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
 #[allow(unused_imports)]
+pub use data::{concert_with, order};
+#[allow(unused_imports)]
 pub use http::*;
 #[allow(unused_imports)]
 pub use processes::*;
