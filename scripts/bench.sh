@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -380,6 +380,21 @@ open_availability() {
 
 ticket_open() { open_polls; open_streams; open_availability; }
 
+# The proof of work as the page solves it (ALTCHA's widget in Web Workers)
+# in headless Chromium, per level, each solution accepted by the API.
+pow_page() {
+  local url chromedriver
+  chromedriver="$(scripts/browser.sh)"
+  echo "## the proof of work solved by the page in headless Chromium ($("$chromedriver" --version | cut -d' ' -f1-2)), per level"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 1 --seats 1 --out "$work/pow-lines")"
+  start_api "$url" TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+    TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_MAX_OPEN_REQUESTS_PER_USER=100000
+  TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+    "$bin/ticket-bench" pow-page --url "$api_url" --solves "${POW_SOLVES:-21}" --max-level "${POW_MAX_LEVEL:-12}"
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
 page() {
   local url chromedriver
   chromedriver="$(scripts/browser.sh)"
@@ -417,6 +432,7 @@ case "$what" in
   open-streams) open_streams ;;
   open-availability) open_availability ;;
   page) page ;;
+  pow-page) pow_page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|all]" >&2; exit 2 ;;
 esac

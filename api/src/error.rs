@@ -65,6 +65,14 @@ pub enum ErrorCode {
     /// The access code has no use or seats left, or belongs to another
     /// account.
     AccessCodeUsed,
+    /// The concert has a free seat nobody in line wants: reserve it
+    /// instead of joining its waiting list.
+    SeatsAvailable,
+    /// The caller is on the concert's waiting list already, or holds an
+    /// offer from it that is still running.
+    AlreadyOnWaitingList,
+    /// The caller is not waiting on the concert's waiting list.
+    NotOnWaitingList,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -88,7 +96,7 @@ impl ErrorCode {
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
             Forbidden | AccessCodeRequired | AccessCodeInvalid => StatusCode::FORBIDDEN,
             RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
-            | ReservationNotFound | AccessCodeNotFound => StatusCode::NOT_FOUND,
+            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -103,7 +111,9 @@ impl ErrorCode {
             | ReservationNotHeld
             | SaleNotOpen
             | UserLimitReached
-            | AccessCodeUsed => StatusCode::CONFLICT,
+            | AccessCodeUsed
+            | SeatsAvailable
+            | AlreadyOnWaitingList => StatusCode::CONFLICT,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
             DatabaseUnavailable | InstanceBusy => StatusCode::SERVICE_UNAVAILABLE,
@@ -270,6 +280,10 @@ impl From<sqlx::Error> for ApiError {
             Some("uq_request_seats_open") => Some((
                 ErrorCode::QueueDuplicated,
                 "you already have a pending request for this seat",
+            )),
+            Some("uq_waiting_list_waiting") => Some((
+                ErrorCode::AlreadyOnWaitingList,
+                "you are on this concert's waiting list already",
             )),
             _ => None,
         };

@@ -19,4 +19,5 @@ pub mod routes;
 pub mod server;
 pub mod startup;
 pub mod state;
+pub mod waiting_list;
 pub mod web;

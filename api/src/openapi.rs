@@ -31,6 +31,7 @@ use crate::state::AppState;
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
         presale::create, presale::list, presale::revoke,
         crate::proof_of_work::routes::challenge,
+        crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
@@ -42,6 +43,7 @@ use crate::state::AppState;
         (name = "seats", description = "Seats of a concert"),
         (name = "reservations", description = "Asynchronous reservation requests, holds, confirmation and cancellation"),
         (name = "presale", description = "Access codes for a concert's presale"),
+        (name = "waiting-list", description = "A sold-out concert's waiting list and the offers made from it"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

@@ -638,3 +638,64 @@ async fn in_the_presale_the_page_asks_for_an_access_code_and_says_what_went_wron
     page.close().await;
     deciding.stop().await;
 }
+
+#[tokio::test]
+async fn a_concert_that_asks_for_work_has_the_page_solve_it_in_workers_before_the_request() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({"rows": 1, "seatsPerRow": 4, "proofOfWork": 3}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let deciding = Deciding::start(&app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "working-fan").await;
+    open_concert(&page, &app.base, concert).await;
+    page.wait_element(".checkout altcha-widget", None).await;
+
+    let first = page.wait_element(&seat("A1"), None).await;
+    page.click(&first).await;
+    reserve(&page).await;
+    page.wait_element(".pow-progress", Some("Puzzle solved in"))
+        .await;
+    page.wait_element(".line.confirmed h2", Some("Confirmed"))
+        .await;
+    // The work ran in the widget's worker, served from our origin (the
+    // page's CSP allows no other), and each request solved its own.
+    let workers = page
+        .script(
+            "return performance.getEntriesByType('resource') \
+               .filter(e => new URL(e.name).pathname === '/assets/altcha-sha-worker.js').length;",
+            vec![],
+        )
+        .await;
+    assert!(workers.as_u64().unwrap_or(0) >= 1, "{workers}");
+
+    let second = page.wait_element(&seat("A2"), None).await;
+    page.click(&second).await;
+    reserve(&page).await;
+    page.wait_for(
+        "a second solve",
+        "return performance.getEntriesByName('pow-solve').length === 2;",
+        vec![],
+    )
+    .await;
+    page.wait_element(".line.confirmed h2", Some("Confirmed"))
+        .await;
+    page.screenshot(&screenshot_dir().join("proof-of-work.png"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+
+    // What the page sent were solutions the API accepted: two confirmed.
+    let reply = app
+        .get(
+            &format!("/api/concerts/{concert}/seats?status=RESERVED"),
+            None,
+        )
+        .await;
+    let mine = reply.assert_status(200);
+    assert_eq!(mine.as_array().map(Vec::len), Some(2), "{mine}");
+}

@@ -16,6 +16,8 @@ const FIELDS = [
   { name: "opensAt", label: "Sale opens (empty: on sale at once)", type: "datetime-local" },
   { name: "presaleStartsAt", label: "Presale with access codes starts (before the opening; empty: none)", type: "datetime-local" },
   { name: "lotteryWindowSeconds", label: "Lottery window, seconds before the opening", type: "number", min: 0, max: 86400, value: 0 },
+  { name: "waitingListOfferSeconds", label: "Seconds a waiting-list offer is held", type: "number", min: 1, max: 86400, value: 900 },
+  { name: "proofOfWork", label: "Proof of work per request (0: none; 1–12, each level doubles the work; 7: about a third of a second in a browser)", type: "number", min: 0, max: 12, value: 0 },
 ];
 
 function concertForm(main, { heading, concert, submit, send, extra }) {

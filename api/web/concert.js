@@ -6,6 +6,8 @@ import { Problem, api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, quiet, roughly, tell, when } from "./dom.js";
 import { saleState } from "./concerts.js";
 import { follow } from "./events.js";
+import { ProofOfWork } from "./proof.js";
+import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 
 export async function concertView(main, { signal, params }) {
@@ -18,6 +20,7 @@ export async function concertView(main, { signal, params }) {
   const line = h("section", { class: "line", "aria-live": "polite", "aria-label": "Your request" });
   const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: "ABCD-EFGH-JKMN-PQRS", maxlength: 64 });
   const codeField = h("label", { class: "access-code", hidden: true }, "Access code", code);
+  const proof = concert.proofOfWork > 0 ? new ProofOfWork(id) : null;
   const map = new SeatMap(id, {
     selectable: true,
     max: concert.maxSeatsPerOrder,
@@ -26,8 +29,12 @@ export async function concertView(main, { signal, params }) {
       fill(choice, ids.length ? `Selected: ${numbers.join(", ")}` : "Pick a seat on the map.");
       reserve.disabled = ids.length === 0 || saleState(concert).phase === "soon" || busy;
     },
-    onCounts: (c) => fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`)),
+    onCounts: (c) => {
+      fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
+      waiting.counts(c.available);
+    },
   });
+  const waiting = new WaitingList(concert, { signal, onOffer: (offer) => showReservation(offer) });
   map.element.addEventListener("seatmap-message", (e) => tell(e.detail, "info"));
   let busy = false;
 
@@ -109,7 +116,8 @@ export async function concertView(main, { signal, params }) {
     const confirm = h("button", { type: "button", class: "primary" }, "Confirm");
     const cancel = h("button", { type: "button" }, `Release ${w.Seats.toLowerCase()}`);
     line.className = "line held";
-    fill(line, h("h2", {}, "Seats held for you"), h("p", {}, `${w.Seats} ${seats} ${w.are} yours for `, left, ` more: confirm to keep ${w.them}.`), h("p", { class: "actions" }, confirm, cancel));
+    const heading = reservation.source === "WAITING_LIST" ? "Seats from the waiting list held for you" : "Seats held for you";
+    fill(line, h("h2", {}, heading), h("p", {}, `${w.Seats} ${seats} ${w.are} yours for `, left, ` more: confirm to keep ${w.them}.`), h("p", { class: "actions" }, confirm, cancel));
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {
       line.className = "line failed";
       fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `${w.Seats} ${seats} went back on sale.`));
@@ -181,7 +189,8 @@ export async function concertView(main, { signal, params }) {
     const body = ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids };
     if (!codeField.hidden && code.value.trim()) body.accessCode = code.value.trim();
     try {
-      const accepted = await api("POST", "/api/reservations", body);
+      const headers = proof ? { "Proof-Of-Work": await proof.solve(signal) } : {};
+      const accepted = await api("POST", "/api/reservations", body, { headers });
       await followRequest(accepted.queueId);
     } catch (e) {
       if (e instanceof Problem && e.code === "QUEUE_DUPLICATED" && e.body.queueId) {
@@ -189,7 +198,8 @@ export async function concertView(main, { signal, params }) {
         await followRequest(e.body.queueId);
         return;
       }
-      tell(e instanceof Problem ? (CODE_REFUSALS[e.code] || e.message) : e.message);
+      if (e.name === "AbortError") return;
+      tell(e instanceof Problem ? (REFUSALS[e.code] || e.message) : e.message);
       if (e instanceof Problem && e.code.startsWith("ACCESS_CODE")) code.focus();
       reserve.disabled = false;
     }
@@ -209,19 +219,22 @@ export async function concertView(main, { signal, params }) {
       "div",
       { class: "concert-body" },
       h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend()),
-      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, codeField, reserve, line),
+      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, codeField, reserve, proof?.element, line, waiting.element),
     ),
   );
   showSale();
   await map.load();
   map.start();
+  waiting.refresh();
 }
 
-/** What a refused presale request means, in words. */
-const CODE_REFUSALS = {
+/** What a refused request means, in words (the rest say it in their detail). */
+const REFUSALS = {
   ACCESS_CODE_REQUIRED: "This is the presale: enter your access code to reserve.",
   ACCESS_CODE_INVALID: "That access code is not valid for this concert. Check it and try again.",
   ACCESS_CODE_USED: "That access code has been used up (or by another account).",
+  CHALLENGE_INVALID: "The puzzle took too long or was already used: press Reserve again for a new one.",
+  CHALLENGE_REQUIRED: "This concert asks every request for a solved puzzle: reload the page and try again.",
 };
 
 /** The words that agree with a number of seats. */

@@ -10,6 +10,7 @@ mod otlp_sink;
 mod page;
 mod per_request;
 mod pow;
+mod pow_page;
 mod streams;
 
 use clap::{Parser, Subcommand};
@@ -44,6 +45,8 @@ enum Command {
     Page(page::Args),
     /// Proof of work: the API's check of a solution, and native solves per level.
     Pow(pow::Args),
+    /// The proof of work solved by the page in headless Chromium, per level.
+    PowPage(pow_page::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -77,6 +80,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Streams(args) => streams::run(args).await,
         Command::Page(args) => page::run(args).await,
         Command::Pow(args) => pow::run(args).await,
+        Command::PowPage(args) => pow_page::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

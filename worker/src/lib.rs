@@ -18,6 +18,7 @@ pub mod relay;
 pub mod retention;
 mod run_loop;
 mod set_aside;
+pub mod waiting_list;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

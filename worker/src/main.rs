@@ -71,9 +71,15 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
+    let offers = tokio::spawn(
+        ticket_worker::waiting_list::Offers::new(pool.clone())
+            .counted_in(worker.metrics())
+            .run(shutdown.clone()),
+    );
     worker.run(shutdown).await;
     sweeper.await?;
     expiry.await?;
+    offers.await?;
     if let Some(relay) = relay {
         relay.await?;
     }

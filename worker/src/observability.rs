@@ -45,6 +45,7 @@ pub struct WorkerMetrics {
     dead_lettered: IntCounter,
     retention_removed: IntCounterVec,
     holds_expired: IntCounter,
+    offers_made: IntCounter,
     webhooks: IntCounterVec,
     queue_depth: IntGaugeVec,
     outbox: IntGaugeVec,
@@ -93,6 +94,11 @@ impl WorkerMetrics {
                 &registry,
                 "ticket_worker_holds_expired_total",
                 "Holds this worker's expiry sweep set EXPIRED (their seats AVAILABLE again)",
+            ),
+            offers_made: metrics::counter(
+                &registry,
+                "ticket_worker_waiting_list_offers_total",
+                "Offers this worker made to fans on waiting lists (seats held for them)",
             ),
             webhooks: metrics::counter_vec(
                 &registry,
@@ -155,6 +161,10 @@ impl WorkerMetrics {
 
     pub(crate) fn holds_expired(&self, n: u64) {
         self.holds_expired.inc_by(n);
+    }
+
+    pub(crate) fn offers_made(&self, n: u64) {
+        self.offers_made.inc_by(n);
     }
 
     /// Requests this worker decided (won or refused).

@@ -333,3 +333,26 @@ async fn a_reservation_whose_event_keeps_failing_holds_back_only_its_own_later_e
     shutdown.cancel();
     running.await.unwrap();
 }
+
+#[tokio::test]
+async fn an_offer_from_a_waiting_list_is_announced_like_any_event() {
+    let (_db, pool) = TestDatabase::migrated().await;
+    record_events(&pool, 1..=3, &[EventKind::Offered, EventKind::Confirmed]).await;
+    let receiver = Receiver::start(Behaviour::default()).await;
+    let shutdown = CancellationToken::new();
+    let relay = Relay::new(pool.clone(), config(&receiver)).unwrap();
+    let running = tokio::spawn(relay.run(shutdown.clone()));
+    wait_until_delivered(&pool, Duration::from_secs(10)).await;
+    shutdown.cancel();
+    running.await.unwrap();
+    let accepted = receiver.accepted();
+    for reservation in 1..=3 {
+        let types: Vec<&str> = accepted
+            .iter()
+            .filter(|a| a.reservation_id == reservation)
+            .map(|a| a.event_type.as_str())
+            .collect();
+        assert_eq!(types, ["WaitingListOffered", "ReservationConfirmed"]);
+    }
+    assert_eq!(receiver.bad_signatures(), 0);
+}

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, PresaleStartsAt, ProofOfWork, SeatLayout, Venue, keep,
+    MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, ProofOfWork, SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -70,6 +70,11 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 12)]
     proof_of_work: Option<u64>,
+    /// 1 to 86,400 (default 900): how long seats offered to a fan from
+    /// the waiting list are held for them to confirm.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 86400)]
+    waiting_list_offer_seconds: Option<u64>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -123,6 +128,11 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 12)]
     proof_of_work: Option<u64>,
+    /// 1 to 86,400 (default 900): how long seats offered to a fan from
+    /// the waiting list are held for them to confirm.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 86400)]
+    waiting_list_offer_seconds: Option<u64>,
 }
 
 /// A field that may be given as null (`Some(None)`), unlike an absent one
@@ -161,6 +171,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 max_seats_per_user: req.max_seats_per_user,
                 lottery_window_seconds: req.lottery_window_seconds,
                 proof_of_work: req.proof_of_work,
+                waiting_list_offer_seconds: req.waiting_list_offer_seconds,
             },
             &mut errors,
         );
@@ -208,6 +219,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     presale_starts_at,
                     lottery: sale.lottery.unwrap_or_default(),
                     proof_of_work: sale.proof_of_work.unwrap_or_default(),
+                    waiting_list_offer: sale.waiting_list_offer.unwrap_or_default(),
                 },
             }),
             _ => Err(errors),
@@ -222,6 +234,7 @@ struct RawSettings {
     max_seats_per_user: Option<u64>,
     lottery_window_seconds: Option<u64>,
     proof_of_work: Option<u64>,
+    waiting_list_offer_seconds: Option<u64>,
 }
 
 /// The sale settings a create or a change gave (`None`: not given).
@@ -231,6 +244,7 @@ struct GivenSettings {
     max_seats_per_user: Option<MaxSeatsPerUser>,
     lottery: Option<LotteryWindow>,
     proof_of_work: Option<ProofOfWork>,
+    waiting_list_offer: Option<OfferDuration>,
 }
 
 /// The sale settings of a create or a change, each parsed when given; None
@@ -262,12 +276,19 @@ fn settings(raw: RawSettings, errors: &mut Vec<FieldError>) -> Option<GivenSetti
         raw.proof_of_work.map(ProofOfWork::parse).transpose(),
         errors,
     );
+    let waiting_list_offer = keep(
+        raw.waiting_list_offer_seconds
+            .map(OfferDuration::parse)
+            .transpose(),
+        errors,
+    );
     Some(GivenSettings {
         hold: hold?,
         max_seats_per_order: per_order?,
         max_seats_per_user: per_user?,
         lottery: lottery?,
         proof_of_work: proof_of_work?,
+        waiting_list_offer: waiting_list_offer?,
     })
 }
 
@@ -301,6 +322,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 max_seats_per_user: req.max_seats_per_user,
                 lottery_window_seconds: req.lottery_window_seconds,
                 proof_of_work: req.proof_of_work,
+                waiting_list_offer_seconds: req.waiting_list_offer_seconds,
             },
             &mut errors,
         );
@@ -329,6 +351,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     presale_starts_at: presale,
                     lottery: sale.lottery,
                     proof_of_work: sale.proof_of_work,
+                    waiting_list_offer: sale.waiting_list_offer,
                 }))
             }
             _ => Err(errors),

@@ -42,6 +42,8 @@ pub struct ConcertResponse {
     lottery_window_seconds: u32,
     /// 0: off; else the proof-of-work level a request must pay.
     proof_of_work: u8,
+    /// How long seats offered from the waiting list are held for the fan.
+    waiting_list_offer_seconds: u32,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -84,6 +86,7 @@ impl From<ConcertRow> for ConcertResponse {
             presale_starts_at: c.presale_starts_at,
             lottery_window_seconds: c.lottery_window_seconds,
             proof_of_work: c.proof_of_work,
+            waiting_list_offer_seconds: c.waiting_list_offer_seconds,
             created_at: c.created_at,
             updated_at: c.updated_at,
         }

@@ -16,8 +16,12 @@ pub struct ReservationResponse {
     reservation_id: u64,
     user_id: u64,
     concert_id: u64,
-    /// The request that made it.
+    /// The request that made it (null for an offer from the waiting list).
     queue_id: Option<u64>,
+    /// LINE: a request that won in line; WAITING_LIST: seats offered to
+    /// the fan from the concert's waiting list (a hold, confirmed alike).
+    #[schema(example = "LINE")]
+    source: String,
     /// The one seat of a one-seat reservation (absent with several).
     #[serde(skip_serializing_if = "Option::is_none")]
     seat_id: Option<u64>,
@@ -66,6 +70,7 @@ impl From<reservations::ReservationRow> for ReservationResponse {
             user_id: r.user_id.get(),
             concert_id: r.concert_id.get(),
             queue_id: r.queue_id.map(QueueId::get),
+            source: r.source,
             seat_id: one.as_ref().map(|s| s.seat_id.get()),
             seat_number: one.map(|s| s.seat_number),
             seats: r

@@ -43,10 +43,16 @@ struct Asset {
     body: CachedBody,
 }
 
+/// `name => type` serves `web/name`; `name from path => type` serves
+/// `web/path` under `name` (the vendored widget).
 macro_rules! assets {
-    ($($name:literal => $type:literal),* $(,)?) => {
-        [$(($name, $type, include_bytes!(concat!(env!("CARGO_MANIFEST_DIR"), "/web/", $name)).as_slice())),*]
+    ($($name:literal $(from $path:literal)? => $type:literal),* $(,)?) => {
+        [$(($name, $type, include_bytes!(concat!(
+            env!("CARGO_MANIFEST_DIR"), "/web/", assets!(@source $name $($path)?)
+        )).as_slice())),*]
     };
+    (@source $name:literal) => { $name };
+    (@source $name:literal $path:literal) => { $path };
 }
 
 static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
@@ -65,6 +71,13 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "admin.js" => "text/javascript; charset=utf-8",
         "concert-form.js" => "text/javascript; charset=utf-8",
         "sale-view.js" => "text/javascript; charset=utf-8",
+        "proof.js" => "text/javascript; charset=utf-8",
+        "waiting-list.js" => "text/javascript; charset=utf-8",
+        // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
+        // by proof.js only where a concert asks for a proof of work.
+        "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",
+        "altcha.css" from "vendor/altcha/altcha.css" => "text/css; charset=utf-8",
+        "altcha-sha-worker.js" from "vendor/altcha/sha-worker.js" => "text/javascript; charset=utf-8",
         "favicon.svg" => "image/svg+xml",
     ]
     .into_iter()

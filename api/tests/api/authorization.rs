@@ -271,6 +271,10 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "GET /api/concerts/{id}/seat-map",
         "GET /api/concerts/{id}/challenge",
         "GET /api/seats/{id}",
+        // The caller's own place on a waiting list: no id of anyone's.
+        "POST /api/concerts/{id}/waiting-list",
+        "DELETE /api/concerts/{id}/waiting-list",
+        "GET /api/concerts/{id}/waiting-list/me",
     ];
     let mut classified: Vec<String> = attempts
         .iter()

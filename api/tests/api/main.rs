@@ -28,4 +28,5 @@ mod seats;
 mod status_events;
 mod users;
 mod validation;
+mod waiting_list;
 mod walk;

@@ -4,8 +4,8 @@ use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork, SaleWindow, SeatLayout,
-    SeatStatus, Venue,
+    MaxSeatsPerUser, OfferDuration, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork, SaleWindow,
+    SeatLayout, SeatStatus, Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -22,6 +22,7 @@ pub struct ConcertRow {
     pub presale_starts_at: Option<DateTime<Utc>>,
     pub lottery_window_seconds: u32,
     pub proof_of_work: u8,
+    pub waiting_list_offer_seconds: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -38,7 +39,7 @@ impl ConcertRow {
 
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
                        max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
-                       proof_of_work, created_at, updated_at";
+                       proof_of_work, waiting_list_offer_seconds, created_at, updated_at";
 
 /// How a concert sells: its hold, its order size, its cap per fan, and
 /// when its sale opens.
@@ -53,6 +54,7 @@ pub struct Settings {
     pub presale_starts_at: Option<PresaleStartsAt>,
     pub lottery: LotteryWindow,
     pub proof_of_work: ProofOfWork,
+    pub waiting_list_offer: OfferDuration,
 }
 
 impl Settings {
@@ -81,8 +83,8 @@ pub async fn insert_with_seats(
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
              max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, proof_of_work, \
-             created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             waiting_list_offer_seconds, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -95,6 +97,7 @@ pub async fn insert_with_seats(
         .bind(settings.presale_starts_at.map(|at| at.get().naive_utc()))
         .bind(settings.lottery.seconds())
         .bind(settings.proof_of_work.get())
+        .bind(settings.waiting_list_offer.seconds())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -227,6 +230,7 @@ pub struct Changes {
     pub presale_starts_at: Option<Option<PresaleStartsAt>>,
     pub proof_of_work: Option<ProofOfWork>,
     pub lottery: Option<LotteryWindow>,
+    pub waiting_list_offer: Option<OfferDuration>,
 }
 
 /// Changes what is given and leaves the rest.
@@ -244,6 +248,7 @@ pub async fn update(
          opens_at = IF(?, ?, opens_at), presale_starts_at = IF(?, ?, presale_starts_at), \
          lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
          proof_of_work = COALESCE(?, proof_of_work), \
+         waiting_list_offer_seconds = COALESCE(?, waiting_list_offer_seconds), \
          updated_at = ? WHERE id = ?",
     )
     .bind(changes.title.as_ref().map(ConcertTitle::as_str))
@@ -263,6 +268,7 @@ pub async fn update(
     )
     .bind(changes.lottery.map(LotteryWindow::seconds))
     .bind(changes.proof_of_work.map(ProofOfWork::get))
+    .bind(changes.waiting_list_offer.map(OfferDuration::seconds))
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)
@@ -343,10 +349,16 @@ pub async fn delete_with_seats(
     id: ConcertId,
 ) -> Result<bool, sqlx::Error> {
     async move {
-        sqlx::query("DELETE FROM access_codes WHERE concert_id = ?")
+        // A list can only have offered seats of a concert with history,
+        // which is never deleted; one without offers goes with it.
+        for table in ["access_codes", "waiting_list_entries", "waiting_lists"] {
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "DELETE FROM {table} WHERE concert_id = ?"
+            )))
             .bind(id)
             .execute(&mut *conn)
             .await?;
+        }
         sqlx::query("DELETE FROM seats WHERE concert_id = ?")
             .bind(id)
             .execute(&mut *conn)

@@ -140,6 +140,26 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[Now],
     ),
     (
+        "an offer from a waiting list is not a hold of that fan's seats in that concert, as many as they waited for",
+        "SELECT COUNT(*) FROM waiting_list_entries e JOIN reservations r ON r.id = e.reservation_id \
+         WHERE e.status = 'OFFERED' AND (r.user_id <> e.user_id OR r.concert_id <> e.concert_id \
+            OR r.source <> 'WAITING_LIST' OR r.queue_id IS NOT NULL \
+            OR e.seats <> (SELECT COUNT(*) FROM reservation_seats rs WHERE rs.reservation_id = r.id))",
+        &[],
+    ),
+    (
+        "a waiting list's entry is OFFERED without its offer, or WAITING with one",
+        "SELECT COUNT(*) FROM waiting_list_entries \
+         WHERE (status = 'OFFERED') <> (reservation_id IS NOT NULL)",
+        &[],
+    ),
+    (
+        "a reservation from a waiting list has no entry that was offered it",
+        "SELECT COUNT(*) FROM reservations r WHERE r.source = 'WAITING_LIST' AND NOT EXISTS \
+         (SELECT 1 FROM waiting_list_entries e WHERE e.reservation_id = r.id AND e.status = 'OFFERED')",
+        &[],
+    ),
+    (
         "an access code was used by an account other than the one it is bound to",
         "SELECT COUNT(*) FROM reservation_queue q JOIN access_codes c ON c.id = q.access_code_id \
          WHERE c.user_id IS NULL OR c.user_id <> q.user_id",
@@ -152,9 +172,10 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
-        "a reservation made with a hold has no ReservationHeld event",
+        "a reservation made with a hold has no ReservationHeld event (WaitingListOffered for an offer)",
         "SELECT COUNT(*) FROM reservations r WHERE r.created_at >= ? AND r.hold_expires_at IS NOT NULL \
-         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.event_type = 'ReservationHeld' AND o.aggregate_id = r.id)",
+         AND NOT EXISTS (SELECT 1 FROM outbox o WHERE o.aggregate_id = r.id \
+             AND o.event_type = IF(r.source = 'WAITING_LIST', 'WaitingListOffered', 'ReservationHeld'))",
         &[KeptSince],
     ),
     (

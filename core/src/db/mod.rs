@@ -27,6 +27,7 @@ pub mod revocations;
 pub mod seats;
 pub mod spent_challenges;
 pub mod users;
+pub mod waiting_list;
 
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{MigrateError, Migrator};

@@ -24,6 +24,8 @@ pub struct ReservationRow {
     pub user_id: UserId,
     pub concert_id: ConcertId,
     pub queue_id: Option<QueueId>,
+    /// LINE or WAITING_LIST.
+    pub source: String,
     /// As of now: a HELD reservation whose hold has ended reads EXPIRED.
     pub status: ReservationStatus,
     pub hold_expires_at: Option<DateTime<Utc>>,
@@ -34,7 +36,7 @@ pub struct ReservationRow {
     pub seats: Vec<ReservedSeat>,
 }
 
-const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, \
+const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, r.source, \
                       IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 'EXPIRED', r.status) AS status, \
                       r.hold_expires_at, r.confirmed_at, r.payment_reference, r.created_at \
                       FROM reservations r";

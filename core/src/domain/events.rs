@@ -24,6 +24,9 @@ pub enum EventKind {
     Expired,
     /// Cancelled by its buyer or an admin; its seats are offered again.
     Cancelled,
+    /// Seats that came back, held for a fan from the concert's waiting list
+    /// until `holdExpiresAt` (a hold like `Held`, confirmed the same way).
+    Offered,
 }
 
 impl EventKind {
@@ -33,6 +36,7 @@ impl EventKind {
             Self::Confirmed => "ReservationConfirmed",
             Self::Expired => "ReservationExpired",
             Self::Cancelled => "ReservationCancelled",
+            Self::Offered => "WaitingListOffered",
         }
     }
 }
@@ -76,7 +80,7 @@ pub struct Subject<'a> {
 impl ReservationEvent {
     pub fn new(kind: EventKind, subject: &Subject<'_>, at: DateTime<Utc>) -> Self {
         let status = match kind {
-            EventKind::Held => ReservationStatus::Held,
+            EventKind::Held | EventKind::Offered => ReservationStatus::Held,
             EventKind::Confirmed => ReservationStatus::Confirmed,
             EventKind::Expired => ReservationStatus::Expired,
             EventKind::Cancelled => ReservationStatus::Cancelled,

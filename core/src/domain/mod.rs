@@ -14,6 +14,7 @@ mod sale;
 mod seat;
 mod status;
 mod user;
+pub mod waiting_list;
 
 pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
@@ -26,6 +27,7 @@ pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, Sale
 pub use seat::SeatNumber;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
 pub use user::{NickName, Password};
+pub use waiting_list::{OfferDuration, WaitingSeats};
 
 /// Why one input field was rejected; `field` uses the API's camelCase name.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

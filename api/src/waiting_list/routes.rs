@@ -1,0 +1,172 @@
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::Connection as _;
+use ticket_core::db::{self, waiting_list};
+use ticket_core::domain::allocation::Fan;
+use ticket_core::domain::{ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, WaitingSeats};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{ApiJson, ApiPath, AuthUser, integral};
+use crate::reservations::view::ReservationResponse;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/concerts/{id}/waiting-list", post(join).delete(leave))
+        .route("/api/concerts/{id}/waiting-list/me", get(me))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct JoinRequest {
+    /// Seats wanted together, 1 to the concert's `maxSeatsPerOrder`.
+    #[serde(deserialize_with = "integral::required")]
+    #[schema(minimum = 1, maximum = 10)]
+    seats: u64,
+}
+
+/// The caller's place on a concert's waiting list, and the offer made to
+/// them, if any.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WaitingListEntryResponse {
+    /// 1 for the next fan to be offered seats; null once offered.
+    position: Option<u64>,
+    seats: u8,
+    /// WAITING, or OFFERED (see `offer`).
+    #[schema(example = "WAITING")]
+    status: String,
+    joined_at: DateTime<Utc>,
+    /// The seats held for the caller (a reservation with `source`
+    /// WAITING_LIST: confirm it like any hold before `holdExpiresAt`).
+    offer: Option<ReservationResponse>,
+}
+
+/// Joins the concert's waiting list (signed in, when no seat is free): when
+/// seats come back that nobody in line wants, the first fan whose count
+/// they meet is offered them as a hold of theirs.
+#[utoipa::path(post, path = "/api/concerts/{id}/waiting-list", tag = "waiting-list", security(("bearer" = [])),
+    params(("id" = u64, Path)), request_body = JoinRequest,
+    responses((status = 201, body = WaitingListEntryResponse), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn join(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(concert): ApiPath<ConcertId>,
+    ApiJson(req): ApiJson<JoinRequest>,
+) -> ApiResult<(StatusCode, Json<WaitingListEntryResponse>)> {
+    let mut conn = state.pool.acquire().await?;
+    let Some(row) = db::concerts::find(&mut conn, concert).await? else {
+        return Err(ApiError::concert_not_found());
+    };
+    let seats = WaitingSeats::parse(
+        req.seats,
+        MaxSeatsPerOrder::parse(row.max_seats_per_order.into()).unwrap_or_default(),
+    )
+    .map_err(|e| ApiError::from(vec![e]))?;
+    if waiting_list::has_free_seat(&mut conn, concert).await? {
+        return Err(ApiError::new(
+            ErrorCode::SeatsAvailable,
+            "this concert has seats free: reserve one instead of waiting",
+        ));
+    }
+    if waiting_list::has_running_offer(&mut conn, concert, caller.id).await? {
+        return Err(ApiError::new(
+            ErrorCode::AlreadyOnWaitingList,
+            "seats from this concert's waiting list are held for you: confirm or release them first",
+        ));
+    }
+    let cap = MaxSeatsPerUser::from_stored(row.max_seats_per_user);
+    let taken = db::fans::seats_of(&mut conn, &[caller.id])
+        .await?
+        .get(&Fan {
+            concert,
+            user: caller.id,
+        })
+        .copied()
+        .unwrap_or(0);
+    if taken + u64::from(seats.get()) > u64::from(cap.get()) {
+        return Err(ApiError::user_limit_reached(cap, taken));
+    }
+    let now = Utc::now();
+    waiting_list::ensure_list(&mut conn, concert, now).await?;
+    let mut tx = conn.begin().await?;
+    waiting_list::join(&mut tx, concert, caller.id, seats, now).await?;
+    tx.commit().await?;
+    let entry = entry_of(&mut conn, concert, caller).await?;
+    Ok((StatusCode::CREATED, Json(entry)))
+}
+
+/// Leaves the concert's waiting list. Seats already offered stay held for
+/// the caller until they confirm, release or let them expire.
+#[utoipa::path(delete, path = "/api/concerts/{id}/waiting-list", tag = "waiting-list", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 204), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn leave(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(concert): ApiPath<ConcertId>,
+) -> ApiResult<StatusCode> {
+    let mut conn = state.pool.acquire().await?;
+    if waiting_list::leave(&mut conn, concert, caller.id, Utc::now()).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(not_on_list())
+    }
+}
+
+/// The caller's place on the concert's waiting list (`position`) and the
+/// seats offered to them (`offer`).
+#[utoipa::path(get, path = "/api/concerts/{id}/waiting-list/me", tag = "waiting-list", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = WaitingListEntryResponse), (status = 401, body = Problem),
+              (status = 404, body = Problem)))]
+pub async fn me(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(concert): ApiPath<ConcertId>,
+) -> ApiResult<Json<WaitingListEntryResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    Ok(Json(entry_of(&mut conn, concert, caller).await?))
+}
+
+async fn entry_of(
+    conn: &mut db::Conn,
+    concert: ConcertId,
+    caller: AuthUser,
+) -> ApiResult<WaitingListEntryResponse> {
+    let Some(entry) = waiting_list::latest_entry(conn, concert, caller.id).await? else {
+        return Err(not_on_list());
+    };
+    if entry.status == "LEFT" {
+        return Err(not_on_list());
+    }
+    let offer = match entry.reservation_id {
+        Some(id) => {
+            let now = db::now(conn).await?;
+            db::reservations::find(conn, id, now)
+                .await?
+                .map(ReservationResponse::from)
+        }
+        None => None,
+    };
+    Ok(WaitingListEntryResponse {
+        position: entry.position,
+        seats: entry.seats,
+        status: entry.status,
+        joined_at: entry.created_at,
+        offer,
+    })
+}
+
+fn not_on_list() -> ApiError {
+    ApiError::new(
+        ErrorCode::NotOnWaitingList,
+        "you are not on this concert's waiting list",
+    )
+}

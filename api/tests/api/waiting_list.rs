@@ -1,0 +1,493 @@
+//! The waiting list of a sold-out concert: joining, leaving, one's place,
+//! and the offers of seats that come back: to the earliest fan whose count
+//! they meet, never a seat an open request wants, never past the fan cap,
+//! on to the next fan when not confirmed; and a freed seat goes to exactly
+//! one of the line or the list while cancels, new requests and two offering
+//! workers race.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ticket_worker::holds::HoldSweeper;
+use ticket_worker::waiting_list::Offers;
+use tokio::sync::Barrier;
+
+use crate::helpers::{Reply, TestApp, concert_with, executable, order, spawn_app};
+
+async fn join(app: &TestApp, token: &str, concert: u64, seats: u64) -> Reply {
+    app.post(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        Some(token),
+        json!({"seats": seats}),
+    )
+    .await
+}
+
+async fn mine(app: &TestApp, token: &str, concert: u64) -> Reply {
+    app.get(
+        &format!("/api/concerts/{concert}/waiting-list/me"),
+        Some(token),
+    )
+    .await
+}
+
+/// The reservation a won request made.
+async fn reservation_of(app: &TestApp, token: &str, queue_id: u64) -> u64 {
+    app.queue_status(token, queue_id).await["reservationId"]
+        .as_u64()
+        .expect("a won request has its reservation")
+}
+
+async fn cancel(app: &TestApp, token: &str, reservation: u64) {
+    app.post(
+        &format!("/api/reservations/{reservation}/cancel"),
+        Some(token),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+}
+
+/// Orders `seats` and lets a worker decide; the reservation's id.
+async fn bought(app: &TestApp, token: &str, seats: &[u64]) -> u64 {
+    let queued = order(app, token, seats).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    reservation_of(app, token, queued).await
+}
+
+#[tokio::test]
+async fn joining_is_for_a_sold_out_concert_and_says_where_you_stand() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 2, json!({})).await;
+    let (_, alice) = app.user("alice").await;
+    let (_, bob) = app.user("bob").await;
+    let (_, carol) = app.user("carol").await;
+
+    join(&app, &alice, concert, 1)
+        .await
+        .assert_problem(409, "SEATS_AVAILABLE");
+    bought(&app, &bob, &seats).await;
+
+    for bad in [json!(0), json!(5), json!("1"), json!(1.5)] {
+        let reply = app
+            .post(
+                &format!("/api/concerts/{concert}/waiting-list"),
+                Some(&alice),
+                json!({"seats": bad}),
+            )
+            .await;
+        reply.assert_problem(400, "VALIDATION_ERROR");
+        assert_eq!(reply.error_fields(), ["seats"], "{bad}");
+    }
+    app.post(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        None,
+        json!({"seats": 1}),
+    )
+    .await
+    .assert_problem(401, "UNAUTHORIZED");
+    join(&app, &alice, 9999, 1)
+        .await
+        .assert_problem(404, "CONCERT_NOT_FOUND");
+    assert_eq!(
+        app.count("waiting_list_entries").await,
+        0,
+        "nothing written"
+    );
+
+    let joined = join(&app, &alice, concert, 1).await;
+    let body = joined.assert_status(201);
+    assert_eq!(body["position"], 1, "{body}");
+    assert_eq!(body["status"], "WAITING");
+    assert_eq!(body["offer"], Value::Null);
+    join(&app, &alice, concert, 2)
+        .await
+        .assert_problem(409, "ALREADY_ON_WAITING_LIST");
+    join(&app, &carol, concert, 2).await.assert_status(201);
+    assert_eq!(
+        mine(&app, &carol, concert).await.assert_status(200)["position"],
+        2
+    );
+
+    app.delete(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        Some(&alice),
+    )
+    .await
+    .assert_status(204);
+    assert_eq!(
+        mine(&app, &carol, concert).await.assert_status(200)["position"],
+        1
+    );
+    mine(&app, &alice, concert)
+        .await
+        .assert_problem(404, "NOT_ON_WAITING_LIST");
+    app.delete(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        Some(&alice),
+    )
+    .await
+    .assert_problem(404, "NOT_ON_WAITING_LIST");
+    // Leaving is not for good: a fan may join again, at the end.
+    assert_eq!(
+        join(&app, &alice, concert, 1).await.assert_status(201)["position"],
+        2
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_seat_that_comes_back_is_held_for_the_earliest_fan_whose_count_it_meets() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 3, json!({"waitingListOfferSeconds": 600})).await;
+    let (_, bob) = app.user("bob").await;
+    let (_, alice) = app.user("alice").await;
+    let (carol_id, carol) = app.user("carol").await;
+    let one = bought(&app, &bob, &seats[0..1]).await;
+    let two = bought(&app, &bob, &seats[1..3]).await;
+    join(&app, &alice, concert, 2).await.assert_status(201);
+    join(&app, &carol, concert, 1).await.assert_status(201);
+    let offers = Offers::new(app.pool.clone());
+    assert!(
+        offers.offer_once().await.unwrap().is_empty(),
+        "nothing free"
+    );
+
+    // One seat back: Alice waits for two, so Carol (one) is offered it.
+    cancel(&app, &bob, one).await;
+    let made = offers.offer_once().await.unwrap();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(made[0].seats, vec![ticket_core::domain::SeatId(seats[0])]);
+    let carols = mine(&app, &carol, concert).await;
+    let entry = carols.assert_status(200);
+    assert_eq!(entry["status"], "OFFERED", "{entry}");
+    assert_eq!(entry["position"], Value::Null);
+    let offer = &entry["offer"];
+    assert_eq!(offer["status"], "HELD", "{offer}");
+    assert_eq!(offer["source"], "WAITING_LIST");
+    assert_eq!(offer["seatId"], seats[0]);
+    let ends = chrono::DateTime::parse_from_rfc3339(offer["holdExpiresAt"].as_str().unwrap())
+        .unwrap()
+        .with_timezone(&chrono::Utc);
+    let left = ends - chrono::Utc::now();
+    assert!(
+        left > chrono::Duration::seconds(590) && left <= chrono::Duration::seconds(601),
+        "{left}"
+    );
+    assert_eq!(
+        mine(&app, &alice, concert).await.assert_status(200)["position"],
+        1
+    );
+    let listed = app.get("/api/users/me/reservations", Some(&carol)).await;
+    let listed = listed.assert_status(200).to_string();
+    assert!(listed.contains("\"source\":\"WAITING_LIST\""), "{listed}");
+    let (event, payload): (String, String) = sqlx::query_as(
+        "SELECT event_type, payload FROM outbox WHERE event_type = 'WaitingListOffered'",
+    )
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(event, "WaitingListOffered");
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(payload["userId"], carol_id, "{payload}");
+    assert_eq!(payload["status"], "HELD");
+    assert_eq!(payload["concertId"], concert);
+    // The seat is held: nobody else can have it, and nobody may join while
+    // nothing is free.
+    app.seat_counts_become(concert, (0, 1, 2)).await;
+
+    // Two back: Alice's turn.
+    cancel(&app, &bob, two).await;
+    let made = offers.offer_once().await.unwrap();
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].seats.len(), 2);
+    let alices = mine(&app, &alice, concert).await;
+    assert_eq!(
+        alices.assert_status(200)["offer"]["seats"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+
+    // An offer is confirmed like any hold.
+    let reservation = offer["reservationId"].as_u64().unwrap();
+    let confirmed = app
+        .post(
+            &format!("/api/reservations/{reservation}/confirm"),
+            Some(&carol),
+            json!({}),
+        )
+        .await;
+    assert_eq!(confirmed.assert_status(200)["status"], "CONFIRMED");
+    assert!(
+        offers.offer_once().await.unwrap().is_empty(),
+        "nobody left waiting"
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn an_offer_not_confirmed_in_time_goes_to_the_next_fan() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 1, json!({"waitingListOfferSeconds": 1})).await;
+    let (_, bob) = app.user("bob").await;
+    let (_, alice) = app.user("alice").await;
+    let (_, carol) = app.user("carol").await;
+    let sold = bought(&app, &bob, &seats).await;
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    join(&app, &carol, concert, 1).await.assert_status(201);
+    cancel(&app, &bob, sold).await;
+    let offers = Offers::new(app.pool.clone());
+    assert_eq!(offers.offer_once().await.unwrap().len(), 1);
+    // Alice holds it; while her offer runs she cannot join again.
+    join(&app, &alice, concert, 1)
+        .await
+        .assert_problem(409, "ALREADY_ON_WAITING_LIST");
+
+    // Her second passes; the sweep ends her hold; Carol is offered the seat.
+    let sweeper = HoldSweeper::new(app.pool.clone());
+    let started = std::time::Instant::now();
+    while sweeper.sweep_once().await.unwrap().holds == 0 {
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "the offer never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let made = offers.offer_once().await.unwrap();
+    assert_eq!(made.len(), 1);
+    let carols = mine(&app, &carol, concert).await;
+    assert_eq!(carols.assert_status(200)["offer"]["status"], "HELD");
+    let alices = mine(&app, &alice, concert).await;
+    let alices = alices.assert_status(200);
+    assert_eq!(alices["status"], "OFFERED");
+    assert_eq!(alices["offer"]["status"], "EXPIRED", "{alices}");
+    // She may join again, behind whoever waits.
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_seat_an_open_request_wants_goes_to_the_line_first() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 1, json!({})).await;
+    let (_, bob) = app.user("bob").await;
+    let (_, alice) = app.user("alice").await;
+    let (_, dave) = app.user("dave").await;
+    let (_, eve) = app.user("eve").await;
+    let sold = bought(&app, &bob, &seats).await;
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    // Dave asks for the sold seat; his request waits in line.
+    let queued = order(&app, &dave, &seats).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    cancel(&app, &bob, sold).await;
+    let offers = Offers::new(app.pool.clone());
+    assert!(
+        offers.offer_once().await.unwrap().is_empty(),
+        "the line's seat"
+    );
+    // Free but wanted: still nothing a newcomer could reserve, so Eve may join.
+    join(&app, &eve, concert, 1).await.assert_status(201);
+    app.drain().await;
+    assert_eq!(app.queue_status(&dave, queued).await["status"], "SUCCESS");
+    assert!(offers.offer_once().await.unwrap().is_empty());
+    assert_eq!(
+        mine(&app, &alice, concert).await.assert_status(200)["position"],
+        1
+    );
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn nobody_is_offered_more_than_the_fan_cap() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(
+        &app,
+        3,
+        json!({"maxSeatsPerUser": 2, "maxSeatsPerOrder": 2}),
+    )
+    .await;
+    let (alice_id, alice) = app.user("alice").await;
+    let (_, carol) = app.user("carol").await;
+    let (_, dave) = app.user("dave").await;
+    bought(&app, &carol, &seats[0..1]).await;
+    let daves = bought(&app, &dave, &seats[1..3]).await;
+    // Dave has two of two: joining for more is refused at once.
+    let refused = join(&app, &dave, concert, 1).await;
+    let body = refused.assert_problem(409, "USER_LIMIT_REACHED");
+    assert_eq!(body["seatsTaken"], 2, "{body}");
+    join(&app, &carol, concert, 1).await.assert_status(201);
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    // The operator lowers the cap: Carol (one seat) is at it now.
+    app.patch(
+        &format!("/api/concerts/{concert}"),
+        Some(&app.admin_token),
+        json!({"maxSeatsPerUser": 1}),
+    )
+    .await
+    .assert_status(200);
+    cancel(&app, &dave, daves).await;
+    let made = Offers::new(app.pool.clone()).offer_once().await.unwrap();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(
+        made[0].fan,
+        ticket_core::domain::UserId(alice_id),
+        "Carol is passed over"
+    );
+    let carols = mine(&app, &carol, concert).await;
+    let carols = carols.assert_status(200);
+    assert_eq!(
+        (carols["status"].as_str(), carols["position"].as_u64()),
+        (Some("WAITING"), Some(1))
+    );
+    app.patch(
+        &format!("/api/concerts/{concert}"),
+        Some(&app.admin_token),
+        json!({"maxSeatsPerUser": 2}),
+    )
+    .await
+    .assert_status(200);
+    let made = Offers::new(app.pool.clone()).offer_once().await.unwrap();
+    assert_eq!(made.len(), 1, "Carol, first in order, has room again");
+    assert_eq!(
+        mine(&app, &carol, concert).await.assert_status(200)["status"],
+        "OFFERED"
+    );
+    app.assert_invariants().await;
+}
+
+/// Cancels, new requests and two offering workers at once: every freed
+/// seat ends with one owner (a request that won it, or an offer), the fans
+/// on the list are offered in the order they joined, and the invariants hold.
+#[tokio::test]
+async fn a_freed_seat_goes_to_exactly_one_of_the_line_or_the_list() {
+    for round in 0..4 {
+        let app = spawn_app().await;
+        let n = 12;
+        let (concert, seats) =
+            concert_with(&app, n, json!({"holdSeconds": 600, "maxSeatsPerUser": 4})).await;
+        let owners = app.many_users(&format!("owner{round}-"), n as usize).await;
+        let mut held = Vec::new();
+        for ((_, token), seat) in owners.iter().zip(&seats) {
+            held.push(bought(&app, token, &[*seat]).await);
+        }
+        let fans = app.many_users(&format!("fan{round}-"), 8).await;
+        for (_, token) in &fans {
+            join(&app, token, concert, 1).await.assert_status(201);
+        }
+        let newcomers = app.many_users(&format!("new{round}-"), 6).await;
+
+        let barrier = Arc::new(Barrier::new(n as usize + newcomers.len() + 2));
+        let mut tasks = Vec::new();
+        for ((_, token), reservation) in owners.iter().zip(held) {
+            let (app, token, barrier) = (
+                TestApp::sharing_database(&app, app.base.clone()),
+                token.clone(),
+                barrier.clone(),
+            );
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                cancel(&app, &token, reservation).await;
+            }));
+        }
+        for (i, (_, token)) in newcomers.iter().enumerate() {
+            let (app, token, barrier) = (
+                TestApp::sharing_database(&app, app.base.clone()),
+                token.clone(),
+                barrier.clone(),
+            );
+            let seat = seats[(i * 5 + round) % seats.len()];
+            tasks.push(tokio::spawn(async move {
+                barrier.wait().await;
+                order(&app, &token, &[seat]).await.assert_status(201);
+            }));
+        }
+        for _ in 0..2 {
+            let (pool, barrier) = (app.pool.clone(), barrier.clone());
+            tasks.push(tokio::spawn(async move {
+                let offers = Offers::new(pool);
+                barrier.wait().await;
+                for _ in 0..10 {
+                    offers.offer_once().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            }));
+        }
+        for task in tasks {
+            task.await.unwrap();
+        }
+        app.drain().await;
+        Offers::new(app.pool.clone()).offer_once().await.unwrap();
+
+        // Each seat: one live claim at most, and the counts agree.
+        app.assert_invariants().await;
+        let (live, seats_held): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM reservation_seats WHERE live_seat_id IS NOT NULL), \
+                    (SELECT COUNT(*) FROM seats WHERE status <> 'AVAILABLE')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(live, seats_held, "round {round}");
+        // Fans were offered in the order they joined: those offered are the
+        // first of the list (each waits for one seat).
+        let entries: Vec<(String,)> =
+            sqlx::query_as("SELECT status FROM waiting_list_entries ORDER BY id")
+                .fetch_all(&app.pool)
+                .await
+                .unwrap();
+        let offered = entries.iter().filter(|(s,)| s == "OFFERED").count();
+        assert!(
+            entries[..offered].iter().all(|(s,)| s == "OFFERED"),
+            "round {round}: {entries:?}"
+        );
+        // Every seat not won in line went to the list while fans waited.
+        let won: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM reservations WHERE source = 'LINE' AND status = 'HELD'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(
+            offered as i64,
+            (n as i64 - won).min(fans.len() as i64),
+            "round {round}: {won} won in line, {offered} offered"
+        );
+    }
+}
+
+#[tokio::test]
+async fn check_names_an_offer_that_is_not_the_fans() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 1, json!({})).await;
+    let (_, bob) = app.user("bob").await;
+    let (alice_id, alice) = app.user("alice").await;
+    let sold = bought(&app, &bob, &seats).await;
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    cancel(&app, &bob, sold).await;
+    Offers::new(app.pool.clone()).offer_once().await.unwrap();
+    let check = || {
+        executable("ticket-api", &app.database_url())
+            .arg("check")
+            .output()
+            .unwrap()
+    };
+    assert!(check().status.success());
+    // A hand-made fix gives Alice's offer to Bob.
+    sqlx::query("UPDATE reservations SET user_id = (SELECT id FROM users WHERE nickname = 'bob') WHERE source = 'WAITING_LIST'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let broken = check();
+    assert!(!broken.status.success());
+    let report = String::from_utf8_lossy(&broken.stdout);
+    assert!(
+        report.contains("an offer from a waiting list is not a hold of that fan's seats"),
+        "{report} (alice {alice_id})"
+    );
+}
