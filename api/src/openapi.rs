@@ -31,7 +31,7 @@ use crate::state::AppState;
         checkout::confirm, checkout::cancel_by_path, checkout::cancel,
         presale::create, presale::list, presale::revoke,
         crate::proof_of_work::routes::challenge,
-        crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
+        crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

@@ -1,23 +1,28 @@
 use axum::extract::State;
 use axum::http::StatusCode;
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use sqlx::Connection as _;
 use ticket_core::db::{self, waiting_list};
 use ticket_core::domain::allocation::Fan;
-use ticket_core::domain::{ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, WaitingSeats};
-use utoipa::ToSchema;
+use ticket_core::domain::{
+    ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest, WaitingSeats,
+};
+use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, AuthUser, integral};
+use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::view::ReservationResponse;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/api/concerts/{id}/waiting-list", post(join).delete(leave))
+        .route(
+            "/api/concerts/{id}/waiting-list",
+            get(list).post(join).delete(leave),
+        )
         .route("/api/concerts/{id}/waiting-list/me", get(me))
 }
 
@@ -93,7 +98,9 @@ pub async fn join(
     if taken + u64::from(seats.get()) > u64::from(cap.get()) {
         return Err(ApiError::user_limit_reached(cap, taken));
     }
-    let now = Utc::now();
+    // Join and leave times are the database's, as the offers' are: the
+    // list's history is read against one clock.
+    let now = db::now(&mut conn).await?;
     waiting_list::ensure_list(&mut conn, concert, now).await?;
     let mut tx = conn.begin().await?;
     waiting_list::join(&mut tx, concert, caller.id, seats, now).await?;
@@ -113,7 +120,8 @@ pub async fn leave(
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
     let mut conn = state.pool.acquire().await?;
-    if waiting_list::leave(&mut conn, concert, caller.id, Utc::now()).await? {
+    let now = db::now(&mut conn).await?;
+    if waiting_list::leave(&mut conn, concert, caller.id, now).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(not_on_list())
@@ -162,6 +170,68 @@ async fn entry_of(
         joined_at: entry.created_at,
         offer,
     })
+}
+
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields)]
+pub struct ListPage {
+    /// Zero-based page number.
+    #[param(maximum = 10000)]
+    page: Option<u32>,
+    /// Entries per page, 1–1,000 (default 1,000).
+    #[param(minimum = 1, maximum = 1000)]
+    size: Option<u32>,
+}
+
+/// One fan's entry on a list, as the operator sees it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ListedEntryResponse {
+    id: u64,
+    user_id: u64,
+    seats: u8,
+    /// WAITING, OFFERED (`reservationId` holds the offer) or LEFT.
+    #[schema(example = "WAITING")]
+    status: String,
+    reservation_id: Option<u64>,
+    joined_at: DateTime<Utc>,
+    /// When the entry was offered seats or left the list.
+    ended_at: Option<DateTime<Utc>>,
+}
+
+/// The concert's waiting list (admin): every entry, waiting, offered or
+/// left, in the order the fans joined.
+#[utoipa::path(get, path = "/api/concerts/{id}/waiting-list", tag = "waiting-list", security(("bearer" = [])),
+    params(("id" = u64, Path), ListPage),
+    responses((status = 200, body = Vec<ListedEntryResponse>), (status = 400, body = Problem),
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn list(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(concert): ApiPath<ConcertId>,
+    ApiQuery(query): ApiQuery<ListPage>,
+) -> ApiResult<Json<Vec<ListedEntryResponse>>> {
+    let page = PageRequest::parse_within(query.page, query.size, PageRequest::SEATS)?;
+    let mut conn = state.pool.acquire().await?;
+    if db::concerts::find(&mut conn, concert).await?.is_none() {
+        return Err(ApiError::concert_not_found());
+    }
+    let entries = waiting_list::entries(&mut conn, concert, page).await?;
+    Ok(Json(
+        entries
+            .into_iter()
+            .map(|e| ListedEntryResponse {
+                id: e.id,
+                user_id: e.user_id.get(),
+                seats: e.seats,
+                status: e.status,
+                reservation_id: e.reservation_id.map(|r| r.get()),
+                joined_at: e.created_at,
+                ended_at: e.ended_at,
+            })
+            .collect(),
+    ))
 }
 
 fn not_on_list() -> ApiError {

@@ -14,6 +14,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/concerts/{id}/access-codes"),
     ("delete", "/api/concerts/{id}/access-codes/{codeId}"),
     ("post", "/api/concerts/{id}/waiting-list"),
+    ("get", "/api/concerts/{id}/waiting-list"),
     ("delete", "/api/concerts/{id}/waiting-list"),
     ("get", "/api/concerts/{id}/waiting-list/me"),
     ("get", "/api/users/me"),

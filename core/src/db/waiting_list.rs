@@ -11,8 +11,8 @@ use crate::domain::allocation::Fan;
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::waiting_list::{Offer, Waiting, offers};
 use crate::domain::{
-    ConcertId, MaxSeatsPerUser, OfferDuration, ReservationId, ReservationStatus, SeatId,
-    SeatStatus, UserId, WaitingSeats,
+    ConcertId, MaxSeatsPerUser, OfferDuration, PageRequest, ReservationId, ReservationStatus,
+    SeatId, SeatStatus, UserId, WaitingSeats,
 };
 
 /// A free seat no open request wants: what an offer may give, and what
@@ -153,6 +153,37 @@ pub async fn latest_entry(
         entry.position = Some(u64::try_from(ahead).unwrap_or(0) + 1);
     }
     Ok(Some(entry))
+}
+
+/// One entry of a list, as an operator sees it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct ListedEntry {
+    pub id: u64,
+    pub user_id: UserId,
+    pub seats: u8,
+    pub status: String,
+    pub reservation_id: Option<ReservationId>,
+    pub created_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+/// A page of `concert`'s list, every entry (waiting, offered or left) in
+/// the order the fans joined.
+pub async fn entries(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    page: PageRequest,
+) -> Result<Vec<ListedEntry>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, user_id, seats, status, reservation_id, created_at, ended_at \
+           FROM waiting_list_entries WHERE concert_id = ? ORDER BY id LIMIT ? OFFSET ?",
+    )
+    .bind(concert)
+    .bind(page.size)
+    .bind(page.offset())
+    .fetch_all(conn)
+    .traced("SELECT", "waiting_list_entries")
+    .await
 }
 
 /// Whether `user` holds an offer from `concert`'s list that is still
