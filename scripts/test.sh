@@ -24,7 +24,7 @@ status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.
 scripts/chart-test.sh || status=$?
-# Short versions of the k6 scenarios 1-3 and 5 against a private stack: they fail
+# Short versions of the k6 scenarios 1-3, 5 and 6 against a private stack: they fail
 # on any broken invariant or threshold.
 k6_passed=0 k6_failed=0
 k6() {
@@ -34,6 +34,7 @@ k6 TICKET_DURATION=10s TICKET_VUS=50 scripts/k6.sh contention
 k6 TICKET_USERS=100 TICKET_SEATS=20 scripts/k6.sh distributed
 k6 scripts/k6.sh cancel-rebook
 k6 TICKET_USERS=200 TICKET_SEATS=60 TICKET_VUS=20 TICKET_DURATION=12s TICKET_HOLD_SECONDS=2 scripts/k6.sh checkout
+k6 TICKET_DURATION=12s scripts/k6.sh waiting-list
 echo "k6: $k6_passed passed, $k6_failed failed"
 # The whole API fuzzed from its OpenAPI document (schemathesis), bounded.
 scripts/fuzz.sh || status=$?

@@ -699,3 +699,73 @@ async fn a_concert_that_asks_for_work_has_the_page_solve_it_in_workers_before_th
     let mine = reply.assert_status(200);
     assert_eq!(mine.as_array().map(Vec::len), Some(2), "{mine}");
 }
+
+#[tokio::test]
+async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_seat_offered() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({"rows": 1, "seatsPerRow": 1, "waitingListOfferSeconds": 600}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let seat = app.seats(concert).await[0]["id"].as_u64().unwrap();
+    let (_, bob) = app.user("bob").await;
+    let queued = app.reserve(&bob, seat).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let sold = app.queue_status(&bob, queued).await["reservationId"]
+        .as_u64()
+        .unwrap();
+    let deciding = Deciding::start(&app);
+    let offering = tokio::spawn(
+        ticket_worker::waiting_list::Offers::new(app.pool.clone()).run(deciding.shutdown.clone()),
+    );
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "waiting-fan").await;
+    open_concert(&page, &app.base, concert).await;
+
+    // Sold out: the page offers the list instead of a seat.
+    page.wait_element(".waiting-list h2", Some("Sold out"))
+        .await;
+    let join = page
+        .wait_element(
+            ".waiting-list button.primary",
+            Some("Join the waiting list"),
+        )
+        .await;
+    page.click(&join).await;
+    page.wait_element(".waiting-position", Some("You are number 1 for 1 seat"))
+        .await;
+    page.screenshot(&screenshot_dir().join("waiting-list.png"))
+        .await;
+
+    // Bob's seat comes back: it is held for the fan, who confirms it.
+    app.post(
+        &format!("/api/reservations/{sold}/cancel"),
+        Some(&bob),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+    page.wait_element(
+        ".line.held h2",
+        Some("Seats from the waiting list held for you"),
+    )
+    .await;
+    page.wait_element(".hold-countdown", None).await;
+    page.screenshot(&screenshot_dir().join("waiting-list-offer.png"))
+        .await;
+    let confirm = page
+        .wait_element(".line.held button.primary", Some("Confirm"))
+        .await;
+    page.click(&confirm).await;
+    page.wait_element(".line.confirmed h2", Some("Confirmed"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    offering.await.unwrap();
+    app.assert_invariants().await;
+}
