@@ -491,3 +491,77 @@ async fn check_names_an_offer_that_is_not_the_fans() {
         "{report} (alice {alice_id})"
     );
 }
+
+/// A worker killed in the middle of an offer (the list locked, the seat
+/// held and the reservation written, the entry not yet marked) leaves
+/// nothing of it: the transaction goes with its connection, and the next
+/// pass makes the offer once.
+#[tokio::test]
+async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 1, json!({})).await;
+    let (_, bob) = app.user("bob").await;
+    let (alice_id, alice) = app.user("alice").await;
+    let sold = bought(&app, &bob, &seats).await;
+    join(&app, &alice, concert, 1).await.assert_status(201);
+    // Alice's entry is locked here: the worker's offer stops at its update.
+    let mut blocker = app.pool.begin().await.unwrap();
+    sqlx::query("SELECT id FROM waiting_list_entries FOR UPDATE")
+        .fetch_all(&mut *blocker)
+        .await
+        .unwrap();
+    cancel(&app, &bob, sold).await;
+    let mut worker = executable("ticket-worker", &app.database_url())
+        .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+              WHERE INFO LIKE 'UPDATE waiting_list_entries SET status = %'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if waiting > 0 {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the worker never offered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.kill().unwrap();
+    worker.wait().unwrap();
+    blocker.rollback().await.unwrap();
+
+    // The killed offer is rolled back once the server sees its connection
+    // gone; until then its list is skipped. Then the offer is made, once.
+    let offers = Offers::new(app.pool.clone());
+    let started = std::time::Instant::now();
+    let made = loop {
+        let made = offers.offer_once().await.unwrap();
+        if !made.is_empty() {
+            break made;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "no offer after the kill"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(made.len(), 1);
+    assert_eq!(made[0].fan, ticket_core::domain::UserId(alice_id));
+    let offers_made: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM reservations WHERE source = 'WAITING_LIST'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(offers_made, 1);
+    app.assert_invariants().await;
+}
