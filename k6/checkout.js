@@ -11,7 +11,7 @@
 import http from 'k6/http';
 import { check, fail, sleep } from 'k6';
 import { Counter } from 'k6/metrics';
-import { BASE, adminToken, auth, concert, createUsers, summary } from './lib.js';
+import { BASE, adminToken, auth, checkSoldOnce, concert, createUsers, reservationsOf, summary } from './lib.js';
 
 const USERS = Number(__ENV.TICKET_USERS || 2000);
 const SEATS = Number(__ENV.TICKET_SEATS || 500);
@@ -125,24 +125,8 @@ export function teardown(data) {
     c = concert(data.concertId);
   }
   check(c, { 'no hold is left once they have all run out': (x) => x.heldSeats === 0 });
-  const reservations = [];
-  for (let i = 0; i < data.tokens.length; i += 50) {
-    const pages = http.batch(data.tokens.slice(i, i + 50).map((t) => ['GET', `${BASE}/api/users/me/reservations?size=100`, null, auth(t)]));
-    pages.forEach((p) => reservations.push(...p.json()));
-  }
-  const ours = reservations.filter((r) => r.concertId === data.concertId);
-  const sold = new Map();
-  let soldTwice = 0;
-  for (const r of ours.filter((x) => x.status === 'CONFIRMED')) {
-    for (const s of r.seats) {
-      if (sold.has(s.seatId)) soldTwice += 1;
-      sold.set(s.seatId, r.reservationId);
-    }
-  }
-  const seats = http.get(`${BASE}/api/concerts/${data.concertId}/seats`).json();
-  const wrong = seats.filter((s) => (sold.has(s.id) ? s.status !== 'RESERVED' : s.status !== 'AVAILABLE'));
-  check(soldTwice, { 'no seat sold to two confirmed reservations': (n) => n === 0 });
-  check(wrong, { 'every seat is sold to its one confirmed reservation or available': (w) => w.length === 0 });
+  const ours = reservationsOf(data.tokens).filter((r) => r.concertId === data.concertId);
+  const { sold, seats } = checkSoldOnce(data.concertId, ours);
   check(c, { 'reserved seats = seats of confirmed reservations': (x) => x.reservedSeats === sold.size });
   // An expired hold's seats were offered again: each is available now, or
   // in a reservation made after that hold ended.

@@ -135,6 +135,36 @@ export function confirmedCount(tokens) {
   return n;
 }
 
+// Every reservation of the given users (each sees only their own), 50
+// users a batch.
+export function reservationsOf(tokens) {
+  const all = [];
+  for (let i = 0; i < tokens.length; i += 50) {
+    const pages = http.batch(tokens.slice(i, i + 50).map((t) => ['GET', `${BASE}/api/users/me/reservations?size=100`, null, auth(t)]));
+    pages.forEach((p) => all.push(...p.json()));
+  }
+  return all;
+}
+
+// Checks that every seat of the concert ends sold to exactly one of the
+// CONFIRMED reservations given (`ours`, the concert's) or available; returns
+// the sold seats (seat id → reservation id) and the concert's seats.
+export function checkSoldOnce(concertId, ours) {
+  const sold = new Map();
+  let soldTwice = 0;
+  for (const r of ours.filter((x) => x.status === 'CONFIRMED')) {
+    for (const s of r.seats) {
+      if (sold.has(s.seatId)) soldTwice += 1;
+      sold.set(s.seatId, r.reservationId);
+    }
+  }
+  const seats = http.get(`${BASE}/api/concerts/${concertId}/seats`).json();
+  const wrong = seats.filter((s) => (sold.has(s.id) ? s.status !== 'RESERVED' : s.status !== 'AVAILABLE'));
+  check(soldTwice, { 'no seat sold to two confirmed reservations': (n) => n === 0 });
+  check(wrong, { 'every seat is sold to its one confirmed reservation or available': (w) => w.length === 0 });
+  return { sold, seats };
+}
+
 // A JSON summary next to k6's own, for CI artifacts; `extra(data)` adds
 // scenario-specific figures to the printed one.
 export function summary(name, extra = () => ({})) {

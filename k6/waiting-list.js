@@ -15,7 +15,7 @@
 import http from 'k6/http';
 import { check, fail, sleep } from 'k6';
 import { Counter } from 'k6/metrics';
-import { BASE, adminToken, auth, concert, createUsers, summary } from './lib.js';
+import { BASE, adminToken, auth, checkSoldOnce, concert, createUsers, reservationsOf, summary } from './lib.js';
 
 const USERS = Number(__ENV.TICKET_USERS || 200);
 const SEATS = Number(__ENV.TICKET_SEATS || 30);
@@ -170,27 +170,10 @@ export function teardown(data) {
   }
   check(c, { 'no hold or offer is left once they have all run out': (x) => x.heldSeats === 0 });
 
-  const reservations = [];
-  const userOf = new Map();
-  for (let i = 0; i < data.tokens.length; i += 50) {
-    const chunk = data.tokens.slice(i, i + 50);
-    const pages = http.batch(chunk.map((t) => ['GET', `${BASE}/api/users/me/reservations?size=100`, null, auth(t)]));
-    pages.forEach((p) => reservations.push(...p.json()));
-  }
-  for (const r of reservations) userOf.set(r.reservationId, r);
+  const reservations = reservationsOf(data.tokens);
+  const userOf = new Map(reservations.map((r) => [r.reservationId, r]));
   const ours = reservations.filter((r) => r.concertId === data.concertId);
-  const sold = new Map();
-  let soldTwice = 0;
-  for (const r of ours.filter((x) => x.status === 'CONFIRMED')) {
-    for (const s of r.seats) {
-      if (sold.has(s.seatId)) soldTwice += 1;
-      sold.set(s.seatId, r.reservationId);
-    }
-  }
-  const seats = http.get(`${BASE}/api/concerts/${data.concertId}/seats`).json();
-  const wrong = seats.filter((s) => (sold.has(s.id) ? s.status !== 'RESERVED' : s.status !== 'AVAILABLE'));
-  check(soldTwice, { 'no seat sold to two confirmed reservations': (n) => n === 0 });
-  check(wrong, { 'every seat is sold to its one confirmed reservation or available': (w) => w.length === 0 });
+  const { sold } = checkSoldOnce(data.concertId, ours);
 
   const list = entries(data);
   const offered = list.filter((e) => e.status === 'OFFERED');

@@ -250,9 +250,8 @@ struct LeasedSeat {
     user_id: UserId,
     concert_id: ConcertId,
     seat_id: Option<SeatId>,
-    hold_seconds: Option<u32>,
-    opens_at: Option<DateTime<Utc>>,
-    max_seats_per_user: Option<u8>,
+    /// 1 for a request with an access code (a presale request).
+    presale: i64,
     line_key: LineKey,
     traceparent: Option<String>,
     tracestate: Option<String>,
@@ -262,9 +261,10 @@ struct LeasedSeat {
 /// Locks the rows of `ids` that are still ours (`fence`), with their seats,
 /// in line order. Rows missing from the answer were lost
 /// (re-claimed by another worker, or already decided) and must not be
-/// touched. The concert's hold and opening are read, not locked: a
-/// concert's row is every decision's, and a changed setting applies from
-/// the next decision.
+/// touched. The concerts' settings are read once a concert, after the
+/// locks, not locked (a concert's row is every decision's, and a changed
+/// setting applies from the next decision) and not per row (a thousand
+/// rows of one concert would read its row three thousand times).
 pub async fn lock_leased(
     conn: &mut MySqlConnection,
     ids: &[QueueId],
@@ -274,11 +274,7 @@ pub async fn lock_leased(
         return Ok(Vec::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, \
-                (SELECT c.hold_seconds FROM concerts c WHERE c.id = q.concert_id) AS hold_seconds, \
-                (SELECT IF(q.access_code_id IS NULL, c.opens_at, COALESCE(c.presale_starts_at, c.opens_at)) \
-                   FROM concerts c WHERE c.id = q.concert_id) AS opens_at, \
-                (SELECT c.max_seats_per_user FROM concerts c WHERE c.id = q.concert_id) AS max_seats_per_user, \
+        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, CAST(q.access_code_id IS NOT NULL AS SIGNED) AS presale, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
          WHERE {} AND q.id IN ({list}) \
@@ -288,11 +284,16 @@ pub async fn lock_leased(
     let seats: Vec<LeasedSeat> = fence
         .bind_token(select)
         .bind_ids(&list)
-        .fetch_all(conn)
+        .fetch_all(&mut *conn)
         .traced("SELECT", "reservation_queue")
         .await?;
+    let mut concert_ids: Vec<ConcertId> = seats.iter().map(|s| s.concert_id).collect();
+    concert_ids.sort_unstable();
+    concert_ids.dedup();
+    let terms = terms_of(conn, &concert_ids).await?;
     let mut rows: Vec<LeasedRow> = Vec::with_capacity(ids.len());
     for seat in seats {
+        let concert = terms.get(&seat.concert_id);
         match rows.last_mut() {
             Some(row) if row.id == seat.id => row.seats.extend(seat.seat_id),
             _ => rows.push(LeasedRow {
@@ -300,12 +301,12 @@ pub async fn lock_leased(
                 user_id: seat.user_id,
                 concert_id: seat.concert_id,
                 seats: seat.seat_id.into_iter().collect(),
-                hold: HoldDuration::parse(seat.hold_seconds.unwrap_or(0).into())
-                    .unwrap_or_default(),
-                opens_at: seat.opens_at,
-                max_seats_per_user: MaxSeatsPerUser::from_stored(
-                    seat.max_seats_per_user.unwrap_or(MaxSeatsPerUser::MOST),
-                ),
+                hold: concert.map(|c| c.hold).unwrap_or_default(),
+                opens_at: concert.and_then(|c| c.opens_at(seat.presale != 0)),
+                max_seats_per_user: concert
+                    .map_or(MaxSeatsPerUser::from_stored(MaxSeatsPerUser::MOST), |c| {
+                        c.max_seats_per_user
+                    }),
                 line: seat.line_key,
                 traceparent: seat.traceparent,
                 tracestate: seat.tracestate,
@@ -314,4 +315,62 @@ pub async fn lock_leased(
         }
     }
     Ok(rows)
+}
+
+/// What a decision needs of a concert's settings, as they are set now.
+struct Terms {
+    hold: HoldDuration,
+    opens_at: Option<DateTime<Utc>>,
+    presale_starts_at: Option<DateTime<Utc>>,
+    max_seats_per_user: MaxSeatsPerUser,
+}
+
+impl Terms {
+    /// When a request may be decided: the sale's opening, or for a presale
+    /// request the presale's start.
+    fn opens_at(&self, presale: bool) -> Option<DateTime<Utc>> {
+        if presale {
+            self.presale_starts_at.or(self.opens_at)
+        } else {
+            self.opens_at
+        }
+    }
+}
+
+/// The settings of `concerts` (sorted, distinct), read, not locked.
+async fn terms_of(
+    conn: &mut MySqlConnection,
+    concerts: &[ConcertId],
+) -> Result<std::collections::HashMap<ConcertId, Terms>, sqlx::Error> {
+    let Some(list) = IdList::of(concerts) else {
+        return Ok(std::collections::HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT id, hold_seconds, opens_at, presale_starts_at, max_seats_per_user \
+           FROM concerts WHERE id IN ({list})"
+    )));
+    #[allow(clippy::type_complexity)]
+    let rows: Vec<(
+        ConcertId,
+        u32,
+        Option<DateTime<Utc>>,
+        Option<DateTime<Utc>>,
+        u8,
+    )> = select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "concerts")
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, hold, opens_at, presale_starts_at, cap)| {
+            let terms = Terms {
+                hold: HoldDuration::parse(hold.into()).unwrap_or_default(),
+                opens_at,
+                presale_starts_at,
+                max_seats_per_user: MaxSeatsPerUser::from_stored(cap),
+            };
+            (id, terms)
+        })
+        .collect())
 }
