@@ -20,53 +20,57 @@ pub struct FanRecord {
     pub first_open_elsewhere: Option<u64>,
 }
 
-/// The records of the fans of `batch`'s requests in `concert`; a user
-/// missing has neither seats nor open requests outside `batch`. One row a
-/// request, each with a subquery through the user's reservations and one
-/// through their open seats (`uq_request_seats_open`), a handful of index
-/// entries per fan; no UNION or GROUP BY (either builds a temporary table
-/// each time).
+/// The records of `users`, the fans of `batch`'s requests in `concert`; a
+/// user missing has neither seats nor open requests outside `batch`. Two
+/// plain range reads over the users' index entries (their live
+/// reservations' seats in the concert, their open seats outside the batch),
+/// counted here: no row of the batch is read again, and no GROUP BY or
+/// UNION (either builds a temporary table each time).
 pub async fn records(
     conn: &mut MySqlConnection,
     concert: ConcertId,
+    users: &[UserId],
     batch: &[QueueId],
     now: DateTime<Utc>,
 ) -> Result<HashMap<UserId, FanRecord>, sqlx::Error> {
-    let Some(batch_list) = IdList::of(batch) else {
+    let (Some(users_list), Some(batch_list)) = (IdList::of(users), IdList::of(batch)) else {
         return Ok(HashMap::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT q.user_id, \
-                (SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
-                   JOIN reservation_seats rs ON rs.reservation_id = r.id \
-                  WHERE r.user_id = q.user_id AND r.concert_id = q.concert_id \
-                    AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?))), \
-                (SELECT CAST(MIN({place}) AS UNSIGNED) \
-                   FROM request_seats o FORCE INDEX (uq_request_seats_open) \
-                  WHERE o.user_id = q.user_id AND o.open_seat_id IS NOT NULL \
-                    AND o.concert_id = q.concert_id AND o.queue_id NOT IN ({batch_list})) \
-           FROM reservation_queue q FORCE INDEX (PRIMARY) \
-          WHERE q.id IN ({batch_list}) AND q.concert_id = ?",
-        place = super::line::place_sql("o."),
+        "SELECT r.user_id FROM reservations r FORCE INDEX (idx_reservations_user) \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id \
+          WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?))"
     )));
-    let rows: Vec<(UserId, i64, Option<u64>)> = select
-        .bind(now.naive_utc())
-        .bind_ids(&batch_list)
-        .bind_ids(&batch_list)
+    let held: Vec<(UserId,)> = select
+        .bind_ids(&users_list)
         .bind(concert)
-        .fetch_all(conn)
+        .bind(now.naive_utc())
+        .fetch_all(&mut *conn)
         .traced("SELECT", "reservations")
         .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(user, taken, first_open_elsewhere)| {
-            let record = FanRecord {
-                seats_taken: u32::try_from(taken).unwrap_or(u32::MAX),
-                first_open_elsewhere,
-            };
-            (user, record)
-        })
-        .collect())
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT o.user_id, CAST({place} AS UNSIGNED) FROM request_seats o FORCE INDEX (uq_request_seats_open) \
+          WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL \
+            AND o.concert_id = ? AND o.queue_id NOT IN ({batch_list})",
+        place = super::line::place_sql("o."),
+    )));
+    let open: Vec<(UserId, u64)> = select
+        .bind_ids(&users_list)
+        .bind(concert)
+        .bind_ids(&batch_list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_seats")
+        .await?;
+    let mut records: HashMap<UserId, FanRecord> = HashMap::new();
+    for (user,) in held {
+        records.entry(user).or_default().seats_taken += 1;
+    }
+    for (user, place) in open {
+        let first = &mut records.entry(user).or_default().first_open_elsewhere;
+        *first = Some(first.map_or(place, |f| f.min(place)));
+    }
+    Ok(records)
 }
 
 /// The seats each of `users` has in each concert: held (before the hold's

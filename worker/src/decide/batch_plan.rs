@@ -205,7 +205,8 @@ async fn fans_of(
     }
     let mut fans = allocation::Fans::new();
     for (concert, (cap, users)) in by_concert {
-        let records = fans::records(tx, concert, batch, now).await?;
+        let fans_here: Vec<UserId> = users.iter().copied().collect();
+        let records = fans::records(tx, concert, &fans_here, batch, now).await?;
         for user in users {
             let record = records.get(&user).copied().unwrap_or_default();
             let standing = FanStanding {
