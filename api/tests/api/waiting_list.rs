@@ -492,9 +492,8 @@ async fn check_names_an_offer_that_is_not_the_fans() {
     );
 }
 
-/// A worker killed in the middle of an offer (the list locked, the seat
-/// held and the reservation written, the entry not yet marked) leaves
-/// nothing of it: the transaction goes with its connection, and the next
+/// A worker killed in the middle of an offer (the list, the entry and the
+/// seat locked, the reservation being written) leaves nothing of it: the transaction goes with its connection, and the next
 /// pass makes the offer once.
 #[tokio::test]
 async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
@@ -504,9 +503,11 @@ async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
     let (alice_id, alice) = app.user("alice").await;
     let sold = bought(&app, &bob, &seats).await;
     join(&app, &alice, concert, 1).await.assert_status(201);
-    // Alice's entry is locked here: the worker's offer stops at its update.
+    // Alice's account row is locked here: the worker's offer, with the list,
+    // her entry and the seat locked, stops at its reservation's insert (its
+    // foreign key to her).
     let mut blocker = app.pool.begin().await.unwrap();
-    sqlx::query("SELECT id FROM waiting_list_entries FOR UPDATE")
+    sqlx::query("SELECT id FROM users WHERE nickname = 'alice' FOR UPDATE")
         .fetch_all(&mut *blocker)
         .await
         .unwrap();
@@ -522,7 +523,7 @@ async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
     loop {
         let waiting: i64 = sqlx::query_scalar(
             "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-              WHERE INFO LIKE 'UPDATE waiting_list_entries SET status = %'",
+              WHERE INFO LIKE 'INSERT INTO reservations (user_id, concert_id, seat_id, queue_id, source%'",
         )
         .fetch_one(&app.pool)
         .await
@@ -563,5 +564,87 @@ async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
             .await
             .unwrap();
     assert_eq!(offers_made, 1);
+    app.assert_invariants().await;
+}
+
+/// An offer and a new request of the same fan at once: the request is
+/// written after the offer counted the fan's seats, and decided while the
+/// offer is not yet committed. The decision waits for the offer (the fan's
+/// entry is the offer's) and then counts its hold: the request fails at the
+/// cap instead of taking the fan past it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_decided_during_an_offer_to_its_fan_counts_the_offer() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(
+        &app,
+        2,
+        json!({"holdSeconds": 600, "maxSeatsPerUser": 1, "maxSeatsPerOrder": 1}),
+    )
+    .await;
+    let (_, bob) = app.user("bob").await;
+    let (_, carol) = app.user("carol").await;
+    let (fan_id, fan) = app.user("fan").await;
+    let bobs = bought(&app, &bob, &seats[0..1]).await;
+    let carols = bought(&app, &carol, &seats[1..2]).await;
+    join(&app, &fan, concert, 1).await.assert_status(201);
+    cancel(&app, &bob, bobs).await;
+    cancel(&app, &carol, carols).await;
+
+    // The offer of one seat to the fan (they wait for one), made and not
+    // yet committed; the other seat stays free.
+    let mut offering = app.pool.begin().await.unwrap();
+    let now = ticket_core::db::now(&mut offering).await.unwrap();
+    let made = ticket_core::db::waiting_list::offer_step(
+        &mut offering,
+        ticket_core::domain::ConcertId(concert),
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(made.len(), 1);
+    // The fan asks for the other seat: nothing they hold is committed yet,
+    // so the request is accepted.
+    let queued = order(&app, &fan, &seats[1..2]).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    let deciding = {
+        let app = TestApp::sharing_database(&app, app.base.clone());
+        tokio::spawn(async move { app.drain().await })
+    };
+    // The decision either waits for the offer's entry or (were it not to)
+    // finishes without it: commit the offer once one of the two is so.
+    let started = std::time::Instant::now();
+    loop {
+        let waiting: i64 = sqlx::query_scalar(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+              WHERE INFO LIKE 'SELECT id FROM waiting_list_entries FORCE INDEX%'",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if waiting > 0 || deciding.is_finished() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "the request was never decided"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    offering.commit().await.unwrap();
+    deciding.await.unwrap();
+
+    let status = app.queue_status(&fan, queued).await;
+    assert_eq!(status["status"], "FAILED", "{status}");
+    assert_eq!(status["reason"], "USER_LIMIT_REACHED", "{status}");
+    let held: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
+          WHERE r.user_id = ? AND rs.live_seat_id IS NOT NULL",
+    )
+    .bind(fan_id)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(held, 1, "the fan holds the offer only");
     app.assert_invariants().await;
 }

@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{Traced as _, fans, outbox, seats};
+use super::{BindIds as _, IdList, Traced as _, fans, outbox, seats};
 use crate::domain::allocation::Fan;
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::waiting_list::{Offer, Waiting, offers};
@@ -206,6 +206,41 @@ pub async fn has_running_offer(
     Ok(found.is_some())
 }
 
+/// Share-locks the WAITING entries of `users` on `concert`'s list, for a
+/// decision about to read what those fans hold: an offer step locks the
+/// entries it reads before it counts the fans' seats, so a decision waits
+/// here for a running offer to commit (and then counts its hold), and an
+/// offer waits for a running decision (and then counts its seats). Without
+/// this, a fan's request written after an offer counted their seats and
+/// decided before it committed would take them past the cap with it. A
+/// concert that never had a list costs one primary-key read.
+pub async fn lock_fans_waiting(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    users: &[UserId],
+) -> Result<(), sqlx::Error> {
+    let has_list: Option<(u64,)> =
+        sqlx::query_as("SELECT concert_id FROM waiting_lists WHERE concert_id = ?")
+            .bind(concert)
+            .fetch_optional(&mut *conn)
+            .traced("SELECT", "waiting_lists")
+            .await?;
+    let (Some(_), Some(list)) = (has_list, IdList::of(users)) else {
+        return Ok(());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT id FROM waiting_list_entries FORCE INDEX (uq_waiting_list_waiting) \
+          WHERE concert_id = ? AND waiting_user_id IN ({list}) LOCK IN SHARE MODE"
+    )));
+    let _: Vec<(u64,)> = select
+        .bind(concert)
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "waiting_list_entries")
+        .await?;
+    Ok(())
+}
+
 /// Concerts whose list has someone waiting, up to `limit`.
 pub async fn with_fans_waiting(
     conn: &mut MySqlConnection,
@@ -236,7 +271,8 @@ const ENTRIES_PER_STEP: u32 = 500;
 
 /// One offering step for `concert`, inside the caller's transaction: takes
 /// the list's lock (or returns nothing when another worker has it: that
-/// one is offering), reads the fans waiting in order and the seats that are
+/// one is offering), locks the fans waiting, in order (a decision about one
+/// of them waits, see [`lock_fans_waiting`]), reads the seats that are
 /// free and that no open request wants (locking them, skipping any a
 /// decision or a confirm has locked: those are the line's), decides who is
 /// offered what ([`offers`]), and writes each offer: a HELD reservation of
@@ -273,7 +309,7 @@ pub async fn offer_step(
         };
         let waiting: Vec<(u64, UserId, u8)> = sqlx::query_as(
             "SELECT id, user_id, seats FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
-              WHERE status = 'WAITING' AND concert_id = ? ORDER BY id LIMIT ?",
+              WHERE status = 'WAITING' AND concert_id = ? ORDER BY id LIMIT ? FOR UPDATE",
         )
         .bind(concert)
         .bind(ENTRIES_PER_STEP)

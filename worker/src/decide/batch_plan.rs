@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
-use ticket_core::db::{fans, queue, reservations, seats};
+use ticket_core::db::{fans, queue, reservations, seats, waiting_list};
 use ticket_core::domain::allocation::{self, Fan, FanStanding, Verdict};
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{
@@ -187,9 +187,10 @@ fn fan_of(row: &queue::LeasedRow) -> Fan {
 }
 
 /// Where each fan of the batch stands under their concert's cap, as the
-/// last commit left them: a fan's seats grow only by a decision of one of
-/// their requests, and the rule decides those one worker at a time (a
-/// request behind the fan's earlier one elsewhere waits), so what is read
+/// last commit left them: a fan's seats grow by a decision of one of their
+/// requests, which the rule takes one worker at a time (a request behind
+/// the fan's earlier one elsewhere waits), or by an offer from a waiting
+/// list, which is waited for first (`lock_fans_waiting`), so what is read
 /// here stays true until this batch commits.
 async fn fans_of(
     tx: &mut MySqlConnection,
@@ -206,6 +207,7 @@ async fn fans_of(
     let mut fans = allocation::Fans::new();
     for (concert, (cap, users)) in by_concert {
         let fans_here: Vec<UserId> = users.iter().copied().collect();
+        waiting_list::lock_fans_waiting(tx, concert, &fans_here).await?;
         let records = fans::records(tx, concert, &fans_here, batch, now).await?;
         for user in users {
             let record = records.get(&user).copied().unwrap_or_default();
