@@ -32,6 +32,18 @@ async fn mine(app: &TestApp, token: &str, concert: u64) -> Reply {
     .await
 }
 
+/// Whether the server is running a statement whose text is `LIKE` this
+/// (another connection's, waiting for a lock).
+async fn running(app: &TestApp, like: &str) -> bool {
+    let n: i64 =
+        sqlx::query_scalar("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE INFO LIKE ?")
+            .bind(like)
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    n > 0
+}
+
 /// The reservation a won request made.
 async fn reservation_of(app: &TestApp, token: &str, queue_id: u64) -> u64 {
     app.queue_status(token, queue_id).await["reservationId"]
@@ -521,14 +533,12 @@ async fn a_worker_killed_in_the_middle_of_an_offer_leaves_nothing_half_made() {
         .unwrap();
     let started = std::time::Instant::now();
     loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-              WHERE INFO LIKE 'INSERT INTO reservations (user_id, concert_id, seat_id, queue_id, source%'",
+        if running(
+            &app,
+            "INSERT INTO reservations (user_id, concert_id, seat_id, queue_id, source%",
         )
-        .fetch_one(&app.pool)
         .await
-        .unwrap();
-        if waiting > 0 {
+        {
             break;
         }
         assert!(
@@ -615,14 +625,9 @@ async fn a_request_decided_during_an_offer_to_its_fan_counts_the_offer() {
     // finishes without it: commit the offer once one of the two is so.
     let started = std::time::Instant::now();
     loop {
-        let waiting: i64 = sqlx::query_scalar(
-            "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
-              WHERE INFO LIKE 'SELECT id FROM waiting_list_entries FORCE INDEX%'",
-        )
-        .fetch_one(&app.pool)
-        .await
-        .unwrap();
-        if waiting > 0 || deciding.is_finished() {
+        if running(&app, "SELECT id FROM waiting_list_entries FORCE INDEX%").await
+            || deciding.is_finished()
+        {
             break;
         }
         assert!(

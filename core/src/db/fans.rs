@@ -36,19 +36,10 @@ pub async fn records(
     let (Some(users_list), Some(batch_list)) = (IdList::of(users), IdList::of(batch)) else {
         return Ok(HashMap::new());
     };
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT r.user_id FROM reservations r FORCE INDEX (idx_reservations_user) \
-           JOIN reservation_seats rs ON rs.reservation_id = r.id \
-          WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
-            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?))"
-    )));
-    let held: Vec<(UserId,)> = select
-        .bind_ids(&users_list)
-        .bind(concert)
-        .bind(now.naive_utc())
-        .fetch_all(&mut *conn)
-        .traced("SELECT", "reservations")
-        .await?;
+    // Open requests first, then holds: each statement sees the last commit
+    // when it runs, and a request of the fan's decided in between was
+    // still open for the first (its fan's request here waits) or is
+    // already held for the second; the other order could see neither.
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT o.user_id, CAST({place} AS UNSIGNED) FROM request_seats o FORCE INDEX (uq_request_seats_open) \
           WHERE o.user_id IN ({users_list}) AND o.open_seat_id IS NOT NULL \
@@ -59,8 +50,21 @@ pub async fn records(
         .bind_ids(&users_list)
         .bind(concert)
         .bind_ids(&batch_list)
-        .fetch_all(conn)
+        .fetch_all(&mut *conn)
         .traced("SELECT", "request_seats")
+        .await?;
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT r.user_id FROM reservations r FORCE INDEX (idx_reservations_user) \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id \
+          WHERE r.user_id IN ({users_list}) AND r.concert_id = ? \
+            AND (r.status = 'CONFIRMED' OR (r.status = 'HELD' AND r.hold_expires_at > ?))"
+    )));
+    let held: Vec<(UserId,)> = select
+        .bind_ids(&users_list)
+        .bind(concert)
+        .bind(now.naive_utc())
+        .fetch_all(conn)
+        .traced("SELECT", "reservations")
         .await?;
     let mut records: HashMap<UserId, FanRecord> = HashMap::new();
     for (user,) in held {
