@@ -1,12 +1,13 @@
 //! Opening sales: once a concert's `opensAt` has passed, its lottery's
-//! WAITING requests become PENDING and are claimed in line order, the
-//! lottery's random order first. Every worker does it now and then; their
-//! places were drawn when they were written, so nobody coordinates.
+//! WAITING requests become PENDING, ranked in the lottery's drawn order,
+//! and are claimed in line order, the lottery first. Every worker does it
+//! now and then; the concert's line is locked per chunk, so two workers
+//! take turns and a worker killed mid-chunk leaves nothing half done.
 
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::MySqlConnection;
+use sqlx::{Connection as _, MySqlConnection};
 use ticket_core::db::line;
 
 /// How often a worker looks for sales that have opened: a lottery's
@@ -24,7 +25,9 @@ pub async fn admit_opened(
     let mut admitted = 0;
     for concert in line::opened_with_waiting(conn, now).await? {
         loop {
-            let n = line::admit_waiting(conn, concert, CHUNK, now).await?;
+            let mut tx = conn.begin().await?;
+            let n = line::admit_waiting(&mut tx, concert, CHUNK, now).await?;
+            tx.commit().await?;
             admitted += n;
             if n < u64::from(CHUNK) {
                 break;

@@ -77,17 +77,34 @@ async fn four_workers_open_a_sale_together_and_the_first_in_line_wins() {
 }
 
 /// A worker killed after letting in the first part of a lottery leaves the
-/// rest WAITING: the PENDING part is claimed and decided, but none of it
-/// takes a seat that a WAITING request is ahead for.
+/// rest WAITING: the PENDING part is claimed and decided, and none of it
+/// takes a seat that a WAITING request is ahead for (the lottery is let in
+/// in its drawn order, ranked as it goes).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() {
     let (db, pool) = TestDatabase::migrated().await;
     let (concert, seats) = lottery(&pool, 200, 5, Utc::now() - chrono::Duration::seconds(1)).await;
     let mut conn = pool.acquire().await.unwrap();
-    let admitted = db::line::admit_waiting(&mut conn, concert, 300, ticket_core::testing::now())
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    let admitted = db::line::admit_waiting(&mut tx, concert, 300, ticket_core::testing::now())
         .await
         .unwrap();
+    tx.commit().await.unwrap();
     assert_eq!(admitted, 300);
+    let (misranked,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue p WHERE p.status = 'PENDING' AND (p.line_rank IS NULL \
+         OR (SELECT COUNT(*) FROM reservation_queue a WHERE a.status = 'PENDING' \
+             AND (a.line_key, a.id) < (p.line_key, p.id)) + 1 + (1 << 40) <> p.line_rank \
+         OR EXISTS (SELECT 1 FROM reservation_queue w WHERE w.status = 'WAITING' \
+                    AND (w.line_key, w.id) < (p.line_key, p.id)))",
+    )
+    .fetch_one(&mut *conn)
+    .await
+    .unwrap();
+    assert_eq!(
+        misranked, 0,
+        "the first 300 in the drawn order, ranked 1..=300"
+    );
     // Claimed and decided as a worker would, without the opening step.
     let lease = queue::Lease {
         owner: "partial".into(),
@@ -108,7 +125,7 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     let report = ticket_worker::decide::batch(&mut conn, &claim.ids, 7, Duration::from_millis(20))
         .await
         .unwrap();
-    assert!(report.decided.deferred > 0, "{:?}", report.decided);
+    assert_eq!(report.decided.deferred, 0, "{:?}", report.decided);
     let (overtaken,): (i64,) = sqlx::query_as(
         "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
          (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.status = 'WAITING' \

@@ -213,7 +213,9 @@ pub async fn remove(
     // Seats first, in id order, then the concert: the order a deciding
     // worker takes them in (its reservation's foreign key reads the
     // concert). With the seats locked, no request for them can be written
-    // behind the check below: the enqueue waits, then finds no seat.
+    // behind the check below: the enqueue waits, then finds no seat. The
+    // line before them, as every writer of requests takes it.
+    db::line::lock_line_of(&mut tx, id).await?;
     let locked = db::concerts::lock_seats(&mut tx, id).await?;
     let Some(concert) = db::concerts::lock(&mut tx, id).await? else {
         return Err(ApiError::concert_not_found());

@@ -1,6 +1,6 @@
 //! The operator's on-sale view of one concert: its line, the requests and
 //! decisions per second, how long decisions take, and its seats, from what
-//! the processes already measure (the line watch's reads of the open lines
+//! the processes already measure (the line watch's reads of the lines' fronts
 //! and of the published rates, the availability snapshot): watching a sale
 //! adds no query per viewer.
 
@@ -26,9 +26,9 @@ pub fn router() -> Router<AppState> {
 pub struct SaleBody {
     concert_id: u64,
     measured_at: DateTime<Utc>,
-    /// Open requests: waiting for the opening, pending or being decided.
-    /// Null until this instance has read the concert's line (within about
-    /// a second of the first ask).
+    /// Open requests: waiting for the opening, pending or being decided,
+    /// counted from the line's front as this instance last read it (about a
+    /// second old at most; the first ask reads it at once).
     line_length: Option<u64>,
     /// Requests accepted per second, over the last few seconds, summed
     /// over the API instances.
@@ -65,7 +65,7 @@ pub async fn sale(
         .get(&state.pool, id)
         .await?
         .ok_or_else(ApiError::concert_not_found)?;
-    let now = state.line.sale(id);
+    let now = Some(state.line.sale(id).await?);
     let decisions = now.and_then(|n| n.decisions);
     Ok(Json(SaleBody {
         concert_id: id.get(),

@@ -1,9 +1,11 @@
 //! Where open requests stand in their concert's line, for every status poll
-//! and event stream of this instance, from one read of the open lines per
-//! tick: positions come from a sorted copy (a binary search, no count per
-//! poll), and a stream's request that has left the line is looked up with
-//! the others that left in the same tick (one query, whatever the number of
-//! streams). A few queries per second per instance in all.
+//! and event stream of this instance, from one read of the lines' fronts
+//! per tick (a few index dives per concert, whatever the line's length): a
+//! request's position is its rank, fixed when its place was fixed, against
+//! the front ([`LineFront`]). A stream's request that the front has passed
+//! is looked up with the others passed in the same tick (one query,
+//! whatever the number of streams). A few queries per second per instance
+//! in all, and memory that grows with the concerts watched, not their lines.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,7 +16,7 @@ use prometheus::{IntCounter, IntGauge};
 use sqlx::MySqlPool;
 use ticket_core::db::rates::{self, DecisionRate};
 use ticket_core::db::{self, line, queue::QueueRow, request_seats};
-use ticket_core::domain::{ConcertId, LineKey, QueueId, SeatId};
+use ticket_core::domain::{ConcertId, LineFront, LineRank, QueueId, SeatId};
 use tokio::sync::{Notify, watch};
 
 /// Between reads while streams are open: a decision reaches its stream
@@ -30,6 +32,9 @@ const RATES_EVERY: Duration = Duration::from_secs(1);
 const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Ids looked up per statement (placeholders stay far below 65,535).
 const LOOKUP_CHUNK: usize = 8_192;
+/// Every stream's request is looked up this often, whatever the front says:
+/// a backstop for a request that left the line another way.
+const LOOK_UP_ALL_EVERY: Duration = Duration::from_secs(5);
 
 /// A request's place in line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,30 +87,30 @@ pub struct SaleNow {
 
 #[derive(Debug, Default)]
 struct Board {
-    /// Each concert's open requests by place (`LineKey::place`), sorted.
-    lines: HashMap<ConcertId, Vec<u64>>,
+    /// Each concert's line front.
+    lines: HashMap<ConcertId, LineFront>,
     rates: HashMap<ConcertId, DecisionRate>,
     requests: HashMap<ConcertId, f64>,
 }
 
 impl Board {
-    fn place(&self, concert: ConcertId, place: u64) -> Option<Place> {
+    fn place(&self, concert: ConcertId, rank: LineRank) -> Option<Place> {
         let line = self.lines.get(&concert)?;
-        let ahead = line.partition_point(|&p| p < place) as u64;
         let rate = self.rates.get(&concert).map(|r| r.decisions_per_sec);
-        Some(Place::new(ahead + 1, rate))
+        Some(Place::new(line.position(rank), rate))
     }
 
-    fn contains(&self, concert: ConcertId, place: u64) -> bool {
+    fn has_passed(&self, concert: ConcertId, rank: LineRank) -> bool {
         self.lines
             .get(&concert)
-            .is_some_and(|line| line.binary_search(&place).is_ok())
+            .is_some_and(|line| line.has_passed(rank))
     }
 }
 
 struct Stream {
     concert: ConcertId,
-    place: u64,
+    /// None until its request has one (a lottery's, at the opening).
+    rank: Option<LineRank>,
     sender: watch::Sender<Progress>,
     /// When to tell it its place again: after its own `pollAfterMs`, as a
     /// poller would ask (a place changes with every decision ahead, and
@@ -128,6 +133,7 @@ pub struct LineWatch {
     wake: Notify,
     closed: AtomicBool,
     rates_read_at: Mutex<Option<Instant>>,
+    all_looked_up_at: Mutex<Option<Instant>>,
     queries: IntCounter,
     open_streams: IntGauge,
 }
@@ -141,42 +147,68 @@ impl LineWatch {
             wake: Notify::new(),
             closed: AtomicBool::new(false),
             rates_read_at: Mutex::new(None),
+            all_looked_up_at: Mutex::new(None),
             queries,
             open_streams,
         }
     }
 
     /// Where an open request stands, as of the last read (at most about a
-    /// second old); None until a read has included its concert.
-    pub fn place(&self, concert: ConcertId, key: LineKey, id: QueueId) -> Option<Place> {
-        self.interested(concert);
-        let place = self.current().place(concert, key.place(id));
-        if place.is_none() {
-            self.wake.notify_one();
+    /// second old). The first question about a concert on this instance
+    /// reads its front at once. None for a request without a rank yet.
+    pub async fn place(&self, row: &QueueRow) -> Result<Option<Place>, sqlx::Error> {
+        self.interested(row.concert_id);
+        let Some(rank) = row.line_rank else {
+            return Ok(None);
+        };
+        if let Some(place) = self.current().place(row.concert_id, rank) {
+            return Ok(Some(place));
         }
-        place
+        self.read_one(row.concert_id).await?;
+        Ok(self.current().place(row.concert_id, rank))
     }
 
-    /// The concert's line and rates as of the last read; None until a
-    /// read has included it.
-    pub fn sale(&self, concert: ConcertId) -> Option<SaleNow> {
+    /// The concert's line and rates as of the last read (the first
+    /// question reads its front at once).
+    pub async fn sale(&self, concert: ConcertId) -> Result<SaleNow, sqlx::Error> {
         self.interested(concert);
+        if !self.current().lines.contains_key(&concert) {
+            self.read_one(concert).await?;
+        }
         let board = self.current();
-        let Some(line) = board.lines.get(&concert) else {
-            self.wake.notify_one();
-            return None;
-        };
-        Some(SaleNow {
-            line_length: line.len() as u64,
+        Ok(SaleNow {
+            line_length: board.lines.get(&concert).map_or(0, LineFront::length),
             requests_per_sec: board.requests.get(&concert).copied().unwrap_or(0.0),
             decisions: board.rates.get(&concert).copied(),
         })
     }
 
+    /// Reads one concert's front into the board now (its first question).
+    async fn read_one(&self, concert: ConcertId) -> Result<(), sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        self.queries.inc();
+        let mut fronts = line::fronts(&mut conn, &[concert]).await?;
+        let Some(front) = fronts.remove(&concert) else {
+            return Ok(());
+        };
+        let mut board = self
+            .board
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut next = Board {
+            lines: board.lines.clone(),
+            rates: board.rates.clone(),
+            requests: board.requests.clone(),
+        };
+        next.lines.entry(concert).or_insert(front);
+        *board = Arc::new(next);
+        Ok(())
+    }
+
     /// Follows an open request until it is decided.
     pub fn watch(&self, row: &QueueRow) -> watch::Receiver<Progress> {
-        let place = row.line_key.place(row.id);
-        let now = self.current().place(row.concert_id, place);
+        let rank = row.line_rank;
+        let now = rank.and_then(|rank| self.current().place(row.concert_id, rank));
         let mut watched = self.lock();
         watched.concerts.insert(row.concert_id, Instant::now());
         let receiver = match watched.streams.get(&row.id) {
@@ -187,7 +219,7 @@ impl LineWatch {
                     row.id,
                     Stream {
                         concert: row.concert_id,
-                        place,
+                        rank,
                         sender,
                         next_place_at: Instant::now(),
                     },
@@ -239,15 +271,8 @@ impl LineWatch {
             return Ok(());
         }
         let mut conn = self.pool.acquire().await?;
-        let mut lines: HashMap<ConcertId, Vec<u64>> = HashMap::new();
-        line::open_requests(&mut conn, &concerts, |request| {
-            lines
-                .entry(request.concert_id)
-                .or_default()
-                .push(request.line_key.place(request.id));
-        })
-        .await?;
         self.queries.inc();
+        let lines = line::fronts(&mut conn, &concerts).await?;
         let previous = self.current();
         let (rates, requests) = if self.rates_due() {
             self.queries.inc_by(2);
@@ -261,12 +286,6 @@ impl LineWatch {
         } else {
             (previous.rates.clone(), previous.requests.clone())
         };
-        for line in lines.values_mut() {
-            line.sort_unstable();
-        }
-        for concert in concerts {
-            lines.entry(concert).or_default();
-        }
         let board = Arc::new(Board {
             lines,
             rates,
@@ -277,7 +296,19 @@ impl LineWatch {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = board.clone();
 
-        let left = self.tell_streams(&board);
+        let unranked = self.unranked();
+        if !unranked.is_empty() {
+            self.queries.inc();
+            let ranked = line::ranks_of(&mut conn, &unranked).await?;
+            let mut watched = self.lock();
+            for (id, rank) in ranked {
+                if let Some(stream) = watched.streams.get_mut(&id) {
+                    stream.rank = Some(rank);
+                }
+            }
+        }
+        let all = due(&self.all_looked_up_at, LOOK_UP_ALL_EVERY);
+        let left = self.tell_streams(&board, all);
         for chunk in left.chunks(LOOKUP_CHUNK) {
             self.queries.inc();
             let decided = db::queue::decided_among(&mut conn, chunk).await?;
@@ -306,9 +337,20 @@ impl LineWatch {
         Ok(())
     }
 
-    /// Gives each stream still in line its place; returns those no longer
-    /// in it (decided, to be looked up). Streams nobody listens to go.
-    fn tell_streams(&self, board: &Board) -> Vec<QueueId> {
+    /// Streams whose request has no rank yet (a lottery's, until the opening).
+    fn unranked(&self) -> Vec<QueueId> {
+        self.lock()
+            .streams
+            .iter()
+            .filter(|(_, stream)| stream.rank.is_none())
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// Gives each stream still in line its place; returns those to be looked
+    /// up (the front has passed them, they have no rank yet, or `all`).
+    /// Streams nobody listens to go.
+    fn tell_streams(&self, board: &Board, all: bool) -> Vec<QueueId> {
         let now = Instant::now();
         let mut watched = self.lock();
         watched
@@ -317,26 +359,33 @@ impl LineWatch {
         self.open_streams.set(watched.streams.len() as i64);
         let mut left = Vec::new();
         for (id, stream) in &mut watched.streams {
-            if board.contains(stream.concert, stream.place) {
-                if now < stream.next_place_at {
-                    continue;
-                }
-                let place = board.place(stream.concert, stream.place);
-                // Spread by up to half again, so that streams opened together
-                // are not all told in the same tick ever after.
-                let after = Duration::from_millis(place.map_or(1_000, |p| p.poll_after_ms));
-                stream.next_place_at = now + after.mul_f64(1.0 + (id.get() % 64) as f64 / 128.0);
-                let told = Progress::Open(place);
-                stream.sender.send_if_modified(|standing| {
-                    let changed = *standing != told;
-                    if changed {
-                        *standing = told.clone();
-                    }
-                    changed
-                });
-            } else {
+            let Some(rank) = stream.rank else {
+                left.push(*id);
+                continue;
+            };
+            let passed = board.has_passed(stream.concert, rank);
+            if passed || all {
                 left.push(*id);
             }
+            if passed {
+                continue;
+            }
+            if now < stream.next_place_at {
+                continue;
+            }
+            let place = board.place(stream.concert, rank);
+            // Spread by up to half again, so that streams opened together
+            // are not all told in the same tick ever after.
+            let after = Duration::from_millis(place.map_or(1_000, |p| p.poll_after_ms));
+            stream.next_place_at = now + after.mul_f64(1.0 + (id.get() % 64) as f64 / 128.0);
+            let told = Progress::Open(place);
+            stream.sender.send_if_modified(|standing| {
+                let changed = *standing != told;
+                if changed {
+                    *standing = told.clone();
+                }
+                changed
+            });
         }
         left
     }

@@ -63,11 +63,7 @@ impl LineFields {
         if let Some(waiting) = Self::waiting(state, row).await? {
             return Ok(waiting);
         }
-        Ok(Self::placed(state.line.place(
-            row.concert_id,
-            row.line_key,
-            row.id,
-        )))
+        Ok(Self::placed(state.line.place(row).await?))
     }
 
     /// A lottery request before its sale opens: no place yet.

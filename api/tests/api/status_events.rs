@@ -235,6 +235,51 @@ async fn a_poll_shows_the_place_and_the_wait() {
     assert_eq!(decided["pollAfterMs"], Value::Null);
 }
 
+/// Two workers out of step: one still deciding the first batch while the
+/// other has committed the next. The requests decided out of turn are not
+/// counted as ahead of anyone, and the front moves once the first commits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn positions_stay_exact_while_two_workers_decide_out_of_step() {
+    let app = spawn_app().await;
+    let seats = app.seat_ids(40).await;
+    let users = app.many_users("o", 40).await;
+    let mut ids = Vec::new();
+    for ((_, token), seat) in users.iter().zip(&seats) {
+        let reply = app.reserve(token, *seat).await;
+        ids.push(reply.assert_status(201)["queueId"].as_u64().unwrap());
+    }
+    let poll = |i: usize| until_poll(&app, &users[i].1, ids[i], |_| true);
+    assert_eq!(poll(39).await["position"], 40, "everyone is ahead");
+
+    // One worker holds the first ten in its decision's transaction ...
+    let first = ticket_worker::decide::claim(&app.pool, 10)
+        .await
+        .unwrap()
+        .expect("the first batch");
+    let first_ids: Vec<u64> = first.ids().iter().map(|id| id.get()).collect();
+    assert_eq!(first_ids, ids[..10]);
+    // ... while another decides the next ten.
+    let other = app.worker("other", Mode::Batch, 10, Duration::from_secs(30));
+    assert_eq!(other.process_once().await.unwrap().claimed, 10);
+    let decided = until_poll(&app, &users[14].1, ids[14], |s| s["status"] != "PENDING").await;
+    assert_eq!(decided["status"], "SUCCESS", "decided out of turn");
+
+    // Ahead of the last: the ten still being decided and 21..=39.
+    let last = until_poll(&app, &users[39].1, ids[39], |s| s["position"] != 40).await;
+    assert_eq!(last["position"], 30, "{last}");
+    let middle = poll(24).await;
+    assert_eq!(middle["position"], 15, "10 held, 21..=24: {middle}");
+    let front = poll(0).await;
+    assert_eq!(front["position"], 1, "{front}");
+
+    ticket_worker::decide::decide_claimed(first, Duration::from_millis(100))
+        .await
+        .unwrap();
+    let last = until_poll(&app, &users[39].1, ids[39], |s| s["position"] != 30).await;
+    assert_eq!(last["position"], 20, "{last}");
+    assert_eq!(poll(20).await["position"], 1);
+}
+
 async fn until_poll(app: &TestApp, token: &str, id: u64, done: impl Fn(&Value) -> bool) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {

@@ -351,7 +351,12 @@ pub async fn delete_with_seats(
     async move {
         // A list can only have offered seats of a concert with history,
         // which is never deleted; one without offers goes with it.
-        for table in ["access_codes", "waiting_list_entries", "waiting_lists"] {
+        for table in [
+            "access_codes",
+            "waiting_list_entries",
+            "waiting_lists",
+            "sale_lines",
+        ] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE concert_id = ?"
             )))

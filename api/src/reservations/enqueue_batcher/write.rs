@@ -6,7 +6,7 @@ use sqlx::{Connection, MySqlPool};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use ticket_core::db::kept::KeptConnections;
-use ticket_core::db::{self, fans, queue, request_seats};
+use ticket_core::db::{self, fans, line, queue, request_seats};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{LineKey, UserId};
 
@@ -151,6 +151,21 @@ pub(super) async fn insert_group(
             queue::withdraw(&mut tx, &withdrawn).await?;
         }
     }
+    let kept: Vec<line::Entered> = answers
+        .iter()
+        .zip(requests)
+        .filter_map(|(answer, request)| match answer {
+            Answer::Ready(Ok(queued)) => Some(line::Entered {
+                concert: request.concert,
+                key: request
+                    .line_at(time.admitted_at)
+                    .unwrap_or(LineKey::AFTER_OPENING),
+                id: queued.id,
+            }),
+            _ => None,
+        })
+        .collect();
+    line::rank_entered(&mut tx, &kept).await?;
     tx.commit().await?;
     Ok(answers)
 }

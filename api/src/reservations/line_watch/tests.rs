@@ -16,14 +16,31 @@ fn the_hint_grows_with_the_wait() {
 }
 
 #[test]
-fn positions_count_the_requests_ahead() {
+fn positions_come_from_the_front() {
+    use ticket_core::domain::LinePart;
+    use ticket_core::domain::line_position::PartFront;
+    let mut front = LineFront::default();
+    *front.part_mut(LinePart::AfterOpening) = PartFront {
+        entered: 40,
+        ranked: 40,
+        lowest_open: Some(5),
+        decided_beyond: vec![9],
+    };
     let board = Board {
-        lines: HashMap::from([(ConcertId(1), vec![5, 9, 12, 40])]),
+        lines: HashMap::from([(ConcertId(1), front)]),
         ..Board::default()
     };
-    assert_eq!(board.place(ConcertId(1), 5).map(|p| p.position), Some(1));
-    assert_eq!(board.place(ConcertId(1), 12).map(|p| p.position), Some(3));
-    assert!(board.contains(ConcertId(1), 40));
-    assert!(!board.contains(ConcertId(1), 41));
-    assert_eq!(board.place(ConcertId(2), 5), None);
+    let rank = |place| LineRank::new(LinePart::AfterOpening, place);
+    assert_eq!(
+        board.place(ConcertId(1), rank(5)).map(|p| p.position),
+        Some(1)
+    );
+    assert_eq!(
+        board.place(ConcertId(1), rank(12)).map(|p| p.position),
+        Some(7)
+    );
+    assert!(board.has_passed(ConcertId(1), rank(4)));
+    assert!(board.has_passed(ConcertId(1), rank(9)));
+    assert!(!board.has_passed(ConcertId(1), rank(12)));
+    assert_eq!(board.place(ConcertId(2), rank(5)), None);
 }

@@ -27,6 +27,7 @@ pub async fn enqueue(
     now: DateTime<Utc>,
 ) -> Result<QueueId, sqlx::Error> {
     async move {
+        crate::db::line::lock_lines(conn, &[request.concert]).await?;
         let done = sqlx::query(
             "INSERT INTO reservation_queue \
              (user_id, concert_id, seat_id, seat_count, line_key, status, idempotency_key, access_code_id, \
@@ -49,6 +50,12 @@ pub async fn enqueue(
         .await?;
         let id = QueueId(done.last_insert_id());
         request_seats::insert(conn, &request.seat_rows(id, line), false).await?;
+        let entered = crate::db::line::Entered {
+            concert: request.concert,
+            key: line,
+            id,
+        };
+        crate::db::line::rank_entered(conn, &[entered]).await?;
         Ok(id)
     }
     .traced("INSERT", "reservation_queue")
@@ -98,7 +105,9 @@ pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64
 }
 
 /// Adds many requests (WAITING or PENDING), each with its seats, in a few multi-row
-/// statements; call inside a transaction. A request that cannot be written
+/// statements; call inside a transaction, and rank the requests kept with
+/// [`line::rank_entered`] before its commit (their concerts' lines are
+/// locked until then). A request that cannot be written
 /// (one of its seats already open in another request of its user, an
 /// unknown seat, a deleted user) is left out and reported in its outcome,
 /// and the rest are written all the same.
@@ -158,6 +167,9 @@ pub async fn enqueue_many(
                 ..Enqueued::default()
             });
         }
+        // Before anything else it locks: see `line::lock_lines`.
+        let concerts: Vec<_> = written.iter().map(|(r, _)| r.concert).collect();
+        crate::db::line::lock_lines(conn, &concerts).await?;
         if written.iter().any(|(r, _)| r.seats.len() > 1) {
             let mut group_seats: Vec<SeatId> = written
                 .iter()

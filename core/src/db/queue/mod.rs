@@ -8,7 +8,8 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds, IdList, Traced as _};
 use crate::domain::{
-    ConcertId, IdempotencyKey, LineKey, QueueId, QueueStatus, ReservationId, SeatId, UserId,
+    ConcertId, IdempotencyKey, LineKey, LineRank, QueueId, QueueStatus, ReservationId, SeatId,
+    UserId,
 };
 
 mod claim;
@@ -30,6 +31,9 @@ pub struct QueueRow {
     pub seat_id: SeatId,
     pub seat_count: u8,
     pub line_key: LineKey,
+    /// Its place in line, fixed when written (or, in a lottery, at the
+    /// opening); None before then.
+    pub line_rank: Option<LineRank>,
     pub status: QueueStatus,
     pub reservation_id: Option<ReservationId>,
     pub reason: Option<String>,
@@ -46,7 +50,7 @@ impl QueueRow {
     }
 }
 
-const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, line_key, status, reservation_id, \
+const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, line_key, line_rank, status, reservation_id, \
                        reason, created_at, decided_at";
 
 /// How many claims of one request may end without a decision before the
