@@ -6,6 +6,7 @@ mod drain;
 mod enqueue;
 mod latency;
 mod load;
+mod million;
 mod otlp_sink;
 mod page;
 mod per_request;
@@ -41,6 +42,10 @@ enum Command {
     Load(load::Args),
     /// Server-Sent Events: N streams on one API instance while a worker decides them.
     Streams(streams::Args),
+    /// A database for `million`: a concert whose lottery is open, its seats and users.
+    MillionPrepare(million::PrepareArgs),
+    /// A million in one line: enqueue, polls and streams before and after the opening, the sale.
+    Million(million::Args),
     /// The concert page in headless Chromium: its weight and time to a usable seat map.
     Page(page::Args),
     /// Proof of work: the API's check of a solution, and native solves per level.
@@ -78,6 +83,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,
         Command::Streams(args) => streams::run(args).await,
+        Command::MillionPrepare(args) => million::prepare(args).await,
+        Command::Million(args) => million::run(args).await,
         Command::Page(args) => page::run(args).await,
         Command::Pow(args) => pow::run(args).await,
         Command::PowPage(args) => pow_page::run(args).await,

@@ -1,42 +1,42 @@
-//! Opening sales: once a concert's `opensAt` has passed, its lottery's
-//! WAITING requests become PENDING, ranked in the lottery's drawn order,
-//! and are claimed in line order, the lottery first. Every worker does it
-//! now and then; the concert's line is locked per chunk, so two workers
-//! take turns and a worker killed mid-chunk leaves nothing half done.
+//! Opening sales. Nothing is admitted: once a concert's `opensAt` has
+//! passed by the database's clock, the claim reads its lottery's WAITING
+//! requests beside the PENDING ones, in line order, so the whole lottery is
+//! in line at the opening whatever its size. What the workers do now and
+//! then is bookkeeping: count each opened lottery into its buckets once (a
+//! lottery request's place is its key's rank among them), and take a
+//! concert out of the claims' sight once none of its requests is open. Each
+//! step is one transaction with the concert's line locked: two workers
+//! take turns, and a worker killed mid-step leaves nothing half done.
 
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use sqlx::{Connection as _, MySqlConnection};
 use ticket_core::db::line;
 
-/// How often a worker looks for sales that have opened: a lottery's
-/// requests become due at most about this long after the opening.
+/// How often a worker looks after the opened lotteries: a lottery's
+/// positions are known at most about this long after its count.
 pub const LOOK_EVERY: Duration = Duration::from_millis(200);
 
-/// Requests let in per statement (each its own short transaction).
-const CHUNK: u32 = 5_000;
-
-/// Lets in the WAITING requests of every sale open at `now`; returns how many.
-pub async fn admit_opened(
-    conn: &mut MySqlConnection,
-    now: DateTime<Utc>,
-) -> Result<u64, sqlx::Error> {
-    let mut admitted = 0;
-    for concert in line::opened_with_waiting(conn, now).await? {
-        loop {
-            let mut tx = conn.begin().await?;
-            let n = line::admit_waiting(&mut tx, concert, CHUNK, now).await?;
-            tx.commit().await?;
-            admitted += n;
-            if n < u64::from(CHUNK) {
-                break;
-            }
-        }
+/// Counts the lotteries that opened and takes the lines that emptied out
+/// of the claims' sight;
+/// returns how many lottery requests were counted.
+pub async fn look_after_opened(conn: &mut MySqlConnection) -> Result<u64, sqlx::Error> {
+    let mut counted = 0;
+    for concert in line::lotteries_to_count(conn).await? {
+        let mut tx = conn.begin().await?;
+        let n = line::count_lottery(&mut tx, concert).await?;
+        tx.commit().await?;
+        counted += n;
         tracing::info!(
             concert = concert.get(),
-            "sale opened: lottery requests let in"
+            requests = n,
+            "sale opened: lottery counted"
         );
     }
-    Ok(admitted)
+    for in_line in line::concerts_in_line(conn).await? {
+        let mut tx = conn.begin().await?;
+        line::leave_if_empty(&mut tx, in_line.concert_id).await?;
+        tx.commit().await?;
+    }
+    Ok(counted)
 }

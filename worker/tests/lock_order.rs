@@ -163,12 +163,9 @@ async fn an_enqueued_group_takes_its_seats_in_id_order_so_a_confirm_never_waits_
     let session = session_id(&mut writer).await;
     let enqueue = tokio::spawn(async move {
         let mut tx = writer.begin().await?;
-        let enqueued = queue::enqueue_many(
-            &mut tx,
-            &group,
-            queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now())),
-        )
-        .await?;
+        let time = queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now()));
+        let enqueued = queue::enqueue_many(&mut tx, &group, time).await?;
+        ticket_core::db::line::rank_entered(&mut tx, &enqueued.entered(&group, time)).await?;
         tx.commit().await?;
         Ok::<_, sqlx::Error>(enqueued)
     });
@@ -237,14 +234,15 @@ async fn a_decision_takes_its_own_rows_without_waiting_for_requests_being_enqueu
 
     let mut writer = pool.acquire().await.unwrap();
     let mut enqueuing = writer.begin().await.unwrap();
-    let written = queue::enqueue_many(
-        &mut enqueuing,
-        &[request(users[10], concert, &[seats[25]])],
-        queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now())),
-    )
-    .await
-    .unwrap();
+    let group = [request(users[10], concert, &[seats[25]])];
+    let time = queue::GroupTime::at(GroupClock::new().after(ticket_core::testing::now()));
+    let written = queue::enqueue_many(&mut enqueuing, &group, time)
+        .await
+        .unwrap();
     assert!(matches!(written.outcomes[..], [Outcome::Queued(_)]));
+    ticket_core::db::line::rank_entered(&mut enqueuing, &written.entered(&group, time))
+        .await
+        .unwrap();
 
     let mut worker = impatient(&pool, 1).await;
     let report =

@@ -1,7 +1,7 @@
 //! The pre-opening lottery from the workers' side: any number of workers
-//! open a sale together and give every seat to the first in line, and an
-//! opening cut short (a worker killed between its statements) lets nobody
-//! overtake a lottery request still WAITING.
+//! open a sale together and give every seat to the first in line; the
+//! claim takes an opened lottery in its drawn order with nothing admitted,
+//! and the count that places its requests is all or nothing.
 
 mod common;
 
@@ -33,11 +33,14 @@ async fn lottery(
     let pairs: Vec<(UserId, SeatId)> = users.iter().copied().zip(wanted).collect();
     seed::requests(&mut conn, &pairs).await.unwrap();
     for sql in [
-        "UPDATE reservation_queue SET status = 'WAITING', line_key = FLOOR(RAND(15) * 4611686018427387903)",
+        "UPDATE reservation_queue SET status = 'WAITING', line_rank = NULL, \
+         line_key = 2305843009213693952 + FLOOR(RAND(15) * 2305843009213693951)",
         "UPDATE request_seats rs JOIN reservation_queue q ON q.id = rs.queue_id SET rs.line_key = q.line_key",
+        "UPDATE sale_lines SET after_entered = 0",
     ] {
         sqlx::query(sql).execute(&mut *conn).await.unwrap();
     }
+    db::line::rank_unranked(&mut conn).await.unwrap();
     let (concert,): (ConcertId,) = sqlx::query_as("SELECT concert_id FROM seats WHERE id = ?")
         .bind(seat_ids[0])
         .fetch_one(&mut *conn)
@@ -76,36 +79,33 @@ async fn four_workers_open_a_sale_together_and_the_first_in_line_wins() {
     common::assert_invariants(&pool).await;
 }
 
-/// A worker killed after letting in the first part of a lottery leaves the
-/// rest WAITING: the PENDING part is claimed and decided, and none of it
-/// takes a seat that a WAITING request is ahead for (the lottery is let in
-/// in its drawn order, ranked as it goes).
+/// Nothing is admitted at the opening: the claim takes the lottery in its
+/// drawn order at once, a worker killed while counting the lottery (for
+/// positions) leaves nothing behind, and the count places every request
+/// exactly where the line has it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() {
+async fn an_opened_lottery_is_claimed_in_its_drawn_order_and_counted_once() {
     let (db, pool) = TestDatabase::migrated().await;
     let (concert, seats) = lottery(&pool, 200, 5, Utc::now() - chrono::Duration::seconds(1)).await;
     let mut conn = pool.acquire().await.unwrap();
+
+    // A count cut short (its worker killed) leaves no trace.
     let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let admitted = db::line::admit_waiting(&mut tx, concert, 300, ticket_core::testing::now())
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
-    assert_eq!(admitted, 300);
-    let (misranked,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservation_queue p WHERE p.status = 'PENDING' AND (p.line_rank IS NULL \
-         OR (SELECT COUNT(*) FROM reservation_queue a WHERE a.status = 'PENDING' \
-             AND (a.line_key, a.id) < (p.line_key, p.id)) + 1 + (1 << 40) <> p.line_rank \
-         OR EXISTS (SELECT 1 FROM reservation_queue w WHERE w.status = 'WAITING' \
-                    AND (w.line_key, w.id) < (p.line_key, p.id)))",
-    )
-    .fetch_one(&mut *conn)
-    .await
-    .unwrap();
     assert_eq!(
-        misranked, 0,
-        "the first 300 in the drawn order, ranked 1..=300"
+        db::line::count_lottery(&mut tx, concert).await.unwrap(),
+        1_000
     );
-    // Claimed and decided as a worker would, without the opening step.
+    drop(tx);
+    let (counted,): (Option<u64>,) =
+        sqlx::query_as("SELECT lottery_counted FROM sale_lines WHERE concert_id = ?")
+            .bind(concert)
+            .fetch_one(&mut *conn)
+            .await
+            .unwrap();
+    assert_eq!(counted, None);
+
+    // Claimed as a worker would, without any opening step: the first 300
+    // in the drawn order.
     let lease = queue::Lease {
         owner: "partial".into(),
         token: 7,
@@ -114,7 +114,7 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     let claim = queue::claim(
         &mut conn,
         &lease,
-        1_000,
+        300,
         5,
         false,
         ticket_core::testing::now(),
@@ -122,24 +122,52 @@ async fn an_opening_cut_short_lets_nobody_overtake_the_requests_still_waiting() 
     .await
     .unwrap();
     assert_eq!(claim.ids.len(), 300);
-    let report = ticket_worker::decide::batch(&mut conn, &claim.ids, 7, Duration::from_millis(20))
-        .await
-        .unwrap();
-    assert_eq!(report.decided.deferred, 0, "{:?}", report.decided);
-    let (overtaken,): (i64,) = sqlx::query_as(
-        "SELECT COUNT(*) FROM reservation_queue w WHERE w.status = 'SUCCESS' AND EXISTS \
-         (SELECT 1 FROM reservation_queue e WHERE e.seat_id = w.seat_id AND e.status = 'WAITING' \
-          AND e.line_key < w.line_key)",
+    let (out_of_order,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_queue p WHERE p.status = 'PROCESSING' AND EXISTS \
+         (SELECT 1 FROM reservation_queue w WHERE w.status = 'WAITING' \
+          AND (w.line_key, w.id) < (p.line_key, p.id))",
     )
     .fetch_one(&mut *conn)
     .await
     .unwrap();
+    assert_eq!(out_of_order, 0, "a later draw was claimed first");
+
+    // The count places each request at its rank in the drawn order.
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
     assert_eq!(
-        overtaken, 0,
-        "a PENDING request went before a WAITING one ahead of it"
+        db::line::count_lottery(&mut tx, concert).await.unwrap(),
+        1_000
     );
+    tx.commit().await.unwrap();
+    let count = db::line::fronts(&mut conn, &[concert]).await.unwrap()[&concert]
+        .lottery
+        .expect("counted");
+    let requests: Vec<(u64, u64, i64)> = sqlx::query_as(
+        "SELECT p.id, p.line_key, (SELECT COUNT(*) FROM reservation_queue a \
+           WHERE (a.line_key, a.id) < (p.line_key, p.id)) + 1 FROM reservation_queue p \
+         ORDER BY p.id LIMIT 1000",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .unwrap();
+    for (id, key, rank) in requests.into_iter().step_by(7) {
+        let place = db::line::lottery_place(
+            &mut conn,
+            concert,
+            count,
+            ticket_core::domain::LineKey::from_stored(key),
+            ticket_core::domain::QueueId(id),
+        )
+        .await
+        .unwrap();
+        assert_eq!(place, Some(rank.unsigned_abs()), "request {id}");
+    }
+    let report = ticket_worker::decide::batch(&mut conn, &claim.ids, 7, Duration::from_millis(20))
+        .await
+        .unwrap();
+    assert_eq!(report.decided.deferred, 0, "{:?}", report.decided);
     drop(conn);
-    // Any worker lets in the rest, and the line is kept.
+    // Any workers decide the rest, and the line is kept.
     common::drain_with_workers(&db, 2, 100, Mode::Batch).await;
     let mut conn = pool.acquire().await.unwrap();
     assert_eq!(inversions(&mut conn).await.unwrap(), 0);

@@ -14,9 +14,10 @@ use std::time::{Duration, Instant};
 
 use prometheus::{IntCounter, IntGauge};
 use sqlx::MySqlPool;
+use ticket_core::db::line::LineState;
 use ticket_core::db::rates::{self, DecisionRate};
 use ticket_core::db::{self, line, queue::QueueRow, request_seats};
-use ticket_core::domain::{ConcertId, LineFront, LineRank, QueueId, SeatId};
+use ticket_core::domain::{ConcertId, LineKey, LinePart, LineRank, QueueId, SeatId};
 use tokio::sync::{Notify, watch};
 
 /// Between reads while streams are open: a decision reaches its stream
@@ -32,6 +33,9 @@ const RATES_EVERY: Duration = Duration::from_secs(1);
 const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Ids looked up per statement (placeholders stay far below 65,535).
 const LOOKUP_CHUNK: usize = 8_192;
+/// Lottery places kept (each costs two small reads to learn): beyond it
+/// the memory starts again, so an instance's memory stays bounded.
+const LOTTERY_PLACES_KEPT: usize = 100_000;
 /// Every stream's request is looked up this often, whatever the front says:
 /// a backstop for a request that left the line another way.
 const LOOK_UP_ALL_EVERY: Duration = Duration::from_secs(5);
@@ -87,29 +91,30 @@ pub struct SaleNow {
 
 #[derive(Debug, Default)]
 struct Board {
-    /// Each concert's line front.
-    lines: HashMap<ConcertId, LineFront>,
+    /// Each concert's line.
+    lines: HashMap<ConcertId, LineState>,
     rates: HashMap<ConcertId, DecisionRate>,
     requests: HashMap<ConcertId, f64>,
 }
 
 impl Board {
-    fn place(&self, concert: ConcertId, rank: LineRank) -> Option<Place> {
+    fn place(&self, concert: ConcertId, rank: LineRank, key: LineKey) -> Option<Place> {
         let line = self.lines.get(&concert)?;
         let rate = self.rates.get(&concert).map(|r| r.decisions_per_sec);
-        Some(Place::new(line.position(rank), rate))
+        Some(Place::new(line.front.position(rank, key), rate))
     }
 
-    fn has_passed(&self, concert: ConcertId, rank: LineRank) -> bool {
+    fn has_passed(&self, concert: ConcertId, rank: LineRank, key: LineKey) -> bool {
         self.lines
             .get(&concert)
-            .is_some_and(|line| line.has_passed(rank))
+            .is_some_and(|line| line.front.has_passed(rank, key))
     }
 }
 
 struct Stream {
     concert: ConcertId,
-    /// None until its request has one (a lottery's, at the opening).
+    key: LineKey,
+    /// None until its request has one (a lottery's, once counted).
     rank: Option<LineRank>,
     sender: watch::Sender<Progress>,
     /// When to tell it its place again: after its own `pollAfterMs`, as a
@@ -134,6 +139,7 @@ pub struct LineWatch {
     closed: AtomicBool,
     rates_read_at: Mutex<Option<Instant>>,
     all_looked_up_at: Mutex<Option<Instant>>,
+    lottery_places: Mutex<HashMap<QueueId, LineRank>>,
     queries: IntCounter,
     open_streams: IntGauge,
 }
@@ -148,6 +154,7 @@ impl LineWatch {
             closed: AtomicBool::new(false),
             rates_read_at: Mutex::new(None),
             all_looked_up_at: Mutex::new(None),
+            lottery_places: Mutex::default(),
             queries,
             open_streams,
         }
@@ -155,21 +162,61 @@ impl LineWatch {
 
     /// Where an open request stands, as of the last read (at most about a
     /// second old). The first question about a concert on this instance
-    /// reads its front at once. None for a request without a rank yet.
+    /// reads its line at once. None for a lottery request before its
+    /// lottery is counted (a moment after the opening).
     pub async fn place(&self, row: &QueueRow) -> Result<Option<Place>, sqlx::Error> {
         self.interested(row.concert_id);
-        let Some(rank) = row.line_rank else {
+        if !self.current().lines.contains_key(&row.concert_id) {
+            self.read_one(row.concert_id).await?;
+        }
+        let Some(rank) = self
+            .rank_of(row.id, row.concert_id, row.line_key, row.line_rank)
+            .await?
+        else {
             return Ok(None);
         };
-        if let Some(place) = self.current().place(row.concert_id, rank) {
-            return Ok(Some(place));
+        Ok(self.current().place(row.concert_id, rank, row.line_key))
+    }
+
+    /// A request's rank: its own, or a lottery request's place once its
+    /// lottery is counted (learnt once, then kept).
+    async fn rank_of(
+        &self,
+        id: QueueId,
+        concert: ConcertId,
+        key: LineKey,
+        rank: Option<LineRank>,
+    ) -> Result<Option<LineRank>, sqlx::Error> {
+        if rank.is_some() || LinePart::of(key) != LinePart::Lottery {
+            return Ok(rank);
         }
-        self.read_one(row.concert_id).await?;
-        Ok(self.current().place(row.concert_id, rank))
+        if let Some(rank) = self.places().get(&id) {
+            return Ok(Some(*rank));
+        }
+        let Some(count) = self
+            .current()
+            .lines
+            .get(&concert)
+            .and_then(|line| line.lottery)
+        else {
+            return Ok(None);
+        };
+        let mut conn = self.pool.acquire().await?;
+        self.queries.inc();
+        let Some(place) = line::lottery_place(&mut conn, concert, count, key, id).await? else {
+            return Ok(None);
+        };
+        let rank = LineRank::new(LinePart::Lottery, place);
+        let mut places = self.places();
+        if places.len() >= LOTTERY_PLACES_KEPT {
+            places.clear();
+        }
+        places.insert(id, rank);
+        Ok(Some(rank))
     }
 
     /// The concert's line and rates as of the last read (the first
-    /// question reads its front at once).
+    /// question reads its line at once).
     pub async fn sale(&self, concert: ConcertId) -> Result<SaleNow, sqlx::Error> {
         self.interested(concert);
         if !self.current().lines.contains_key(&concert) {
@@ -177,18 +224,20 @@ impl LineWatch {
         }
         let board = self.current();
         Ok(SaleNow {
-            line_length: board.lines.get(&concert).map_or(0, LineFront::length),
+            line_length: board
+                .lines
+                .get(&concert)
+                .map_or(0, |line| line.front.length()),
             requests_per_sec: board.requests.get(&concert).copied().unwrap_or(0.0),
             decisions: board.rates.get(&concert).copied(),
         })
     }
 
-    /// Reads one concert's front into the board now (its first question).
+    /// Reads one concert's line into the board now (its first question).
     async fn read_one(&self, concert: ConcertId) -> Result<(), sqlx::Error> {
         let mut conn = self.pool.acquire().await?;
-        self.queries.inc();
-        let mut fronts = line::fronts(&mut conn, &[concert]).await?;
-        let Some(front) = fronts.remove(&concert) else {
+        let mut lines = self.fronts(&mut conn, &[concert]).await?;
+        let Some(state) = lines.remove(&concert) else {
             return Ok(());
         };
         let mut board = self
@@ -200,7 +249,7 @@ impl LineWatch {
             rates: board.rates.clone(),
             requests: board.requests.clone(),
         };
-        next.lines.entry(concert).or_insert(front);
+        next.lines.entry(concert).or_insert(state);
         *board = Arc::new(next);
         Ok(())
     }
@@ -208,7 +257,7 @@ impl LineWatch {
     /// Follows an open request until it is decided.
     pub fn watch(&self, row: &QueueRow) -> watch::Receiver<Progress> {
         let rank = row.line_rank;
-        let now = rank.and_then(|rank| self.current().place(row.concert_id, rank));
+        let now = rank.and_then(|rank| self.current().place(row.concert_id, rank, row.line_key));
         let mut watched = self.lock();
         watched.concerts.insert(row.concert_id, Instant::now());
         let receiver = match watched.streams.get(&row.id) {
@@ -219,6 +268,7 @@ impl LineWatch {
                     row.id,
                     Stream {
                         concert: row.concert_id,
+                        key: row.line_key,
                         rank,
                         sender,
                         next_place_at: Instant::now(),
@@ -271,8 +321,7 @@ impl LineWatch {
             return Ok(());
         }
         let mut conn = self.pool.acquire().await?;
-        self.queries.inc();
-        let lines = line::fronts(&mut conn, &concerts).await?;
+        let lines = self.fronts(&mut conn, &concerts).await?;
         let previous = self.current();
         let (rates, requests) = if self.rates_due() {
             self.queries.inc_by(2);
@@ -297,9 +346,21 @@ impl LineWatch {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = board.clone();
 
         let unranked = self.unranked();
-        if !unranked.is_empty() {
+        let (lottery, others): (Vec<_>, Vec<_>) = unranked
+            .into_iter()
+            .partition(|(_, _, key)| LinePart::of(*key) == LinePart::Lottery);
+        let mut ranked = Vec::new();
+        for (id, concert, key) in lottery {
+            if let Some(rank) = self.rank_of(id, concert, key, None).await? {
+                ranked.push((id, rank));
+            }
+        }
+        let others: Vec<QueueId> = others.into_iter().map(|(id, _, _)| id).collect();
+        if !others.is_empty() {
             self.queries.inc();
-            let ranked = line::ranks_of(&mut conn, &unranked).await?;
+            ranked.extend(line::ranks_of(&mut conn, &others).await?);
+        }
+        if !ranked.is_empty() {
             let mut watched = self.lock();
             for (id, rank) in ranked {
                 if let Some(stream) = watched.streams.get_mut(&id) {
@@ -337,14 +398,46 @@ impl LineWatch {
         Ok(())
     }
 
-    /// Streams whose request has no rank yet (a lottery's, until the opening).
-    fn unranked(&self) -> Vec<QueueId> {
+    /// The concerts' lines. An opened lottery nobody has counted yet (the
+    /// workers count it within moments of the opening) is counted here, so
+    /// that its places are known at the first question.
+    async fn fronts(
+        &self,
+        conn: &mut sqlx::MySqlConnection,
+        concerts: &[ConcertId],
+    ) -> Result<HashMap<ConcertId, LineState>, sqlx::Error> {
+        self.queries.inc();
+        let mut lines = line::fronts(conn, concerts).await?;
+        let uncounted: Vec<ConcertId> = lines
+            .iter()
+            .filter(|(_, line)| line.lottery_to_count())
+            .map(|(concert, _)| *concert)
+            .collect();
+        for concert in uncounted {
+            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            line::count_lottery(&mut tx, concert).await?;
+            tx.commit().await?;
+            self.queries.inc();
+            lines.extend(line::fronts(conn, &[concert]).await?);
+        }
+        Ok(lines)
+    }
+
+    /// Streams whose request has no rank yet (a lottery's, until its
+    /// lottery is counted).
+    fn unranked(&self) -> Vec<(QueueId, ConcertId, LineKey)> {
         self.lock()
             .streams
             .iter()
             .filter(|(_, stream)| stream.rank.is_none())
-            .map(|(id, _)| *id)
+            .map(|(id, stream)| (*id, stream.concert, stream.key))
             .collect()
+    }
+
+    fn places(&self) -> std::sync::MutexGuard<'_, HashMap<QueueId, LineRank>> {
+        self.lottery_places
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Gives each stream still in line its place; returns those to be looked
@@ -363,7 +456,7 @@ impl LineWatch {
                 left.push(*id);
                 continue;
             };
-            let passed = board.has_passed(stream.concert, rank);
+            let passed = board.has_passed(stream.concert, rank, stream.key);
             if passed || all {
                 left.push(*id);
             }
@@ -373,7 +466,7 @@ impl LineWatch {
             if now < stream.next_place_at {
                 continue;
             }
-            let place = board.place(stream.concert, rank);
+            let place = board.place(stream.concert, rank, stream.key);
             // Spread by up to half again, so that streams opened together
             // are not all told in the same tick ever after.
             let after = Duration::from_millis(place.map_or(1_000, |p| p.poll_after_ms));

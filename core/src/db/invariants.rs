@@ -208,10 +208,30 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
-        "a lottery request is still WAITING longer than an opening takes after its sale opened",
-        "SELECT COUNT(*) FROM reservation_queue q JOIN concerts c ON c.id = q.concert_id \
-         WHERE q.status = 'WAITING' AND (c.opens_at IS NULL OR c.opens_at < ?)",
+        "an open request is in a line the claims do not look in",
+        "SELECT COUNT(*) FROM reservation_queue q LEFT JOIN sale_lines s ON s.concert_id = q.concert_id \
+         WHERE q.status IN ('WAITING', 'PENDING', 'PROCESSING') AND (s.concert_id IS NULL OR s.in_line = 0)",
+        &[],
+    ),
+    (
+        "an opened lottery is not counted longer than a count takes after its sale opened",
+        "SELECT COUNT(*) FROM sale_lines s JOIN concerts c ON c.id = s.concert_id \
+         WHERE s.in_line = 1 AND s.lottery_entered > 0 AND (c.opens_at IS NULL OR c.opens_at < ?) \
+           AND (s.lottery_counted IS NULL OR s.lottery_counted <> s.lottery_entered)",
         &[Stale],
+    ),
+    (
+        "two requests of a concert have the same place in line",
+        "SELECT COUNT(*) FROM (SELECT concert_id, line_rank FROM reservation_queue \
+         WHERE line_rank IS NOT NULL GROUP BY concert_id, line_rank HAVING COUNT(*) > 1) d",
+        &[],
+    ),
+    (
+        "a request's place in line is beyond what its line has counted",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN sale_lines s ON s.concert_id = q.concert_id \
+         WHERE (q.line_rank < 1099511627776 AND q.line_rank > s.presale_entered) \
+            OR (q.line_rank > 2199023255552 AND q.line_rank - 2199023255552 > s.after_entered)",
+        &[],
     ),
     (
         "a PROCESSING request's lease expired long ago",

@@ -3,13 +3,14 @@
 //!
 //! A line is decided in order (first in line wins), so a request's place
 //! can be known from a rank fixed when its place is fixed and from the
-//! front, the lowest rank still open: everyone between the front and the
+//! front, the lowest place still open: everyone between the front and the
 //! request is ahead of it. A line has three parts, in this order: presale
-//! requests (ranked in arrival order as they are written), the lottery
-//! (ranked in its drawn order when the sale opens) and requests after the
-//! opening (in arrival order as they are written). Each part is numbered
-//! from 1, so a position adds up the open requests of the parts ahead and
-//! those of its own part ahead of it.
+//! requests (ranked in arrival order as they are written), the lottery (in
+//! its drawn order: a request's place is its key's rank, known once the
+//! sale has opened) and requests after the opening (in arrival order as
+//! they are written). Each part is numbered from 1, so a position adds up
+//! the open requests of the parts ahead and those of its own part ahead of
+//! it.
 //!
 //! When several workers decide out of step (one still deciding the front's
 //! batch while another has committed the next), the requests decided out
@@ -102,42 +103,43 @@ impl LineRank {
 /// One part of a line, as last read.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PartFront {
-    /// Requests that entered the part: ranked, or (the lottery's, before
-    /// the opening has ranked them) to be ranked after the ranked ones.
+    /// Requests that entered the part: placed, or (a lottery's, before the
+    /// opening has counted them) to be placed after those placed.
     pub entered: u64,
-    /// Places given so far (1..=ranked).
-    pub ranked: u64,
-    /// The lowest place still open; None when no ranked request is open.
+    /// Places known (1..=placed).
+    pub placed: u64,
+    /// The lowest place still open; None when no placed request is open.
     pub lowest_open: Option<u64>,
-    /// Places beyond the lowest open one whose requests are decided
-    /// (decided out of turn), sorted.
+    /// The requests beyond the lowest open one already decided (decided
+    /// out of turn), sorted, in the part's order: their places, or for the
+    /// lottery their keys.
     pub decided_beyond: Vec<u64>,
 }
 
 impl PartFront {
     /// The first place not known to be decided.
     pub fn front(&self) -> u64 {
-        self.lowest_open.unwrap_or(self.ranked + 1)
+        self.lowest_open.unwrap_or(self.placed + 1)
     }
 
-    /// Open requests of the part with a place below `place`.
-    fn open_below(&self, place: u64) -> u64 {
+    /// Open requests of the part ahead of the one at `place` (`order`: its
+    /// place, or its key in the lottery).
+    fn open_below(&self, place: u64, order: u64) -> u64 {
         let front = self.front();
         if place <= front {
             return 0;
         }
-        let decided = self.decided_beyond.partition_point(|&p| p < place) as u64;
+        let decided = self.decided_beyond.partition_point(|&d| d < order) as u64;
         (place - front).saturating_sub(decided)
     }
 
     /// Open requests of the part.
     pub fn open(&self) -> u64 {
-        self.open_below(self.entered.max(self.ranked) + 1)
+        self.open_below(self.entered.max(self.placed) + 1, u64::MAX)
     }
 
-    /// Whether the request at `place` is known to be decided.
-    fn decided(&self, place: u64) -> bool {
-        place < self.front() || self.decided_beyond.binary_search(&place).is_ok()
+    fn decided(&self, place: u64, order: u64) -> bool {
+        place < self.front() || self.decided_beyond.binary_search(&order).is_ok()
     }
 }
 
@@ -148,15 +150,16 @@ pub struct LineFront {
 }
 
 impl LineFront {
-    /// 1: next to be decided, among the concert's open requests.
-    pub fn position(&self, rank: LineRank) -> u64 {
+    /// 1: next to be decided, among the concert's open requests; `key` is
+    /// the request's own.
+    pub fn position(&self, rank: LineRank, key: LineKey) -> u64 {
         let part = rank.part();
         let ahead: u64 = LinePart::ALL
             .iter()
             .filter(|p| **p < part)
             .map(|p| self.parts[p.index()].open())
             .sum();
-        ahead + self.parts[part.index()].open_below(rank.place()) + 1
+        ahead + self.parts[part.index()].open_below(rank.place(), Self::order(rank, key)) + 1
     }
 
     /// Open requests: waiting for the opening, in line, being decided.
@@ -164,9 +167,9 @@ impl LineFront {
         self.parts.iter().map(PartFront::open).sum()
     }
 
-    /// Whether the request of `rank` is known to have left the line.
-    pub fn has_passed(&self, rank: LineRank) -> bool {
-        self.parts[rank.part().index()].decided(rank.place())
+    /// Whether the request is known to have left the line.
+    pub fn has_passed(&self, rank: LineRank, key: LineKey) -> bool {
+        self.parts[rank.part().index()].decided(rank.place(), Self::order(rank, key))
     }
 
     pub fn part(&self, part: LinePart) -> &PartFront {
@@ -176,6 +179,15 @@ impl LineFront {
     pub fn part_mut(&mut self, part: LinePart) -> &mut PartFront {
         &mut self.parts[part.index()]
     }
+
+    /// A request's order within its part, as `decided_beyond` holds it.
+    fn order(rank: LineRank, key: LineKey) -> u64 {
+        if rank.part() == LinePart::Lottery {
+            key.get()
+        } else {
+            rank.place()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -184,14 +196,16 @@ mod tests {
 
     fn line(parts: [(u64, u64, Option<u64>, Vec<u64>); 3]) -> LineFront {
         LineFront {
-            parts: parts.map(|(entered, ranked, lowest_open, decided_beyond)| PartFront {
+            parts: parts.map(|(entered, placed, lowest_open, decided_beyond)| PartFront {
                 entered,
-                ranked,
+                placed,
                 lowest_open,
                 decided_beyond,
             }),
         }
     }
+
+    const AFTER: LineKey = LineKey::AFTER_OPENING;
 
     #[test]
     fn a_rank_keeps_its_part_and_place() {
@@ -217,16 +231,25 @@ mod tests {
             (100, 100, Some(31), vec![]),
             (50, 50, Some(1), vec![]),
         ]);
-        assert_eq!(front.position(LineRank::new(LinePart::Presale, 5)), 1);
-        assert_eq!(front.position(LineRank::new(LinePart::Presale, 10)), 6);
-        assert_eq!(front.position(LineRank::new(LinePart::Lottery, 31)), 7);
         assert_eq!(
-            front.position(LineRank::new(LinePart::AfterOpening, 1)),
+            front.position(LineRank::new(LinePart::Presale, 5), LineKey::PRESALE),
+            1
+        );
+        assert_eq!(
+            front.position(LineRank::new(LinePart::Presale, 10), LineKey::PRESALE),
+            6
+        );
+        assert_eq!(
+            front.position(LineRank::new(LinePart::Lottery, 31), LineKey::draw()),
+            7
+        );
+        assert_eq!(
+            front.position(LineRank::new(LinePart::AfterOpening, 1), AFTER),
             6 + 70 + 1
         );
         assert_eq!(front.length(), 6 + 70 + 50);
-        assert!(front.has_passed(LineRank::new(LinePart::Lottery, 30)));
-        assert!(!front.has_passed(LineRank::new(LinePart::Lottery, 31)));
+        assert!(front.has_passed(LineRank::new(LinePart::Lottery, 30), LineKey::draw()));
+        assert!(!front.has_passed(LineRank::new(LinePart::Lottery, 31), LineKey::draw()));
     }
 
     #[test]
@@ -238,37 +261,58 @@ mod tests {
             (0, 0, None, vec![]),
             (30, 30, Some(1), beyond),
         ]);
-        let at = |place| front.position(LineRank::new(LinePart::AfterOpening, place));
+        let at = |place| front.position(LineRank::new(LinePart::AfterOpening, place), AFTER);
         assert_eq!(at(1), 1);
         assert_eq!(at(10), 10);
         assert_eq!(at(21), 11);
         assert_eq!(at(30), 20);
         assert_eq!(front.length(), 20);
-        assert!(front.has_passed(LineRank::new(LinePart::AfterOpening, 15)));
-        assert!(!front.has_passed(LineRank::new(LinePart::AfterOpening, 5)));
+        assert!(front.has_passed(LineRank::new(LinePart::AfterOpening, 15), AFTER));
+        assert!(!front.has_passed(LineRank::new(LinePart::AfterOpening, 5), AFTER));
+    }
+
+    #[test]
+    fn lottery_requests_decided_out_of_turn_are_known_by_their_keys() {
+        let key = |k: u64| LineKey::from_stored(LineKey::LOTTERY_FLOOR.get() + k);
+        let front = line([
+            (0, 0, None, vec![]),
+            (10, 10, Some(1), vec![key(50).get(), key(60).get()]),
+            (0, 0, None, vec![]),
+        ]);
+        // Places 1..=10 have keys 10, 20, ..., 100.
+        let at =
+            |place: u64| front.position(LineRank::new(LinePart::Lottery, place), key(place * 10));
+        assert_eq!(at(4), 4);
+        assert_eq!(at(7), 5);
+        assert_eq!(at(10), 8);
+        assert!(front.has_passed(LineRank::new(LinePart::Lottery, 5), key(50)));
+        assert_eq!(front.length(), 8);
     }
 
     #[test]
     fn a_lottery_being_ranked_counts_its_unranked_requests() {
-        // 1,000 drew places, 400 are ranked so far, none decided yet.
+        // 1,000 entered the lottery, 400 are counted so far, none decided yet.
         let front = line([
             (0, 0, None, vec![]),
             (1_000, 400, Some(1), vec![]),
             (5, 5, Some(1), vec![]),
         ]);
-        assert_eq!(front.position(LineRank::new(LinePart::Lottery, 400)), 400);
         assert_eq!(
-            front.position(LineRank::new(LinePart::AfterOpening, 1)),
+            front.position(LineRank::new(LinePart::Lottery, 400), LineKey::draw()),
+            400
+        );
+        assert_eq!(
+            front.position(LineRank::new(LinePart::AfterOpening, 1), AFTER),
             1_001
         );
-        // Everything ranked is decided: the rest still counts.
+        // Everything counted is decided: the rest still counts.
         let front = line([
             (0, 0, None, vec![]),
             (1_000, 400, None, vec![]),
             (5, 5, Some(1), vec![]),
         ]);
         assert_eq!(
-            front.position(LineRank::new(LinePart::AfterOpening, 2)),
+            front.position(LineRank::new(LinePart::AfterOpening, 2), AFTER),
             602
         );
     }
@@ -280,8 +324,11 @@ mod tests {
             (0, 0, None, vec![]),
             (3, 3, Some(3), vec![]),
         ]);
-        assert_eq!(front.position(LineRank::new(LinePart::AfterOpening, 3)), 1);
+        assert_eq!(
+            front.position(LineRank::new(LinePart::AfterOpening, 3), AFTER),
+            1
+        );
         assert_eq!(front.length(), 1);
-        assert!(front.has_passed(LineRank::new(LinePart::Presale, 3)));
+        assert!(front.has_passed(LineRank::new(LinePart::Presale, 3), LineKey::PRESALE));
     }
 }

@@ -177,6 +177,7 @@ pub async fn orders(
         seats.build().execute(&mut *conn).await?;
         ids.extend(written.into_iter().map(|(id, _)| id));
     }
+    db::line::rank_unranked(conn).await?;
     Ok(ids)
 }
 
@@ -199,8 +200,10 @@ pub async fn concerts_of(
 
 /// Gives every queue row written straight to the table (with its
 /// `seat_id` and `concert_id`) and not yet given its seats the one seat
-/// it names, open while the row is, as the API's enqueue writes them.
+/// it names, open while the row is, and open rows their ranks in line, as
+/// the API's enqueue writes them.
 pub async fn seats_of_requests(conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
+    db::line::rank_unranked(&mut *conn).await?;
     sqlx::query(
         "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, is_open) \
          SELECT q.id, q.seat_id, q.user_id, q.concert_id, IF(q.status IN ('PENDING', 'PROCESSING'), 1, 0) \

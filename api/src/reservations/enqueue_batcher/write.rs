@@ -100,7 +100,8 @@ pub(super) async fn insert_group(
 ) -> Result<Vec<Answer>, sqlx::Error> {
     let mut tx = conn.begin().await?;
     let time = group_time(&mut tx, requests).await?;
-    let written = queue::enqueue_many(&mut tx, requests, time).await?;
+    let mut written = queue::enqueue_many(&mut tx, requests, time).await?;
+    let mut entered = written.entered(requests, time);
     let mut answers: Vec<Answer> = written
         .outcomes
         .iter()
@@ -122,7 +123,7 @@ pub(super) async fn insert_group(
         })
         .collect();
     let mut open_seats_per_user = written.open_seats_per_user;
-    let fan_seats = written.fan_seats;
+    let fan_seats = std::mem::take(&mut written.fan_seats);
     for (user, seats) in withdraw_over_cap(&mut tx, requests, fan_seats, &mut answers).await? {
         if let Some(open) = open_seats_per_user.get_mut(&user) {
             *open = open.saturating_sub(seats);
@@ -151,21 +152,15 @@ pub(super) async fn insert_group(
             queue::withdraw(&mut tx, &withdrawn).await?;
         }
     }
-    let kept: Vec<line::Entered> = answers
+    let kept: std::collections::HashSet<_> = answers
         .iter()
-        .zip(requests)
-        .filter_map(|(answer, request)| match answer {
-            Answer::Ready(Ok(queued)) => Some(line::Entered {
-                concert: request.concert,
-                key: request
-                    .line_at(time.admitted_at)
-                    .unwrap_or(LineKey::AFTER_OPENING),
-                id: queued.id,
-            }),
+        .filter_map(|answer| match answer {
+            Answer::Ready(Ok(queued)) => Some(queued.id),
             _ => None,
         })
         .collect();
-    line::rank_entered(&mut tx, &kept).await?;
+    entered.retain(|e| kept.contains(&e.id));
+    line::rank_entered(&mut tx, &entered).await?;
     tx.commit().await?;
     Ok(answers)
 }

@@ -17,30 +17,31 @@ fn the_hint_grows_with_the_wait() {
 
 #[test]
 fn positions_come_from_the_front() {
-    use ticket_core::domain::LinePart;
+    use ticket_core::domain::LineFront;
     use ticket_core::domain::line_position::PartFront;
     let mut front = LineFront::default();
     *front.part_mut(LinePart::AfterOpening) = PartFront {
         entered: 40,
-        ranked: 40,
+        placed: 40,
         lowest_open: Some(5),
         decided_beyond: vec![9],
     };
+    let line = LineState {
+        front,
+        lottery: None,
+        opened: true,
+    };
     let board = Board {
-        lines: HashMap::from([(ConcertId(1), front)]),
+        lines: HashMap::from([(ConcertId(1), line)]),
         ..Board::default()
     };
     let rank = |place| LineRank::new(LinePart::AfterOpening, place);
-    assert_eq!(
-        board.place(ConcertId(1), rank(5)).map(|p| p.position),
-        Some(1)
-    );
-    assert_eq!(
-        board.place(ConcertId(1), rank(12)).map(|p| p.position),
-        Some(7)
-    );
-    assert!(board.has_passed(ConcertId(1), rank(4)));
-    assert!(board.has_passed(ConcertId(1), rank(9)));
-    assert!(!board.has_passed(ConcertId(1), rank(12)));
-    assert_eq!(board.place(ConcertId(2), rank(5)), None);
+    let key = LineKey::AFTER_OPENING;
+    let place = |p| board.place(ConcertId(1), rank(p), key).map(|p| p.position);
+    assert_eq!(place(5), Some(1));
+    assert_eq!(place(12), Some(7));
+    assert!(board.has_passed(ConcertId(1), rank(4), key));
+    assert!(board.has_passed(ConcertId(1), rank(9), key));
+    assert!(!board.has_passed(ConcertId(1), rank(12), key));
+    assert_eq!(board.place(ConcertId(2), rank(5), key), None);
 }

@@ -90,6 +90,31 @@ pub struct Enqueued {
     pub fan_seats: HashMap<Fan, u64>,
 }
 
+impl Enqueued {
+    /// The requests written, in the order given, for
+    /// [`crate::db::line::rank_entered`] (less any the caller withdraws).
+    pub fn entered(
+        &self,
+        requests: &[NewRequest],
+        time: GroupTime,
+    ) -> Vec<crate::db::line::Entered> {
+        self.outcomes
+            .iter()
+            .zip(requests)
+            .filter_map(|(outcome, r)| match outcome {
+                Outcome::Queued(id) => Some(crate::db::line::Entered {
+                    concert: r.concert,
+                    key: r
+                        .line_at(time.admitted_at)
+                        .unwrap_or(LineKey::AFTER_OPENING),
+                    id: *id,
+                }),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 /// Takes back WAITING or PENDING requests written in the caller's transaction (refused
 /// after all, or a user over the open-seat limit), with their seats;
 /// returns how many requests were removed.

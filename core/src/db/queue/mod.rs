@@ -132,7 +132,8 @@ pub enum Fence {
     /// PROCESSING rows whose lease ran out, locked by the caller's
     /// transaction.
     Expired,
-    /// PENDING rows locked by the caller's transaction ([`lock_pending`]):
+    /// PENDING rows (or WAITING ones of an opened lottery) locked by the
+    /// caller's transaction ([`lock_pending`]):
     /// claimed and decided in one transaction, with no lease written. The
     /// lock is the fence: a worker that dies loses its transaction, and the
     /// rows are PENDING again for the next.
@@ -145,7 +146,7 @@ impl Fence {
         match self {
             Self::Lease(_) => format!("{alias}status = 'PROCESSING' AND {alias}lease_token = ?"),
             Self::Expired => format!("{alias}status = 'PROCESSING'"),
-            Self::InTransaction => format!("{alias}status = 'PENDING'"),
+            Self::InTransaction => format!("{alias}status IN ('PENDING', 'WAITING')"),
         }
     }
 
