@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -380,6 +380,33 @@ open_availability() {
 
 ticket_open() { open_polls; open_streams; open_availability; }
 
+# A million in one line (issue 30): the same measurements on a line of
+# 20,000 (the baseline of the run) and of 1,000,000, each with two API
+# instances and one worker on a fresh database.
+million_line() {
+  local n="$1" url api1_pid api1_url worker_pid
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million-prepare --requests "$n")"
+  local limits=(TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_MAX_OPEN_REQUESTS_PER_USER=0)
+  start_api "$url" "${limits[@]}"
+  api1_pid=$api_pid api1_url=$api_url
+  start_api "$url" "${limits[@]}"
+  env DATABASE_URL="$url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$bin/ticket-worker" &
+  worker_pid=$!
+  local status=0
+  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million --requests "$n" \
+    --url "$api1_url" --url "$api_url" --api-pid "$api1_pid" --api-pid "$api_pid" \
+    --through-api "${MILLION_THROUGH_API:-100000}" --follow-sale "${MILLION_FOLLOW_SALE:-0}" || status=$?
+  stop "$worker_pid" "$api1_pid" "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  return "$status"
+}
+
+million() {
+  echo "## a million in one line ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  million_line "${MILLION_BASELINE:-20000}"
+  million_line "${MILLION_REQUESTS:-1000000}"
+}
+
 # The proof of work as the page solves it (ALTCHA's widget in Web Workers)
 # in headless Chromium, per level, each solution accepted by the API.
 pow_page() {
@@ -429,10 +456,11 @@ case "$what" in
   checkout) checkout ;;
   open) ticket_open ;;
   open-polls) open_polls ;;
+  million) million ;;
   open-streams) open_streams ;;
   open-availability) open_availability ;;
   page) page ;;
   pow-page) pow_page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|all]" >&2; exit 2 ;;
 esac

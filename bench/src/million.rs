@@ -1,5 +1,5 @@
-//! A million in one line (issue 30): a lottery line of N requests (each
-//! user 20 of them, on 20 different seats), enqueued through the API while
+//! A million in one line (issue 30): a lottery line of N requests (a fan
+//! each, as on a real on-sale day; 20 fans to a seat), enqueued through the API while
 //! the lottery window is open (the first and the last `--through-api`; the
 //! middle written straight into the tables, as the API writes them, to
 //! spare minutes), then status polls and event streams before and after
@@ -18,12 +18,9 @@ use ticket_core::domain::{LineKey, Role};
 use ticket_core::testing::{TestDatabase, seed};
 use tokio::sync::Semaphore;
 
-/// Requests per user (each on a seat of its own).
-const PER_USER: u64 = 20;
-
 #[derive(ClapArgs)]
 pub struct PrepareArgs {
-    /// Requests the line will hold (users: a twentieth of them).
+    /// Requests the line will hold (a user each).
     #[arg(long)]
     requests: u64,
     #[arg(long, default_value_t = 50_000)]
@@ -39,12 +36,11 @@ pub async fn prepare(args: PrepareArgs) -> anyhow::Result<()> {
     seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
     sqlx::query(
         "UPDATE concerts SET opens_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, \
-         lottery_window_seconds = 86400, max_seats_per_user = ?, hold_seconds = 0",
+         lottery_window_seconds = 86400, max_seats_per_user = 4, hold_seconds = 0",
     )
-    .bind(PER_USER)
     .execute(&mut *conn)
     .await?;
-    seed::users(&mut conn, "fan", args.requests.div_ceil(PER_USER) as usize).await?;
+    seed::users(&mut conn, "fan", args.requests as usize).await?;
     println!("{}", db.url());
     std::mem::forget(db);
     Ok(())
@@ -71,6 +67,10 @@ pub struct Args {
     poll_seconds: u64,
     #[arg(long, default_value_t = 1_000)]
     streams: usize,
+    /// How long to follow the sale after the polls, at most (seconds; 0:
+    /// to its end).
+    #[arg(long, default_value_t = 0)]
+    follow_sale: u64,
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
     #[arg(long, env = "TICKET_AUTH_SECRET")]
@@ -80,6 +80,8 @@ pub struct Args {
 struct Line {
     pool: MySqlPool,
     client: reqwest::Client,
+    /// For event streams: no overall timeout.
+    streaming: reqwest::Client,
     keys: TokenKeys,
     concert: u64,
     first_user: u64,
@@ -89,11 +91,9 @@ struct Line {
 }
 
 impl Line {
-    /// The i-th request: user i mod U, on its (i div U)-th seat.
+    /// The i-th request: the i-th user's, on seat i mod S.
     fn request(&self, i: u64) -> (u64, u64) {
-        let (user, k) = (i % self.users, i / self.users);
-        let seat = (user + k * (self.seats / PER_USER)) % self.seats;
-        (self.first_user + user, self.first_seat + seat)
+        (self.first_user + i, self.first_seat + i % self.seats)
     }
 
     fn token(&self, user: u64) -> String {
@@ -124,6 +124,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             .pool_max_idle_per_host(1024)
             .timeout(Duration::from_secs(30))
             .build()?,
+        streaming: reqwest::Client::builder().build()?,
         keys: TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?,
         concert,
         first_user,
@@ -131,12 +132,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         first_seat,
         seats: seats.unsigned_abs(),
     });
-    anyhow::ensure!(args.requests <= line.users * PER_USER, "too few users");
+    anyhow::ensure!(args.requests <= line.users, "too few users");
     let n = args.requests;
     let api = args.through_api.min(n / 2);
     println!(
-        "# a line of {n}: {} users x up to {PER_USER} seats of {}, {api} enqueued through the API first and {api} last",
-        line.users, line.seats
+        "# a line of {n}: {n} fans, {} seats, {api} enqueued through the API first and {api} last",
+        line.seats
     );
 
     let first = enqueue(&line, &args.url[0], 0..api, args.enqueue_rate).await?;
@@ -154,6 +155,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     println!("enqueue, last {api}: {last}");
 
     let targets = Arc::new(sample(&line, n, 20_000).await?);
+    for url in &args.url {
+        warm(&line, url).await;
+    }
     let streams = open_streams(&line, &args.url, &targets, args.streams);
     measure(
         &line,
@@ -173,7 +177,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .bind(line.concert)
         .execute(&line.pool)
         .await?;
-    let sale = tokio::spawn(follow_sale(line.clone(), opens_at, n));
+    let mut sale = tokio::spawn(follow_sale(line.clone(), opens_at, n));
     measure(
         &line,
         &args,
@@ -192,7 +196,23 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         )
         .await?;
     }
-    sale.await??;
+    if args.follow_sale > 0 {
+        if tokio::time::timeout(Duration::from_secs(args.follow_sale), &mut sale)
+            .await
+            .is_err()
+        {
+            sale.abort();
+            let (decided,): (i64,) = sqlx::query_as(
+                "SELECT COUNT(*) FROM reservation_queue WHERE status IN ('SUCCESS', 'FAILED')",
+            )
+            .fetch_one(&line.pool)
+            .await?;
+            println!("stopped following the sale: {decided} of {n} decided so far");
+            return Ok(());
+        }
+    } else {
+        (&mut sale).await??;
+    }
     let mut delays = Vec::new();
     for stream in streams {
         if let Ok(Some(ms)) = stream.await {
@@ -253,33 +273,28 @@ async fn enqueue(
 }
 
 /// Writes lottery requests `range` as the API would (WAITING, a drawn key,
-/// their seats, counted in the line), one statement per seat round.
+/// their seats, counted in the line), 100,000 a statement.
 async fn seed_lottery(line: &Line, range: std::ops::Range<u64>) -> anyhow::Result<()> {
     let (before,): (Option<u64>,) = sqlx::query_as("SELECT MAX(id) FROM reservation_queue")
         .fetch_one(&line.pool)
         .await?;
-    let (from, to) = (range.start / line.users, range.end.div_ceil(line.users));
-    let step = line.seats / PER_USER;
     let floor = LineKey::LOTTERY_FLOOR.get();
-    for k in from..to {
-        // Users u with k*U + u inside the range.
-        let lo = range.start.max(k * line.users) - k * line.users;
-        let hi = range.end.min((k + 1) * line.users) - k * line.users;
+    for from in range.clone().step_by(100_000) {
+        let to = (from + 100_000).min(range.end);
         sqlx::query(
             "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, line_key, created_at, updated_at) \
-             SELECT u.id, ?, ? + MOD(u.id - ? + ?, ?), 'WAITING', ? + FLOOR(RAND() * ?), \
+             SELECT u.id, ?, ? + MOD(u.id - ?, ?), 'WAITING', ? + FLOOR(RAND() * ?), \
                     UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) \
              FROM users u WHERE u.id >= ? AND u.id < ?",
         )
         .bind(line.concert)
         .bind(line.first_seat)
         .bind(line.first_user)
-        .bind(k * step)
         .bind(line.seats)
         .bind(floor)
         .bind(floor - 1)
-        .bind(line.first_user + lo)
-        .bind(line.first_user + hi)
+        .bind(line.first_user + from)
+        .bind(line.first_user + to)
         .execute(&line.pool)
         .await?;
     }
@@ -298,6 +313,22 @@ async fn seed_lottery(line: &Line, range: std::ops::Range<u64>) -> anyhow::Resul
     .execute(&line.pool)
     .await?;
     Ok(())
+}
+
+/// Opens connections to the instance before the clock starts, as clients
+/// that loaded the page have theirs: the runs measure requests, not a storm
+/// of TCP handshakes in their first second.
+async fn warm(line: &Line, url: &str) {
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..256 {
+        let request = line.client.get(format!("{url}/healthz")).send();
+        opening.spawn(async move {
+            if let Ok(r) = request.await {
+                let _ = r.bytes().await;
+            }
+        });
+    }
+    while opening.join_next().await.is_some() {}
 }
 
 /// Up to `n` requests of the line, at random, with their owners' tokens.
@@ -330,7 +361,7 @@ fn open_streams(
                 "{}/api/reservations/status/{id}/events",
                 urls[i % urls.len()]
             );
-            let client = line.client.clone();
+            let client = line.streaming.clone();
             tokio::spawn(async move {
                 let mut response = client.get(url).bearer_auth(token).send().await.ok()?;
                 let mut buffer = String::new();
@@ -518,12 +549,14 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
         .unwrap_or(f64::NAN)
 }
 
-/// Rows InnoDB has read since the server started (index entries included).
+/// Rows the server's storage engines have handed out since it started
+/// (`Handler_read_*`: index entries and rows, by key, in ranges and in
+/// scans), as both MySQL and MariaDB count them.
 async fn rows_read(pool: &MySqlPool) -> anyhow::Result<i64> {
-    let (_, n): (String, String) = sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Innodb_rows_read'")
-        .fetch_one(pool)
+    let rows: Vec<(String, String)> = sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Handler_read%'")
+        .fetch_all(pool)
         .await?;
-    Ok(n.parse()?)
+    Ok(rows.iter().filter_map(|(_, n)| n.parse::<i64>().ok()).sum())
 }
 
 /// CPU time the process has used (user and system), in seconds.

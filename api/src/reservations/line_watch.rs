@@ -140,6 +140,9 @@ pub struct LineWatch {
     rates_read_at: Mutex<Option<Instant>>,
     all_looked_up_at: Mutex<Option<Instant>>,
     lottery_places: Mutex<HashMap<QueueId, LineRank>>,
+    /// Held while a concert's first question reads its line: the questions
+    /// asked meanwhile wait for that read rather than each making its own.
+    first_reads: tokio::sync::Mutex<()>,
     queries: IntCounter,
     open_streams: IntGauge,
 }
@@ -155,6 +158,7 @@ impl LineWatch {
             rates_read_at: Mutex::new(None),
             all_looked_up_at: Mutex::new(None),
             lottery_places: Mutex::default(),
+            first_reads: tokio::sync::Mutex::new(()),
             queries,
             open_streams,
         }
@@ -235,6 +239,10 @@ impl LineWatch {
 
     /// Reads one concert's line into the board now (its first question).
     async fn read_one(&self, concert: ConcertId) -> Result<(), sqlx::Error> {
+        let _reading = self.first_reads.lock().await;
+        if self.current().lines.contains_key(&concert) {
+            return Ok(());
+        }
         let mut conn = self.pool.acquire().await?;
         let mut lines = self.fronts(&mut conn, &[concert]).await?;
         let Some(state) = lines.remove(&concert) else {
@@ -453,7 +461,11 @@ impl LineWatch {
         let mut left = Vec::new();
         for (id, stream) in &mut watched.streams {
             let Some(rank) = stream.rank else {
-                left.push(*id);
+                // A lottery's, before it is counted: nothing is decided
+                // before the opening, so the backstop's pace will do.
+                if all {
+                    left.push(*id);
+                }
                 continue;
             };
             let passed = board.has_passed(stream.concert, rank, stream.key);
@@ -497,7 +509,9 @@ impl LineWatch {
         due(&self.rates_read_at, RATES_EVERY)
     }
 
-    fn interested(&self, concert: ConcertId) {
+    /// Keeps the concert's line read (for about ten seconds after the
+    /// last ask).
+    pub(crate) fn interested(&self, concert: ConcertId) {
         self.lock().concerts.insert(concert, Instant::now());
     }
 

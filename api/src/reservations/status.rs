@@ -74,9 +74,12 @@ impl LineFields {
         if !row.line_key.is_lottery() {
             return Ok(None);
         }
+        // Its line is read from now on, so that its place is known at once
+        // when the sale opens.
+        state.line.interested(row.concert_id);
         let sale = state.sales.of(&state.pool, row.concert_id).await?;
         // Only what the client is told to expect: the opening itself is
-        // decided by the database's clock (the workers admit the lottery).
+        // decided by the database's clock (the claims read it).
         let now = Utc::now();
         Ok(sale
             .opens_at

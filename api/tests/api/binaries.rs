@@ -320,6 +320,11 @@ async fn check_reports_every_violated_invariant_and_fails() {
     ticket_core::testing::seed::seats_of_requests(&mut pool.acquire().await.unwrap())
         .await
         .unwrap();
+    // And its line lost: out of the claims' sight, its count reset.
+    sqlx::query("UPDATE sale_lines SET in_line = 0, after_entered = 0")
+        .execute(&pool)
+        .await
+        .unwrap();
     let broken = check();
     assert!(!broken.status.success());
     let report = String::from_utf8_lossy(&broken.stdout);
@@ -331,7 +336,18 @@ async fn check_reports_every_violated_invariant_and_fails() {
         report.contains("VIOLATED: a PROCESSING request's lease expired long ago (1 rows)"),
         "{report}"
     );
-    assert_eq!(report.lines().count(), 2, "{report}");
+    assert!(
+        report
+            .contains("VIOLATED: an open request is in a line the claims do not look in (1 rows)"),
+        "{report}"
+    );
+    assert!(
+        report.contains(
+            "VIOLATED: a request's place in line is beyond what its line has counted (1 rows)"
+        ),
+        "{report}"
+    );
+    assert_eq!(report.lines().count(), 4, "{report}");
 }
 
 #[test]

@@ -421,11 +421,16 @@ pub async fn count_lottery(
 ) -> Result<u64, sqlx::Error> {
     async move {
         lock_lines(conn, &[concert]).await?;
-        let (entered,): (u64,) =
-            sqlx::query_as("SELECT lottery_entered FROM sale_lines WHERE concert_id = ? FOR UPDATE")
-                .bind(concert)
-                .fetch_one(&mut *conn)
-                .await?;
+        let (entered, counted): (u64, Option<u64>) = sqlx::query_as(
+            "SELECT lottery_entered, lottery_counted FROM sale_lines WHERE concert_id = ? FOR UPDATE",
+        )
+        .bind(concert)
+        .fetch_one(&mut *conn)
+        .await?;
+        // Counted by another while this one waited for the line.
+        if counted == Some(entered) {
+            return Ok(entered);
+        }
         let bits = bucket_bits(entered);
         sqlx::query("DELETE FROM lottery_buckets WHERE concert_id = ?")
             .bind(concert)
