@@ -364,22 +364,7 @@ fn open_streams(
             let client = line.streaming.clone();
             tokio::spawn(async move {
                 let mut response = client.get(url).bearer_auth(token).send().await.ok()?;
-                let mut buffer = String::new();
-                loop {
-                    let chunk = response.chunk().await.ok()??;
-                    buffer.push_str(&String::from_utf8_lossy(&chunk));
-                    while let Some(end) = buffer.find("\n\n") {
-                        let block: String = buffer.drain(..end + 2).collect();
-                        if !block.contains("event: decision") {
-                            continue;
-                        }
-                        let arrived = Utc::now();
-                        let data = block.lines().find_map(|l| l.strip_prefix("data:"))?;
-                        let body: serde_json::Value = serde_json::from_str(data.trim()).ok()?;
-                        let decided: DateTime<Utc> = body["decidedAt"].as_str()?.parse().ok()?;
-                        return Some((arrived - decided).num_microseconds()? as f64 / 1000.0);
-                    }
-                }
+                crate::streams::decision_delay(&mut response, || {}).await
             })
         })
         .collect()

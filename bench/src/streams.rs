@@ -193,13 +193,25 @@ async fn follow(
     if response.status() != 200 {
         return None;
     }
-    let mut buffer = String::new();
-    loop {
-        let chunk = response.chunk().await.ok()??;
+    decision_delay(&mut response, || {
         // Connected once the first event is in: let the next one connect.
         if permit.take().is_some() {
             connected.fetch_add(1, Ordering::Relaxed);
         }
+    })
+    .await
+}
+
+/// Reads a stream to its decision; the time from the decision's
+/// `decidedAt` to its arrival, in ms. `on_chunk` runs at every chunk read.
+pub(crate) async fn decision_delay(
+    response: &mut reqwest::Response,
+    mut on_chunk: impl FnMut(),
+) -> Option<f64> {
+    let mut buffer = String::new();
+    loop {
+        let chunk = response.chunk().await.ok()??;
+        on_chunk();
         buffer.push_str(&String::from_utf8_lossy(&chunk));
         while let Some(end) = buffer.find("\n\n") {
             let block: String = buffer.drain(..end + 2).collect();

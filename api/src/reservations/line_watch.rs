@@ -423,7 +423,13 @@ impl LineWatch {
             .collect();
         for concert in uncounted {
             let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            line::count_lottery(&mut tx, concert).await?;
+            // Another process counting a long lottery holds its line for
+            // seconds: its count will do, and this read goes on without.
+            if let Err(e) = line::count_lottery(&mut tx, concert).await {
+                tracing::debug!(error = %e, concert = concert.get(), "the lottery is being counted elsewhere");
+                tx.rollback().await?;
+                continue;
+            }
             tx.commit().await?;
             self.queries.inc();
             lines.extend(line::fronts(conn, &[concert]).await?);
