@@ -2,10 +2,14 @@
 //! and event stream of this instance, from one read of the lines' fronts
 //! per tick (a few index dives per concert, whatever the line's length): a
 //! request's position is its rank, fixed when its place was fixed, against
-//! the front ([`LineFront`]). A stream's request that the front has passed
-//! is looked up with the others passed in the same tick (one query,
+//! the front (`domain::line_position`). A stream's request that the front
+//! has passed is looked up with the others passed in the same tick (one query,
 //! whatever the number of streams). A few queries per second per instance
 //! in all, and memory that grows with the concerts watched, not their lines.
+//!
+//! A little over 400 lines: the watch's tick and its streams share one
+//! lock and one board, and read best side by side; what it tells is in
+//! `board.rs`, how it learns ranks and counts lotteries in `places.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,11 +18,15 @@ use std::time::{Duration, Instant};
 
 use prometheus::{IntCounter, IntGauge};
 use sqlx::MySqlPool;
-use ticket_core::db::line::LineState;
-use ticket_core::db::rates::{self, DecisionRate};
+use ticket_core::db::rates;
 use ticket_core::db::{self, line, queue::QueueRow, request_seats};
-use ticket_core::domain::{ConcertId, LineKey, LinePart, LineRank, QueueId, SeatId};
+use ticket_core::domain::{ConcertId, LineKey, LinePart, LineRank, QueueId};
 use tokio::sync::{Notify, watch};
+
+mod board;
+mod places;
+use board::Board;
+pub use board::{Place, Progress, SaleNow};
 
 /// Between reads while streams are open: a decision reaches its stream
 /// within about this long after its commit.
@@ -33,83 +41,9 @@ const RATES_EVERY: Duration = Duration::from_secs(1);
 const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Ids looked up per statement (placeholders stay far below 65,535).
 const LOOKUP_CHUNK: usize = 8_192;
-/// Lottery places kept (each costs two small reads to learn): beyond it
-/// the memory starts again, so an instance's memory stays bounded.
-const LOTTERY_PLACES_KEPT: usize = 100_000;
 /// Every stream's request is looked up this often, whatever the front says:
 /// a backstop for a request that left the line another way.
 const LOOK_UP_ALL_EVERY: Duration = Duration::from_secs(5);
-
-/// A request's place in line.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Place {
-    /// 1: next to be decided, among the concert's open requests.
-    pub position: u64,
-    /// The position over the workers' measured decision rate; None while
-    /// nothing has been measured for the concert.
-    pub estimated_wait_ms: Option<u64>,
-    /// When to ask again: about a second near the front, up to ten at the
-    /// back (as NetFUNNEL does).
-    pub poll_after_ms: u64,
-}
-
-impl Place {
-    fn new(position: u64, decisions_per_sec: Option<f64>) -> Self {
-        let estimated_wait_ms = decisions_per_sec
-            .filter(|rate| *rate > 0.0)
-            .map(|rate| (position as f64 / rate * 1000.0).round() as u64);
-        let hint = estimated_wait_ms.map_or(position.saturating_mul(5), |wait| wait / 4);
-        Self {
-            position,
-            estimated_wait_ms,
-            poll_after_ms: hint.clamp(1_000, 10_000),
-        }
-    }
-}
-
-/// What a stream is told.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Progress {
-    /// Still open; its place once a read has seen it.
-    Open(Option<Place>),
-    /// Decided: the row, with its seats.
-    Decided(Box<QueueRow>, Vec<SeatId>),
-    /// This instance is stopping: reconnect elsewhere.
-    Closed,
-}
-
-/// A concert's sale as this instance last read it, for the operator.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct SaleNow {
-    /// Open requests (waiting for the opening, pending, being decided).
-    pub line_length: u64,
-    /// Summed over the API instances.
-    pub requests_per_sec: f64,
-    /// Summed over the workers, with their decision times.
-    pub decisions: Option<DecisionRate>,
-}
-
-#[derive(Debug, Default)]
-struct Board {
-    /// Each concert's line.
-    lines: HashMap<ConcertId, LineState>,
-    rates: HashMap<ConcertId, DecisionRate>,
-    requests: HashMap<ConcertId, f64>,
-}
-
-impl Board {
-    fn place(&self, concert: ConcertId, rank: LineRank, key: LineKey) -> Option<Place> {
-        let line = self.lines.get(&concert)?;
-        let rate = self.rates.get(&concert).map(|r| r.decisions_per_sec);
-        Some(Place::new(line.front.position(rank, key), rate))
-    }
-
-    fn has_passed(&self, concert: ConcertId, rank: LineRank, key: LineKey) -> bool {
-        self.lines
-            .get(&concert)
-            .is_some_and(|line| line.front.has_passed(rank, key))
-    }
-}
 
 struct Stream {
     concert: ConcertId,
@@ -180,43 +114,6 @@ impl LineWatch {
             return Ok(None);
         };
         Ok(self.current().place(row.concert_id, rank, row.line_key))
-    }
-
-    /// A request's rank: its own, or a lottery request's place once its
-    /// lottery is counted (learnt once, then kept).
-    async fn rank_of(
-        &self,
-        id: QueueId,
-        concert: ConcertId,
-        key: LineKey,
-        rank: Option<LineRank>,
-    ) -> Result<Option<LineRank>, sqlx::Error> {
-        if rank.is_some() || LinePart::of(key) != LinePart::Lottery {
-            return Ok(rank);
-        }
-        if let Some(rank) = self.places().get(&id) {
-            return Ok(Some(*rank));
-        }
-        let Some(count) = self
-            .current()
-            .lines
-            .get(&concert)
-            .and_then(|line| line.lottery)
-        else {
-            return Ok(None);
-        };
-        let mut conn = self.pool.acquire().await?;
-        self.queries.inc();
-        let Some(place) = line::lottery_place(&mut conn, concert, count, key, id).await? else {
-            return Ok(None);
-        };
-        let rank = LineRank::new(LinePart::Lottery, place);
-        let mut places = self.places();
-        if places.len() >= LOTTERY_PLACES_KEPT {
-            places.clear();
-        }
-        places.insert(id, rank);
-        Ok(Some(rank))
     }
 
     /// The concert's line and rates as of the last read (the first
@@ -406,37 +303,6 @@ impl LineWatch {
         Ok(())
     }
 
-    /// The concerts' lines. An opened lottery nobody has counted yet (the
-    /// workers count it within moments of the opening) is counted here, so
-    /// that its places are known at the first question.
-    async fn fronts(
-        &self,
-        conn: &mut sqlx::MySqlConnection,
-        concerts: &[ConcertId],
-    ) -> Result<HashMap<ConcertId, LineState>, sqlx::Error> {
-        self.queries.inc();
-        let mut lines = line::fronts(conn, concerts).await?;
-        let uncounted: Vec<ConcertId> = lines
-            .iter()
-            .filter(|(_, line)| line.lottery_to_count())
-            .map(|(concert, _)| *concert)
-            .collect();
-        for concert in uncounted {
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-            // Another process counting a long lottery holds its line for
-            // seconds: its count will do, and this read goes on without.
-            if let Err(e) = line::count_lottery(&mut tx, concert).await {
-                tracing::debug!(error = %e, concert = concert.get(), "the lottery is being counted elsewhere");
-                tx.rollback().await?;
-                continue;
-            }
-            tx.commit().await?;
-            self.queries.inc();
-            lines.extend(line::fronts(conn, &[concert]).await?);
-        }
-        Ok(lines)
-    }
-
     /// Streams whose request has no rank yet (a lottery's, until its
     /// lottery is counted).
     fn unranked(&self) -> Vec<(QueueId, ConcertId, LineKey)> {
@@ -446,12 +312,6 @@ impl LineWatch {
             .filter(|(_, stream)| stream.rank.is_none())
             .map(|(id, stream)| (*id, stream.concert, stream.key))
             .collect()
-    }
-
-    fn places(&self) -> std::sync::MutexGuard<'_, HashMap<QueueId, LineRank>> {
-        self.lottery_places
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Gives each stream still in line its place; returns those to be looked

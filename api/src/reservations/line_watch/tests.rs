@@ -1,4 +1,5 @@
 use super::*;
+use ticket_core::db::line::LineState;
 
 #[test]
 fn the_hint_grows_with_the_wait() {
