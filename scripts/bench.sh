@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -401,6 +401,33 @@ million_line() {
   return "$status"
 }
 
+# Many concerts viewed at once (issue 30): status polls over one concert's
+# open requests, then over a thousand concerts' (20 each), on one instance.
+many_concerts() {
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" many-concerts-prepare --concerts "${CONCERTS:-1000}")"
+  start_api "$url" TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0
+  local status=0
+  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" many-concerts --url "$api_url" --api-pid "$api_pid" || status=$?
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  return "$status"
+}
+
+# Enqueue while each user's open requests pile up in other concerts (issue
+# 30): 20 users, 10 concerts of 100 seats, nothing deciding; the rate of
+# each concert's part against the first (nothing open yet).
+fans_open() {
+  local url
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" fans-open-prepare --migrate-with "$bin/ticket-api")"
+  start_api "$url" TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_MAX_OPEN_REQUESTS_PER_USER=0
+  local status=0
+  DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" fans-open --url "$api_url" || status=$?
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  return "$status"
+}
+
 million() {
   echo "## a million in one line ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
   million_line "${MILLION_BASELINE:-20000}"
@@ -457,10 +484,12 @@ case "$what" in
   open) ticket_open ;;
   open-polls) open_polls ;;
   million) million ;;
+  fans-open) fans_open ;;
+  many-concerts) many_concerts ;;
   open-streams) open_streams ;;
   open-availability) open_availability ;;
   page) page ;;
   pow-page) pow_page ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

@@ -38,6 +38,15 @@ pub struct Args {
     /// 7919·i mod (seats / N) (stride layout only).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10))]
     seats_per_order: u32,
+    /// Concerts on sale at once, the seats and requests shared out evenly
+    /// and the requests arriving interleaved (request i is concert i mod
+    /// N's); one-seat requests in the stride layout.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    concerts: u32,
+}
+
+fn order_is_one(args: &Args) -> bool {
+    args.seats_per_order == 1
 }
 
 /// The worker's two modes, and the original's algorithm as the baseline.
@@ -57,10 +66,26 @@ pub enum Layout {
 pub async fn run(args: Args) -> anyhow::Result<()> {
     let (db, pool) = TestDatabase::migrated().await;
     let mut conn = pool.acquire().await?;
-    let rows = args.seats.div_ceil(1000);
-    let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
+    let concerts = args.concerts as usize;
+    ensure!(
+        concerts == 1 || (order_is_one(&args) && matches!(args.layout, Layout::Stride)),
+        "several concerts take one-seat requests in the stride layout"
+    );
+    let per_concert = args.seats / args.concerts;
+    let rows = per_concert.div_ceil(1000);
+    let mut concert_seats = Vec::with_capacity(concerts);
+    for _ in 0..concerts {
+        concert_seats.push(seed::concert(&mut conn, rows, per_concert.div_ceil(rows)).await?);
+    }
+    let seats = concert_seats[0].clone();
     let users = seed::users(&mut conn, "bench", args.requests).await?;
     let wanted: Vec<SeatId> = match args.layout {
+        Layout::Stride if concerts > 1 => (0..args.requests)
+            .map(|i| {
+                let seats = &concert_seats[i % concerts];
+                seats[((i / concerts).wrapping_mul(7919)) % seats.len()]
+            })
+            .collect(),
         Layout::Stride => (0..args.requests)
             .map(|i| seats[(i.wrapping_mul(7919)) % seats.len()])
             .collect(),
@@ -158,7 +183,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let inverted = inversions(&mut conn).await?;
     let rate = args.requests as f64 / elapsed.as_secs_f64();
     println!(
-        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={} seats_per_order={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
+        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={} seats_per_order={} concerts={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
         args.mode,
         args.layout,
         args.workers,
@@ -166,6 +191,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.requests,
         args.seats,
         order,
+        concerts,
         elapsed.as_secs_f64(),
         rate,
         rate * order as f64,

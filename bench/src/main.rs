@@ -4,8 +4,10 @@
 mod checkout;
 mod drain;
 mod enqueue;
+mod fans_open;
 mod latency;
 mod load;
+mod many_concerts;
 mod million;
 mod otlp_sink;
 mod page;
@@ -42,6 +44,14 @@ enum Command {
     Load(load::Args),
     /// Server-Sent Events: N streams on one API instance while a worker decides them.
     Streams(streams::Args),
+    /// A database for `fans-open`: concerts of a few seats, a few users.
+    FansOpenPrepare(fans_open::PrepareArgs),
+    /// Enqueue while each user's open requests pile up in other concerts.
+    FansOpen(fans_open::Args),
+    /// A database for `many-concerts`: concerts on sale with open requests.
+    ManyConcertsPrepare(many_concerts::PrepareArgs),
+    /// Status polls over one concert's requests, then over a thousand concerts'.
+    ManyConcerts(many_concerts::Args),
     /// A database for `million`: a concert whose lottery is open, its seats and users.
     MillionPrepare(million::PrepareArgs),
     /// A million in one line: enqueue, polls and streams before and after the opening, the sale.
@@ -83,6 +93,10 @@ async fn main() -> anyhow::Result<()> {
         Command::Latency(args) => latency::run(args).await,
         Command::Load(args) => load::run(args).await,
         Command::Streams(args) => streams::run(args).await,
+        Command::FansOpenPrepare(args) => fans_open::prepare(args).await,
+        Command::FansOpen(args) => fans_open::run(args).await,
+        Command::ManyConcertsPrepare(args) => many_concerts::prepare(args).await,
+        Command::ManyConcerts(args) => many_concerts::run(args).await,
         Command::MillionPrepare(args) => million::prepare(args).await,
         Command::Million(args) => million::run(args).await,
         Command::Page(args) => page::run(args).await,

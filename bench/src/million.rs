@@ -158,7 +158,20 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     for url in &args.url {
         warm(&line, url).await;
     }
-    let streams = open_streams(&line, &args.url, &targets, args.streams);
+    let opened = Arc::new(AtomicU64::new(0));
+    let streams = open_streams(&line, &args.url, &targets, args.streams, &opened);
+    // The streams are open while the polls run ("meanwhile"), not opened
+    // in a burst that the first polls would wait behind.
+    let opening = Instant::now();
+    let wanted = args.streams.min(targets.len()) as u64;
+    while opened.load(Ordering::Relaxed) < wanted && opening.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    println!(
+        "{} of {wanted} event streams open in {:.1} s",
+        opened.load(Ordering::Relaxed),
+        opening.elapsed().as_secs_f64()
+    );
     measure(
         &line,
         &args,
@@ -167,6 +180,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         "polls before the opening",
     )
     .await?;
+    if args.url.len() > 1 {
+        measure(
+            &line,
+            &args,
+            &args.url,
+            &targets,
+            "polls before the opening, split over two API instances",
+        )
+        .await?;
+    }
 
     let opens_at: (DateTime<Utc>,) = sqlx::query_as("SELECT UTC_TIMESTAMP(6) + INTERVAL 2 SECOND")
         .fetch_one(&line.pool)
@@ -353,6 +376,7 @@ fn open_streams(
     urls: &[String],
     targets: &Arc<Vec<(String, u64)>>,
     streams: usize,
+    opened: &Arc<AtomicU64>,
 ) -> Vec<tokio::task::JoinHandle<Option<f64>>> {
     (0..streams.min(targets.len()))
         .map(|i| {
@@ -362,9 +386,16 @@ fn open_streams(
                 urls[i % urls.len()]
             );
             let client = line.streaming.clone();
+            let opened = opened.clone();
             tokio::spawn(async move {
                 let mut response = client.get(url).bearer_auth(token).send().await.ok()?;
-                crate::streams::decision_delay(&mut response, || {}).await
+                let mut first = true;
+                crate::streams::decision_delay(&mut response, || {
+                    if std::mem::take(&mut first) {
+                        opened.fetch_add(1, Ordering::Relaxed);
+                    }
+                })
+                .await
             })
         })
         .collect()
@@ -415,7 +446,7 @@ async fn measure(
                 Some(body) => {
                     placed.fetch_add(u64::from(body["position"].is_u64()), Ordering::Relaxed);
                     if let Ok(mut l) = latencies.lock() {
-                        l.push(elapsed);
+                        l.push((sent - started, elapsed));
                     }
                 }
                 None => {
@@ -429,10 +460,11 @@ async fn measure(
     }
     let secs = started.elapsed().as_secs_f64();
     let reads = rows_read(&line.pool).await? - reads_before;
-    let mut l = latencies
+    let timed = latencies
         .lock()
         .map_err(|_| anyhow::anyhow!("poisoned"))?
         .clone();
+    let mut l: Vec<f64> = timed.iter().map(|(_, ms)| *ms).collect();
     l.sort_by(f64::total_cmp);
     let cpu: Vec<String> = args
         .api_pid
@@ -458,7 +490,31 @@ async fn measure(
         cpu.join(", "),
         reads as f64 / secs
     );
+    println!("  p99 by {SLICE_SECS} s slice: {}", p99_by_slice(&timed));
     Ok(())
+}
+
+/// The polls' p99 per slice of the run, in ms: a spike and a steady cost
+/// look alike in one p99.
+const SLICE_SECS: u64 = 3;
+
+fn p99_by_slice(timed: &[(Duration, f64)]) -> String {
+    let mut slices: Vec<Vec<f64>> = Vec::new();
+    for (at, ms) in timed {
+        let slice = (at.as_secs() / SLICE_SECS) as usize;
+        if slices.len() <= slice {
+            slices.resize(slice + 1, Vec::new());
+        }
+        slices[slice].push(*ms);
+    }
+    slices
+        .iter_mut()
+        .map(|slice| {
+            slice.sort_by(f64::total_cmp);
+            format!("{:.1}", pct(slice, 0.99))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
 }
 
 /// From the opening to the end of the sale: when the lottery was counted
@@ -527,7 +583,7 @@ async fn follow_sale(
     }
 }
 
-fn pct(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn pct(sorted: &[f64], p: f64) -> f64 {
     sorted
         .get(((sorted.len().max(1) - 1) as f64 * p).round() as usize)
         .copied()
@@ -537,7 +593,7 @@ fn pct(sorted: &[f64], p: f64) -> f64 {
 /// Rows the server's storage engines have handed out since it started
 /// (`Handler_read_*`: index entries and rows, by key, in ranges and in
 /// scans), as both MySQL and MariaDB count them.
-async fn rows_read(pool: &MySqlPool) -> anyhow::Result<i64> {
+pub(crate) async fn rows_read(pool: &MySqlPool) -> anyhow::Result<i64> {
     let rows: Vec<(String, String)> = sqlx::query_as("SHOW GLOBAL STATUS LIKE 'Handler_read%'")
         .fetch_all(pool)
         .await?;
@@ -545,7 +601,7 @@ async fn rows_read(pool: &MySqlPool) -> anyhow::Result<i64> {
 }
 
 /// CPU time the process has used (user and system), in seconds.
-fn cpu_seconds(pid: u32) -> f64 {
+pub(crate) fn cpu_seconds(pid: u32) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
         return 0.0;
     };
@@ -564,7 +620,7 @@ fn cpu_seconds(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
-fn rss_mb(pid: u32) -> f64 {
+pub(crate) fn rss_mb(pid: u32) -> f64 {
     std::fs::read_to_string(format!("/proc/{pid}/status"))
         .ok()
         .and_then(|status| {

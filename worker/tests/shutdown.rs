@@ -36,7 +36,10 @@ async fn the_worker_exits_zero_on_sigterm() {
 /// any worker at once, with no lease to wait out.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_decision_leaves_its_rows_open_at_once() {
-    let q = queue(500, 30_000).await;
+    // A backlog long enough for three kills, each seen mid-batch (the
+    // check for a batch in flight looks every 150 ms, and a worker decides
+    // thousands of requests a second).
+    let q = queue(500, 60_000).await;
     for _ in 0..3 {
         let open_before = open_requests(&q.pool).await;
         let (mut child, lines) = spawn_worker(
@@ -80,7 +83,7 @@ async fn a_worker_killed_mid_decision_leaves_its_rows_open_at_once() {
         rescuer.claim_and_decide_once().await.unwrap();
     })
     .await;
-    assert_each_requested_seat_sold_once(&q.pool, 500, 30_000).await;
+    assert_each_requested_seat_sold_once(&q.pool, 500, 60_000).await;
 }
 
 /// Waits until the number of transactions on this test's database that

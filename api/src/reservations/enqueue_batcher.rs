@@ -99,8 +99,13 @@ impl EnqueueError {
         err: sqlx::Error,
     ) -> Self {
         if db::violated_unique_key(&err) == Some("uq_request_seats_open")
-            && let Ok(Some(existing)) =
-                request_seats::find_open(conn, request.user, request.seats.as_slice()).await
+            && let Ok(Some(existing)) = request_seats::find_open(
+                conn,
+                request.user,
+                request.concert,
+                request.seats.as_slice(),
+            )
+            .await
         {
             return Self::Duplicate(existing);
         }

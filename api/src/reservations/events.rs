@@ -78,7 +78,7 @@ pub async fn events(
     ApiPath(id): ApiPath<QueueId>,
 ) -> ApiResult<Response> {
     let mut conn = state.pool.acquire().await?;
-    let row = own_request(&mut conn, caller, id).await?;
+    let (row, lottery_place) = own_request(&mut conn, caller, id).await?;
     let last = headers.get("last-event-id").and_then(|v| v.to_str().ok());
     if last == Some(DECISION_ID) {
         return Ok(StatusCode::NO_CONTENT.into_response());
@@ -92,7 +92,7 @@ pub async fn events(
     }
     drop(conn);
     let permit = state.streams.open(caller.id)?;
-    let line = LineFields::of(&state, &row).await?;
+    let line = LineFields::of(&state, &row, lottery_place).await?;
     let first = Step::Open(position_event(&row, line));
     let mut recheck = tokio::time::interval(TOKEN_RECHECK);
     recheck.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

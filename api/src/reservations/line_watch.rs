@@ -7,7 +7,7 @@
 //! whatever the number of streams). A few queries per second per instance
 //! in all, and memory that grows with the concerts watched, not their lines.
 //!
-//! A little over 400 lines: the watch's tick and its streams share one
+//! Under 500 lines: the watch's tick and its streams share one
 //! lock and one board, and read best side by side; what it tells is in
 //! `board.rs`, how it learns ranks and counts lotteries in `places.rs`.
 
@@ -41,6 +41,9 @@ const RATES_EVERY: Duration = Duration::from_secs(1);
 const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Ids looked up per statement (placeholders stay far below 65,535).
 const LOOKUP_CHUNK: usize = 8_192;
+/// Concerts an instance watches at most (each a line front: a few hundred
+/// bytes, up to a few tens of kilobytes behind a stuck front).
+const MAX_CONCERTS: usize = 4_096;
 /// Every stream's request is looked up this often, whatever the front says:
 /// a backstop for a request that left the line another way.
 const LOOK_UP_ALL_EVERY: Duration = Duration::from_secs(5);
@@ -73,6 +76,7 @@ pub struct LineWatch {
     closed: AtomicBool,
     rates_read_at: Mutex<Option<Instant>>,
     all_looked_up_at: Mutex<Option<Instant>>,
+    all_read_at: Mutex<Option<Instant>>,
     lottery_places: Mutex<HashMap<QueueId, LineRank>>,
     /// Held while a concert's first question reads its line: the questions
     /// asked meanwhile wait for that read rather than each making its own.
@@ -91,6 +95,7 @@ impl LineWatch {
             closed: AtomicBool::new(false),
             rates_read_at: Mutex::new(None),
             all_looked_up_at: Mutex::new(None),
+            all_read_at: Mutex::new(None),
             lottery_places: Mutex::default(),
             first_reads: tokio::sync::Mutex::new(()),
             queries,
@@ -101,14 +106,32 @@ impl LineWatch {
     /// Where an open request stands, as of the last read (at most about a
     /// second old). The first question about a concert on this instance
     /// reads its line at once. None for a lottery request before its
-    /// lottery is counted (a moment after the opening).
-    pub async fn place(&self, row: &QueueRow) -> Result<Option<Place>, sqlx::Error> {
+    /// lottery is counted (a moment after the opening). `lottery_place`:
+    /// its place in its lottery if read with the row (then it costs no
+    /// query here).
+    pub async fn place(
+        &self,
+        row: &QueueRow,
+        lottery_place: Option<u64>,
+    ) -> Result<Option<Place>, sqlx::Error> {
         self.interested(row.concert_id);
         if !self.current().lines.contains_key(&row.concert_id) {
             self.read_one(row.concert_id).await?;
         }
+        // A place read with the row counts once this instance's line knows
+        // the lottery is counted too (its front is then on the same count).
+        let counted = self
+            .current()
+            .lines
+            .get(&row.concert_id)
+            .is_some_and(|line| line.lottery.is_some());
+        let known = row.line_rank.or_else(|| {
+            lottery_place
+                .filter(|_| counted)
+                .map(|place| LineRank::new(LinePart::Lottery, place))
+        });
         let Some(rank) = self
-            .rank_of(row.id, row.concert_id, row.line_key, row.line_rank)
+            .rank_of(row.id, row.concert_id, row.line_key, known)
             .await?
         else {
             return Ok(None);
@@ -221,13 +244,22 @@ impl LineWatch {
     }
 
     async fn read(&self) -> Result<(), sqlx::Error> {
-        let concerts = self.concerts_of_interest();
+        // Concerts with streams are read every tick; those only polled, at
+        // the polls' pace: a thousand concerts polled cost no more reads a
+        // second because one of them has a stream.
+        let every = due(&self.all_read_at, POLL_TICK);
+        let (concerts, watched) = self.concerts_of_interest(every);
         if concerts.is_empty() {
             return Ok(());
         }
         let mut conn = self.pool.acquire().await?;
-        let lines = self.fronts(&mut conn, &concerts).await?;
+        let mut lines = self.fronts(&mut conn, &concerts).await?;
         let previous = self.current();
+        for concert in watched {
+            if let Some(line) = previous.lines.get(&concert) {
+                lines.entry(concert).or_insert_with(|| line.clone());
+            }
+        }
         let (rates, requests) = if self.rates_due() {
             self.queries.inc_by(2);
             let since = db::now(&mut conn).await? - RATES_FRESH_FOR;
@@ -361,14 +393,36 @@ impl LineWatch {
         left
     }
 
-    fn concerts_of_interest(&self) -> Vec<ConcertId> {
+    /// The concerts to read now (all of them, or only those with streams)
+    /// and every concert still watched. Beyond [`MAX_CONCERTS`] the ones
+    /// asked about longest ago are forgotten (asked again, they are read
+    /// again): an instance's state stays bounded however many are viewed.
+    fn concerts_of_interest(&self, every: bool) -> (Vec<ConcertId>, Vec<ConcertId>) {
         let mut watched = self.lock();
         let streamed: std::collections::HashSet<ConcertId> =
             watched.streams.values().map(|s| s.concert).collect();
         watched
             .concerts
             .retain(|concert, at| at.elapsed() < FORGET_AFTER || streamed.contains(concert));
-        watched.concerts.keys().copied().collect()
+        if watched.concerts.len() > MAX_CONCERTS {
+            let mut by_age: Vec<(Instant, ConcertId)> =
+                watched.concerts.iter().map(|(c, at)| (*at, *c)).collect();
+            by_age.sort_unstable();
+            let over = watched.concerts.len() - MAX_CONCERTS;
+            for (_, concert) in by_age.into_iter().take(over) {
+                watched.concerts.remove(&concert);
+            }
+        }
+        let all: Vec<ConcertId> = watched.concerts.keys().copied().collect();
+        let now = if every {
+            all.clone()
+        } else {
+            all.iter()
+                .copied()
+                .filter(|c| streamed.contains(c))
+                .collect()
+        };
+        (now, all)
     }
 
     fn rates_due(&self) -> bool {

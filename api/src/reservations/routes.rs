@@ -231,7 +231,7 @@ pub async fn status(
     ApiPath(id): ApiPath<QueueId>,
 ) -> ApiResult<Json<QueueStatusResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let row = own_request(&mut conn, caller, id).await?;
+    let (row, lottery_place) = own_request(&mut conn, caller, id).await?;
     // The status is what clients poll: a one-seat request (its first seat
     // is its only one) costs no second query.
     let seat_ids = if row.seat_count <= 1 {
@@ -246,7 +246,7 @@ pub async fn status(
             )
     };
     drop(conn);
-    let line = LineFields::of(&state, &row).await?;
+    let line = LineFields::of(&state, &row, lottery_place).await?;
     Ok(Json(QueueStatusResponse::of(row, seat_ids, line)))
 }
 

@@ -56,14 +56,18 @@ pub(crate) struct LineFields {
 impl LineFields {
     /// Open requests have a place (once the line has been read) and a hint;
     /// lottery requests wait for the opening instead.
-    pub(crate) async fn of(state: &AppState, row: &queue::QueueRow) -> ApiResult<Self> {
+    pub(crate) async fn of(
+        state: &AppState,
+        row: &queue::QueueRow,
+        lottery_place: Option<u64>,
+    ) -> ApiResult<Self> {
         if !row.is_open() {
             return Ok(Self::default());
         }
         if let Some(waiting) = Self::waiting(state, row).await? {
             return Ok(waiting);
         }
-        Ok(Self::placed(state.line.place(row).await?))
+        Ok(Self::placed(state.line.place(row, lottery_place).await?))
     }
 
     /// A lottery request before its sale opens: no place yet.
@@ -140,14 +144,15 @@ impl QueueStatusResponse {
     }
 }
 
-/// The caller's request (or anyone's, for an admin); 404 otherwise.
+/// The caller's request (or anyone's, for an admin), with its place in its
+/// lottery once counted (see [`db::line::find_placed`]); 404 otherwise.
 pub(crate) async fn own_request(
     conn: &mut db::Conn,
     caller: AuthUser,
     id: QueueId,
-) -> ApiResult<queue::QueueRow> {
-    queue::find(conn, id)
+) -> ApiResult<(queue::QueueRow, Option<u64>)> {
+    db::line::find_placed(conn, id)
         .await?
-        .filter(|row| caller.can_act_on(row.user_id))
+        .filter(|(row, _)| caller.can_act_on(row.user_id))
         .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))
 }

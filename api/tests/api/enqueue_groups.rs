@@ -88,8 +88,12 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
             Outcome::Queued(alices),
         ]
     );
-    assert_eq!(written.open_seats_per_user.get(&alice), Some(&2));
-    assert_eq!(written.open_seats_per_user.get(&bob), Some(&1));
+    let fan = |user| ticket_core::domain::allocation::Fan {
+        concert: CONCERT,
+        user,
+    };
+    assert_eq!(written.fan_seats.get(&fan(alice)), Some(&2));
+    assert_eq!(written.fan_seats.get(&fan(bob)), Some(&1));
     let rows: Vec<(QueueId, UserId, SeatId)> =
         sqlx::query_as("SELECT id, user_id, seat_id FROM reservation_queue ORDER BY id")
             .fetch_all(&app.pool)

@@ -315,6 +315,33 @@ async fn a_user_may_have_only_so_many_open_requests() {
     app.reserve(&alice, seats[5]).await.assert_status(201);
 }
 
+/// The cap per fan counts one concert's seats and the open-seat limit every
+/// concert's: the enqueue reads a fan's open seats in its own concert only,
+/// and the user's across concerts only for the limit.
+#[tokio::test]
+async fn the_cap_counts_one_concert_and_the_open_limit_every_concert() {
+    let app = spawn_app_with_limits(LimitSettings {
+        max_open_requests_per_user: 4,
+        ..LimitSettings::OFF
+    })
+    .await;
+    let (_, alice) = app.user("alice").await;
+    let (_, first) = crate::helpers::concert_with(&app, 3, json!({"maxSeatsPerUser": 2})).await;
+    let (_, second) = crate::helpers::concert_with(&app, 3, json!({"maxSeatsPerUser": 2})).await;
+    app.reserve(&alice, first[0]).await.assert_status(201);
+    app.reserve(&alice, first[1]).await.assert_status(201);
+    app.reserve(&alice, first[2])
+        .await
+        .assert_problem(409, "USER_LIMIT_REACHED");
+    // Two open in the first concert take nothing from the second's cap...
+    app.reserve(&alice, second[0]).await.assert_status(201);
+    app.reserve(&alice, second[1]).await.assert_status(201);
+    // ...but count towards the limit over every concert (4 open now).
+    let third = crate::helpers::concert_with(&app, 1, json!({})).await.1;
+    assert_limited(&app.reserve(&alice, third[0]).await);
+    assert_eq!(app.count("reservation_queue").await, 4);
+}
+
 #[tokio::test]
 async fn open_requests_over_the_limit_in_one_burst_are_withdrawn_not_written() {
     let app = spawn_app_with_limits(LimitSettings {

@@ -115,19 +115,22 @@ pub async fn seats_of(
     Ok(seats)
 }
 
-/// What a group's write reads back about its users, in one statement (a
+/// What a group's write reads back about its fans, in one statement (a
 /// second one would lengthen every group's transaction, and the group
-/// writer is the enqueue's narrow part): every open seat of `users` (user,
-/// seat, the request that has it open, its concert), and for each fan with
-/// an open seat (every fan of the group has its new request's) the seats
-/// they hold (before the hold's end by the database's clock) or have
-/// confirmed. A subquery a row, not a UNION or a GROUP BY: those build a
-/// temporary table each time.
-pub async fn open_and_held_of_users(
+/// writer is the enqueue's narrow part): every open seat of `users` in
+/// `concerts` (user, seat, the request that has it open, its concert), and
+/// for each fan with an open seat (every fan of the group has its new
+/// request's) the seats they hold (before the hold's end by the database's
+/// clock) or have confirmed. A range of the fan index per fan, as short as
+/// the fan's cap: what a user has open in other concerts is not read. A
+/// subquery a row, not a UNION or a GROUP BY: those build a temporary table
+/// each time.
+pub async fn open_and_held_of_fans(
     conn: &mut MySqlConnection,
     users: &[UserId],
+    concerts: &[ConcertId],
 ) -> Result<(Vec<OpenSeat>, HashMap<Fan, u64>), sqlx::Error> {
-    let Some(list) = IdList::of(users) else {
+    let (Some(list), Some(concert_list)) = (IdList::of(users), IdList::of(concerts)) else {
         return Ok((Vec::new(), HashMap::new()));
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
@@ -138,10 +141,12 @@ pub async fn open_and_held_of_users(
                     AND (r.status = 'CONFIRMED' \
                          OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))) \
            FROM request_seats x FORCE INDEX (uq_request_seats_open) \
-          WHERE x.open_seat_id IS NOT NULL AND x.user_id IN ({list})"
+          WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
+            AND x.open_seat_id IS NOT NULL"
     )));
     let rows: Vec<(UserId, SeatId, QueueId, ConcertId, i64)> = select
         .bind_ids(&list)
+        .bind_ids(&concert_list)
         .fetch_all(conn)
         .traced("SELECT", "request_seats")
         .await?;

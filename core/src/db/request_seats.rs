@@ -94,15 +94,18 @@ pub async fn open_counts(
 pub async fn find_open(
     conn: &mut MySqlConnection,
     user: UserId,
+    concert: ConcertId,
     seats: &[SeatId],
 ) -> Result<Option<QueueId>, sqlx::Error> {
     let Some(list) = IdList::of(seats) else {
         return Ok(None);
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT MIN(queue_id) FROM request_seats WHERE user_id = ? AND open_seat_id IN ({list})"
+        "SELECT MIN(queue_id) FROM request_seats \
+         WHERE user_id = ? AND concert_id = ? AND open_seat_id IN ({list})"
     )))
-    .bind(user);
+    .bind(user)
+    .bind(concert);
     let (found,): (Option<QueueId>,) = select
         .bind_ids(&list)
         .fetch_one(conn)

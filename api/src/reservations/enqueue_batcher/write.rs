@@ -122,14 +122,16 @@ pub(super) async fn insert_group(
             queue::Outcome::Unsettled => Answer::Alone,
         })
         .collect();
-    let mut open_seats_per_user = written.open_seats_per_user;
     let fan_seats = std::mem::take(&mut written.fan_seats);
-    for (user, seats) in withdraw_over_cap(&mut tx, requests, fan_seats, &mut answers).await? {
-        if let Some(open) = open_seats_per_user.get_mut(&user) {
-            *open = open.saturating_sub(seats);
-        }
-    }
+    withdraw_over_cap(&mut tx, requests, fan_seats, &mut answers).await?;
     if limit > 0 {
+        // Counted in this transaction, after the group's own write and
+        // withdrawals: no user keeps more than `limit` open, so the read is
+        // as short as the limit.
+        let mut users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
+        users.sort_unstable();
+        users.dedup();
+        let open_seats_per_user = request_seats::open_counts(&mut tx, &users).await?;
         let mut excess: HashMap<_, u64> = open_seats_per_user
             .iter()
             .filter(|(_, open)| **open > u64::from(limit))
@@ -167,31 +169,27 @@ pub(super) async fn insert_group(
 
 /// Withdraws the group's requests that take their fan past the concert's
 /// cap (`seats`: each fan's, counted after the group's write), the newest
-/// first, and answers them USER_LIMIT_REACHED; returns the seats withdrawn
-/// per user.
+/// first, and answers them USER_LIMIT_REACHED.
 async fn withdraw_over_cap(
     tx: &mut sqlx::MySqlConnection,
     requests: &[queue::NewRequest],
     mut seats: HashMap<Fan, u64>,
     answers: &mut [Answer],
-) -> Result<HashMap<UserId, u64>, sqlx::Error> {
+) -> Result<(), sqlx::Error> {
     let mut withdrawn = Vec::new();
-    let mut freed: HashMap<UserId, u64> = HashMap::new();
     for (i, request) in requests.iter().enumerate().rev() {
         let cap = request.max_seats_per_user;
         if let Answer::Ready(Ok(queued)) = &answers[i]
             && let Some(count) = seats.get_mut(&request.fan())
             && *count > u64::from(cap.get())
         {
-            let own = request.seats.len() as u64;
-            *count = count.saturating_sub(own);
-            *freed.entry(request.user).or_default() += own;
+            *count = count.saturating_sub(request.seats.len() as u64);
             withdrawn.push(queued.id);
             answers[i] = Answer::Ready(Err(EnqueueError::UserLimit(cap, *count)));
         }
     }
     queue::withdraw(tx, &withdrawn).await?;
-    Ok(freed)
+    Ok(())
 }
 
 pub(super) async fn insert_one(

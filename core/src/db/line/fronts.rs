@@ -83,9 +83,45 @@ pub async fn fronts(
                     .collect()
             }
         };
-        for row in rows {
-            let line = row.line(&found, conn).await?;
-            lines.insert(row.concert_id, line);
+        // Each part's lowest open request, and what was decided beyond it:
+        // read for every line together, a few statements per tick however
+        // many concerts are watched.
+        let found = &found;
+        let lowest: Vec<(usize, LinePart, LineKey, QueueId, Option<LineRank>)> = rows
+            .iter()
+            .enumerate()
+            .flat_map(|(i, row)| {
+                LinePart::ALL
+                    .into_iter()
+                    .filter_map(move |part| row.lowest(part, found).map(|(k, id, r)| (i, part, k, id, r)))
+            })
+            .collect();
+        let wanted: Vec<Beyond> = lowest
+            .iter()
+            .map(|&(i, part, key, id, _)| Beyond {
+                concert: rows[i].concert_id,
+                part,
+                key,
+                id,
+            })
+            .collect();
+        let mut beyond = decided_beyond(conn, &wanted).await?;
+        let mut states: Vec<LineState> = rows.iter().map(FrontRow::state).collect();
+        for (n, &(i, part, key, id, rank)) in lowest.iter().enumerate() {
+            let row = &rows[i];
+            let lowest_open = match part {
+                LinePart::Lottery => match states[i].lottery {
+                    Some(count) => lottery_place(conn, row.concert_id, count, key, id).await?,
+                    None => None,
+                },
+                _ => rank.map(LineRank::place),
+            };
+            let front = states[i].front.part_mut(part);
+            front.lowest_open = lowest_open;
+            front.decided_beyond = std::mem::take(&mut beyond[n]);
+        }
+        for (row, state) in rows.iter().zip(states) {
+            lines.insert(row.concert_id, state);
         }
         Ok(())
     }
@@ -148,11 +184,9 @@ impl<'r> sqlx::FromRow<'r, sqlx::mysql::MySqlRow> for FrontRow {
 }
 
 impl FrontRow {
-    async fn line(
-        &self,
-        found: &HashMap<QueueId, (LineKey, Option<LineRank>)>,
-        conn: &mut MySqlConnection,
-    ) -> Result<LineState, sqlx::Error> {
+    /// The line with what entered and was placed in each part; the lowest
+    /// open places and what was decided beyond them come after.
+    fn state(&self) -> LineState {
         let lottery = self.lottery_counted.map(|requests| LotteryCount {
             requests,
             bucket_bits: self.lottery_bucket_bits,
@@ -171,82 +205,99 @@ impl FrontRow {
                 }
                 LinePart::AfterOpening => (self.after_entered, self.after_entered),
             };
-            // The part's lowest open request, by (key, id).
-            let lowest = LOWEST
-                .iter()
-                .zip(&self.lowest)
-                .filter(|((p, _), _)| *p == part)
-                .filter_map(|(_, id)| id.and_then(|id| found.get(&id).map(|f| (f.0, id, f.1))))
-                .min_by_key(|(key, id, _)| (*key, *id));
-            let lowest_open = match (part, lowest) {
-                (_, None) => None,
-                (LinePart::Lottery, Some((key, id, _))) => match lottery {
-                    Some(count) => lottery_place(conn, self.concert_id, count, key, id).await?,
-                    None => None,
-                },
-                (_, Some((_, _, rank))) => rank.map(LineRank::place),
-            };
-            let decided_beyond = match lowest {
-                Some((key, id, _)) => decided_beyond(conn, self.concert_id, part, key, id).await?,
-                None => Vec::new(),
-            };
             *state.front.part_mut(part) = PartFront {
                 entered,
                 placed,
-                lowest_open,
-                decided_beyond,
+                lowest_open: None,
+                decided_beyond: Vec::new(),
             };
         }
-        Ok(state)
+        state
+    }
+
+    /// The part's lowest open request, by (key, id), with its rank.
+    fn lowest(
+        &self,
+        part: LinePart,
+        found: &HashMap<QueueId, (LineKey, Option<LineRank>)>,
+    ) -> Option<(LineKey, QueueId, Option<LineRank>)> {
+        LOWEST
+            .iter()
+            .zip(&self.lowest)
+            .filter(|((p, _), _)| *p == part)
+            .filter_map(|(_, id)| id.and_then(|id| found.get(&id).map(|f| (f.0, id, f.1))))
+            .min_by_key(|(key, id, _)| (*key, *id))
     }
 }
 
-/// The requests of `part` beyond (`key`, `id`) already decided, in the
-/// part's order: their places, or for the lottery their keys.
-async fn decided_beyond(
-    conn: &mut MySqlConnection,
+/// A part's lowest open request, beyond which decisions are looked for.
+struct Beyond {
     concert: ConcertId,
     part: LinePart,
     key: LineKey,
     id: QueueId,
-) -> Result<Vec<u64>, sqlx::Error> {
-    let lottery = part == LinePart::Lottery;
-    let (value, beyond) = if lottery {
-        (
-            "line_key",
-            format!(
-                "(line_key > ? OR (line_key = ? AND id > ?)) AND line_key < {}",
-                LineKey::AFTER_OPENING.get()
-            ),
-        )
-    } else {
-        ("line_rank", "line_key = ? AND id > ?".to_owned())
-    };
-    let one = |status: &str| {
-        format!(
-            "(SELECT {value} AS v FROM reservation_queue FORCE INDEX (idx_queue_concert_line) \
-              WHERE concert_id = ? AND status = '{status}' AND {beyond} \
-              ORDER BY line_key, id LIMIT {DECIDED_BEYOND_READ})"
-        )
-    };
-    let statement = format!("{} UNION ALL {}", one("SUCCESS"), one("FAILED"));
-    let mut query = sqlx::query_as(AssertSqlSafe(statement));
-    for _ in 0..2 {
-        query = query.bind(concert).bind(key);
-        if lottery {
-            query = query.bind(key);
+}
+
+/// Parts whose decisions beyond their lowest open request are read in one
+/// statement.
+const BEYOND_CHUNK: usize = 32;
+
+/// For each of `wanted`, the requests of its part beyond its lowest open
+/// one already decided, in the part's order: their places, or for the
+/// lottery their keys (a bounded read each, [`BEYOND_CHUNK`] parts a
+/// statement).
+async fn decided_beyond(
+    conn: &mut MySqlConnection,
+    wanted: &[Beyond],
+) -> Result<Vec<Vec<u64>>, sqlx::Error> {
+    let mut found: Vec<Vec<u64>> = vec![Vec::new(); wanted.len()];
+    for (chunk_at, chunk) in wanted.chunks(BEYOND_CHUNK).enumerate() {
+        let mut selects = Vec::with_capacity(chunk.len() * 2);
+        for (n, b) in chunk.iter().enumerate() {
+            let (value, beyond) = if b.part == LinePart::Lottery {
+                (
+                    "line_key",
+                    format!(
+                        "(line_key > ? OR (line_key = ? AND id > ?)) AND line_key < {}",
+                        LineKey::AFTER_OPENING.get()
+                    ),
+                )
+            } else {
+                ("line_rank", "line_key = ? AND id > ?".to_owned())
+            };
+            for status in ["SUCCESS", "FAILED"] {
+                selects.push(format!(
+                    "(SELECT CAST({n} AS UNSIGNED) AS k, {value} AS v FROM reservation_queue FORCE INDEX (idx_queue_concert_line) \
+                      WHERE concert_id = ? AND status = '{status}' AND {beyond} \
+                      ORDER BY line_key, id LIMIT {DECIDED_BEYOND_READ})"
+                ));
+            }
         }
-        query = query.bind(id);
+        let statement = selects.join(" UNION ALL ");
+        let mut query = sqlx::query_as(AssertSqlSafe(statement));
+        for b in chunk {
+            for _ in 0..2 {
+                query = query.bind(b.concert).bind(b.key);
+                if b.part == LinePart::Lottery {
+                    query = query.bind(b.key);
+                }
+                query = query.bind(b.id);
+            }
+        }
+        let rows: Vec<(u64, Option<u64>)> = query.fetch_all(&mut *conn).await?;
+        for (n, v) in rows {
+            let Some(v) = v else { continue };
+            let at = chunk_at * BEYOND_CHUNK + n as usize;
+            if let Some(b) = wanted.get(at) {
+                found[at].push(match b.part {
+                    LinePart::Lottery => v,
+                    part => v.saturating_sub(part.base()),
+                });
+            }
+        }
     }
-    let rows: Vec<(Option<u64>,)> = query.fetch_all(conn).await?;
-    let mut beyond: Vec<u64> = rows
-        .into_iter()
-        .filter_map(|(v,)| v)
-        .map(|v| match part {
-            LinePart::Lottery => v,
-            _ => v.saturating_sub(part.base()),
-        })
-        .collect();
-    beyond.sort_unstable();
-    Ok(beyond)
+    for beyond in &mut found {
+        beyond.sort_unstable();
+    }
+    Ok(found)
 }

@@ -7,6 +7,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 use super::fronts::key_range;
 use super::lock_lines;
 use crate::db::Traced as _;
+use crate::db::queue::{QueueRow, columns_of};
 use crate::domain::{ConcertId, LineKey, LinePart, QueueId};
 
 /// How a concert's lottery was counted at its opening.
@@ -65,10 +66,16 @@ pub async fn count_lottery(
             .bind(concert)
             .execute(&mut *conn)
             .await?;
+        // A bucket's ids, in drawn order, are a few hundred characters;
+        // the default cap (1,024 on MySQL) could cut a crowded first bucket.
+        sqlx::query("SET SESSION group_concat_max_len = 16777216")
+            .execute(&mut *conn)
+            .await?;
         sqlx::query(AssertSqlSafe(format!(
-            "INSERT INTO lottery_buckets (concert_id, bucket, before_count, requests) \
-             SELECT ?, b, SUM(n) OVER (ORDER BY b) - n, n FROM \
-               (SELECT {} AS b, COUNT(*) AS n FROM reservation_queue FORCE INDEX (idx_queue_concert_line) \
+            "INSERT INTO lottery_buckets (concert_id, bucket, before_count, requests, ids) \
+             SELECT ?, b, SUM(n) OVER (ORDER BY b) - n, n, ids FROM \
+               (SELECT {} AS b, COUNT(*) AS n, GROUP_CONCAT(id ORDER BY line_key, id) AS ids \
+                FROM reservation_queue FORCE INDEX (idx_queue_concert_line) \
                 WHERE concert_id = ? AND status IN ({ANY_STATUS}) AND {} GROUP BY b) g",
             bucket_sql(bits),
             key_range(LinePart::Lottery, "")
@@ -120,18 +127,10 @@ fn bucket_sql(bits: u8) -> String {
     )
 }
 
-/// The lowest key of a bucket.
-fn bucket_start(bucket: u64, bits: u8) -> u64 {
-    if bucket == 0 {
-        1
-    } else {
-        LineKey::LOTTERY_FLOOR.get() + (bucket << (61 - u32::from(bits.min(40))))
-    }
-}
-
 /// A lottery request's place in its lottery (1: the first drawn), from its
-/// bucket's count and a count of the few requests of its bucket ahead of
-/// it. None when its bucket was not counted (it joined after the count).
+/// bucket: how many have a lower key, and where it stands among the
+/// bucket's own (one row, read by its key). None when its bucket was not
+/// counted with it (it joined after the count).
 pub async fn lottery_place(
     conn: &mut MySqlConnection,
     concert: ConcertId,
@@ -140,22 +139,107 @@ pub async fn lottery_place(
     id: QueueId,
 ) -> Result<Option<u64>, sqlx::Error> {
     let bucket = bucket_of(key, count.bucket_bits);
-    let row: Option<(u64, i64)> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT b.before_count, \
-                (SELECT COUNT(*) FROM reservation_queue q FORCE INDEX (idx_queue_concert_line) \
-                 WHERE q.concert_id = ? AND q.status IN ({ANY_STATUS}) \
-                   AND q.line_key >= ? AND (q.line_key < ? OR (q.line_key = ? AND q.id < ?))) \
-         FROM lottery_buckets b WHERE b.concert_id = ? AND b.bucket = ?"
-    )))
-    .bind(concert)
-    .bind(bucket_start(bucket, count.bucket_bits))
-    .bind(key)
-    .bind(key)
-    .bind(id)
+    let row: Option<Bucket> = sqlx::query_as(
+        "SELECT before_count, requests, ids FROM lottery_buckets WHERE concert_id = ? AND bucket = ?",
+    )
     .bind(concert)
     .bind(bucket)
     .fetch_optional(conn)
     .traced("SELECT", "lottery_buckets")
     .await?;
-    Ok(row.map(|(before, within)| before + within.unsigned_abs() + 1))
+    Ok(row.and_then(|b| b.place_of(id)))
+}
+
+/// A counted bucket, as stored.
+#[derive(Debug, Default, sqlx::FromRow)]
+struct Bucket {
+    before_count: Option<u64>,
+    requests: Option<u64>,
+    ids: Option<String>,
+}
+
+impl Bucket {
+    /// The place of `id` if the bucket holds it. A list that does not hold
+    /// as many ids as the bucket counted (cut short) places nobody.
+    fn place_of(&self, id: QueueId) -> Option<u64> {
+        let (before, requests, ids) = (self.before_count?, self.requests?, self.ids.as_deref()?);
+        let wanted = id.get().to_string();
+        let mut found = None;
+        let mut listed = 0u64;
+        for (i, listed_id) in ids.split(',').enumerate() {
+            listed += 1;
+            if listed_id == wanted {
+                found = Some(before + i as u64 + 1);
+            }
+        }
+        found.filter(|_| listed == requests)
+    }
+}
+
+/// A request, and its place in its lottery (as [`lottery_place`]) when it
+/// waits in a lottery already counted: one statement of three rows read
+/// by their keys, so that a status poll costs one round trip however many
+/// requests an instance has not seen.
+pub async fn find_placed(
+    conn: &mut MySqlConnection,
+    id: QueueId,
+) -> Result<Option<(QueueRow, Option<u64>)>, sqlx::Error> {
+    let floor = LineKey::LOTTERY_FLOOR.get();
+    let after = LineKey::AFTER_OPENING.get();
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {columns}, b.before_count, b.requests, b.ids \
+         FROM reservation_queue q \
+         LEFT JOIN sale_lines s ON s.concert_id = q.concert_id \
+         LEFT JOIN lottery_buckets b ON b.concert_id = q.concert_id \
+           AND q.line_rank IS NULL AND q.line_key > 0 AND q.line_key < {after} \
+           AND q.status IN ('WAITING', 'PENDING', 'PROCESSING') AND s.lottery_counted IS NOT NULL \
+           AND b.bucket = IF(q.line_key < {floor}, 0, (q.line_key - {floor}) >> (61 - s.lottery_bucket_bits)) \
+         WHERE q.id = ?",
+        columns = columns_of("q"),
+    )));
+    let row: Option<Placed> = select
+        .bind(id)
+        .fetch_optional(conn)
+        .traced("SELECT", "reservation_queue")
+        .await?;
+    Ok(row.map(|p| {
+        let place = p.bucket.place_of(p.row.id);
+        (p.row, place)
+    }))
+}
+
+#[derive(sqlx::FromRow)]
+struct Placed {
+    #[sqlx(flatten)]
+    row: QueueRow,
+    #[sqlx(flatten)]
+    bucket: Bucket,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bucket(before: u64, requests: u64, ids: &str) -> Bucket {
+        Bucket {
+            before_count: Some(before),
+            requests: Some(requests),
+            ids: Some(ids.into()),
+        }
+    }
+
+    #[test]
+    fn a_place_is_the_count_before_its_bucket_and_its_place_within() {
+        let b = bucket(100, 3, "7,3,12");
+        assert_eq!(b.place_of(QueueId(7)), Some(101));
+        assert_eq!(b.place_of(QueueId(12)), Some(103));
+        // Not "1" in "12": ids are compared whole.
+        assert_eq!(b.place_of(QueueId(1)), None);
+    }
+
+    #[test]
+    fn a_list_cut_short_or_missing_places_nobody() {
+        assert_eq!(bucket(0, 4, "7,3,12").place_of(QueueId(7)), None);
+        assert_eq!(Bucket::default().place_of(QueueId(7)), None);
+    }
 }

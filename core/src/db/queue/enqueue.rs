@@ -80,11 +80,10 @@ pub enum Outcome {
 }
 
 /// What [`enqueue_many`] did: each request's outcome, in the order given,
-/// and how many open seats each of their users has now (theirs included).
+/// and its fans' seats.
 #[derive(Debug, Default)]
 pub struct Enqueued {
     pub outcomes: Vec<Outcome>,
-    pub open_seats_per_user: HashMap<UserId, u64>,
     /// The seats each of their fans has now: held, confirmed and asked for
     /// by open requests (theirs included).
     pub fan_seats: HashMap<Fan, u64>,
@@ -233,10 +232,13 @@ pub async fn enqueue_many(
             .flatten()
             .collect();
         request_seats::insert(conn, &seat_rows, true).await?;
-        let mut users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
+        let mut users: Vec<UserId> = written.iter().map(|(r, _)| r.user).collect();
         users.sort_unstable();
         users.dedup();
-        let (open_seats, held) = fans::open_and_held_of_users(conn, &users).await?;
+        let mut fan_concerts = concerts.clone();
+        fan_concerts.sort_unstable();
+        fan_concerts.dedup();
+        let (open_seats, held) = fans::open_and_held_of_fans(conn, &users, &fan_concerts).await?;
         let open: HashMap<(UserId, SeatId), QueueId> = open_seats
             .iter()
             .map(|o| ((o.user, o.seat), o.request))
@@ -299,10 +301,8 @@ pub async fn enqueue_many(
             })
             .collect();
         let refused: HashSet<QueueId> = refused.into_iter().collect();
-        let mut open_seats_per_user: HashMap<UserId, u64> = HashMap::new();
         let mut fan_seats = held;
         for o in open_seats.iter().filter(|o| !refused.contains(&o.request)) {
-            *open_seats_per_user.entry(o.user).or_default() += 1;
             let fan = Fan {
                 concert: o.concert,
                 user: o.user,
@@ -311,7 +311,6 @@ pub async fn enqueue_many(
         }
         Ok(Enqueued {
             outcomes,
-            open_seats_per_user,
             fan_seats,
         })
     }

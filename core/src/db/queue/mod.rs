@@ -53,6 +53,15 @@ impl QueueRow {
 const COLUMNS: &str = "id, user_id, concert_id, seat_id, seat_count, line_key, line_rank, status, reservation_id, \
                        reason, created_at, decided_at";
 
+/// [`COLUMNS`] of the table called `alias` in a join.
+pub(crate) fn columns_of(alias: &str) -> String {
+    COLUMNS
+        .split(", ")
+        .map(|column| format!("{alias}.{}", column.trim()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// How many claims of one request may end without a decision before the
 /// request is set aside (the workers' TICKET_WORKER_MAX_ATTEMPTS default).
 pub const DEFAULT_MAX_ATTEMPTS: u32 = 5;
