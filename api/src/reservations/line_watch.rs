@@ -81,6 +81,8 @@ pub struct LineWatch {
     /// Held while a concert's first question reads its line: the questions
     /// asked meanwhile wait for that read rather than each making its own.
     first_reads: tokio::sync::Mutex<()>,
+    /// Concerts first asked about, waiting for the next first read.
+    first_asked: Mutex<std::collections::HashSet<ConcertId>>,
     queries: IntCounter,
     open_streams: IntGauge,
 }
@@ -98,6 +100,7 @@ impl LineWatch {
             all_read_at: Mutex::new(None),
             lottery_places: Mutex::default(),
             first_reads: tokio::sync::Mutex::new(()),
+            first_asked: Mutex::default(),
             queries,
             open_streams,
         }
@@ -157,17 +160,22 @@ impl LineWatch {
         })
     }
 
-    /// Reads one concert's line into the board now (its first question).
+    /// Reads a concert's line into the board now (its first question), with
+    /// every other concert first asked about meanwhile: a thousand concerts
+    /// asked about at once are read in a few statements, not a thousand
+    /// reads one after the other.
     async fn read_one(&self, concert: ConcertId) -> Result<(), sqlx::Error> {
+        self.first_asked().insert(concert);
         let _reading = self.first_reads.lock().await;
         if self.current().lines.contains_key(&concert) {
             return Ok(());
         }
+        let mut asked: Vec<ConcertId> = self.first_asked().drain().collect();
+        if !asked.contains(&concert) {
+            asked.push(concert);
+        }
         let mut conn = self.pool.acquire().await?;
-        let mut lines = self.fronts(&mut conn, &[concert]).await?;
-        let Some(state) = lines.remove(&concert) else {
-            return Ok(());
-        };
+        let lines = self.fronts(&mut conn, &asked).await?;
         let mut board = self
             .board
             .write()
@@ -177,9 +185,17 @@ impl LineWatch {
             rates: board.rates.clone(),
             requests: board.requests.clone(),
         };
-        next.lines.entry(concert).or_insert(state);
+        for (concert, state) in lines {
+            next.lines.entry(concert).or_insert(state);
+        }
         *board = Arc::new(next);
         Ok(())
+    }
+
+    fn first_asked(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<ConcertId>> {
+        self.first_asked
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Follows an open request until it is decided.

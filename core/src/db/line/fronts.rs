@@ -49,7 +49,7 @@ pub async fn fronts(
             .iter()
             .map(|(part, status)| {
                 format!(
-                    "(SELECT q.id FROM reservation_queue q \
+                    "(SELECT q.id FROM reservation_queue q FORCE INDEX (idx_queue_concert_line) \
                       WHERE q.concert_id = s.concert_id AND q.status = '{status}' AND {} \
                       ORDER BY q.line_key, q.id LIMIT 1)",
                     key_range(*part, "q.")
