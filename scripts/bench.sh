@@ -395,7 +395,8 @@ million_line() {
   local status=0
   DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million --requests "$n" \
     --url "$api1_url" --url "$api_url" --api-pid "$api1_pid" --api-pid "$api_pid" \
-    --through-api "${MILLION_THROUGH_API:-100000}" --follow-sale "${MILLION_FOLLOW_SALE:-0}" || status=$?
+    --through-api "${MILLION_THROUGH_API:-100000}" --follow-sale "${MILLION_FOLLOW_SALE:-0}" \
+    --sweep-seconds "${MILLION_SWEEP:-0}" || status=$?
   stop "$worker_pid" "$api1_pid" "$api_pid"
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
   return "$status"

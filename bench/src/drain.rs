@@ -45,6 +45,20 @@ pub struct Args {
     concerts: u32,
 }
 
+/// `ticket-api check`'s invariants, once every request is decided; an
+/// error names the broken ones.
+pub(crate) async fn invariants_hold(conn: &mut sqlx::MySqlConnection) -> anyhow::Result<()> {
+    let violations = ticket_core::db::invariants::check(
+        conn,
+        chrono::Duration::zero(),
+        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
+        None,
+    )
+    .await?;
+    ensure!(violations.is_empty(), "invariants violated: {violations:?}");
+    Ok(())
+}
+
 fn order_is_one(args: &Args) -> bool {
     args.seats_per_order == 1
 }
@@ -168,14 +182,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         h.await??;
     }
     let mut conn = pool.acquire().await?;
-    let violations = ticket_core::db::invariants::check(
-        &mut conn,
-        chrono::Duration::zero(),
-        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
-        None,
-    )
-    .await?;
-    ensure!(violations.is_empty(), "invariants violated: {violations:?}");
+    invariants_hold(&mut conn).await?;
     let (succeeded,): (i64,) =
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE status = 'SUCCESS'")
             .fetch_one(&mut *conn)

@@ -71,6 +71,11 @@ pub struct Args {
     /// to its end).
     #[arg(long, default_value_t = 0)]
     follow_sale: u64,
+    /// After the sale: make every decided request older than the retention
+    /// and watch the workers' sweeper remove them for this long (seconds;
+    /// 0: not measured).
+    #[arg(long, default_value_t = 0)]
+    sweep_seconds: u64,
     #[arg(long, env = "DATABASE_URL")]
     database_url: String,
     #[arg(long, env = "TICKET_AUTH_SECRET")]
@@ -172,24 +177,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         opened.load(Ordering::Relaxed),
         opening.elapsed().as_secs_f64()
     );
-    measure(
-        &line,
-        &args,
-        &args.url[..1],
-        &targets,
-        "polls before the opening",
-    )
-    .await?;
-    if args.url.len() > 1 {
-        measure(
-            &line,
-            &args,
-            &args.url,
-            &targets,
-            "polls before the opening, split over two API instances",
-        )
-        .await?;
-    }
+    measure_each_way(&line, &args, &targets, "before the opening").await?;
 
     let opens_at: (DateTime<Utc>,) = sqlx::query_as("SELECT UTC_TIMESTAMP(6) + INTERVAL 2 SECOND")
         .fetch_one(&line.pool)
@@ -201,24 +189,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .execute(&line.pool)
         .await?;
     let mut sale = tokio::spawn(follow_sale(line.clone(), opens_at, n));
-    measure(
-        &line,
-        &args,
-        &args.url[..1],
-        &targets,
-        "polls after the opening, one API instance",
-    )
-    .await?;
-    if args.url.len() > 1 {
-        measure(
-            &line,
-            &args,
-            &args.url,
-            &targets,
-            "polls after the opening, split over two API instances",
-        )
-        .await?;
-    }
+    measure_each_way(&line, &args, &targets, "after the opening").await?;
     if args.follow_sale > 0 {
         if tokio::time::timeout(Duration::from_secs(args.follow_sale), &mut sale)
             .await
@@ -249,6 +220,71 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         args.streams,
         pct(&delays, 0.5),
         pct(&delays, 0.99)
+    );
+    let mut conn = line.pool.acquire().await?;
+    crate::drain::invariants_hold(&mut conn).await?;
+    let (sold, seats_sold): (i64, i64) = sqlx::query_as(
+        "SELECT COUNT(*), COUNT(DISTINCT seat_id) FROM reservation_queue WHERE status = 'SUCCESS'",
+    )
+    .fetch_one(&mut *conn)
+    .await?;
+    println!(
+        "after the sale: {sold} requests won {seats_sold} distinct seats, {} inversions \
+         (a later request won a seat an earlier one wanted), invariants hold",
+        ticket_core::testing::inversions(&mut conn).await?
+    );
+    drop(conn);
+    if args.sweep_seconds > 0 {
+        sweep(&line.pool, Duration::from_secs(args.sweep_seconds)).await?;
+    }
+    Ok(())
+}
+
+/// Every decided request made 40 days old (past the default retention of
+/// 30), then the rows left counted every 10 s while the running worker's
+/// sweeper removes them: its rate, and the time the backlog would take.
+async fn sweep(pool: &MySqlPool, watch_for: Duration) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let aged = sqlx::query(
+        "UPDATE reservation_queue SET created_at = created_at - INTERVAL 40 DAY, \
+         decided_at = decided_at - INTERVAL 40 DAY WHERE status IN ('SUCCESS', 'FAILED')",
+    )
+    .execute(pool)
+    .await?
+    .rows_affected();
+    println!(
+        "sweep: {aged} decided requests made 40 days old in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let count = || async {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM reservation_queue")
+            .fetch_one(pool)
+            .await?;
+        anyhow::Ok(n)
+    };
+    let before = count().await?;
+    let watching = Instant::now();
+    let mut first_removal: Option<(Instant, i64)> = None;
+    let mut left = before;
+    while watching.elapsed() < watch_for && left > 0 {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        left = count().await?;
+        if first_removal.is_none() && left < before {
+            first_removal = Some((Instant::now(), left));
+        }
+    }
+    let Some((at, then)) = first_removal else {
+        println!("sweep: nothing removed in {} s", watch_for.as_secs());
+        return Ok(());
+    };
+    let secs = at.elapsed().as_secs_f64().max(1.0);
+    let rate = (then - left) as f64 / secs;
+    println!(
+        "sweep: first removals {:.0} s after the aging; then {:.0} rows/s for {secs:.0} s; \
+         {left} of {before} left; the whole backlog at this rate: {:.0} min",
+        (at - watching).as_secs_f64(),
+        rate,
+        before as f64 / rate.max(1.0) / 60.0
     );
     Ok(())
 }
@@ -399,6 +435,22 @@ fn open_streams(
             })
         })
         .collect()
+}
+
+/// The polls on the first instance, then split over all of them.
+async fn measure_each_way(
+    line: &Arc<Line>,
+    args: &Args,
+    targets: &Arc<Vec<(String, u64)>>,
+    when: &str,
+) -> anyhow::Result<()> {
+    let one = format!("polls {when}, one API instance");
+    measure(line, args, &args.url[..1], targets, &one).await?;
+    if args.url.len() > 1 {
+        let all = format!("polls {when}, split over two API instances");
+        measure(line, args, &args.url, targets, &all).await?;
+    }
+    Ok(())
 }
 
 /// Status polls at the poll rate over `urls` for the poll time; prints

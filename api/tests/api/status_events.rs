@@ -447,3 +447,41 @@ async fn after_the_opening_the_poll_and_the_stream_report_the_same_status() {
     assert_eq!(polled["status"], "PENDING", "{polled}");
     assert_eq!(event.data["status"], polled["status"]);
 }
+
+/// After the opening, each lottery request's poll has its place in the
+/// drawn order at once (read with its row from its bucket, no worker
+/// running): the positions are 1 to N in the order of the drawn keys.
+#[tokio::test]
+async fn after_the_opening_a_lottery_poll_has_its_drawn_place() {
+    const FANS: usize = 12;
+    let app = spawn_app().await;
+    let opens_at = chrono::Utc::now() + chrono::Duration::milliseconds(1_500);
+    let (_, seats) = app
+        .concert_and_seats(
+            json!({"rows": 1, "seatsPerRow": FANS, "opensAt": opens_at.to_rfc3339(),
+                                  "lotteryWindowSeconds": 60}),
+        )
+        .await;
+    let users = app.many_users("drawn", FANS).await;
+    let mut requests = Vec::new();
+    for ((_, token), seat) in users.iter().zip(&seats) {
+        requests.push((token.clone(), waiting_request(&app, token, *seat).await));
+    }
+    let mut placed = Vec::new();
+    for (token, id) in &requests {
+        let polled = until_poll(&app, token, *id, |s| s["position"].is_u64()).await;
+        assert_eq!(polled["status"], "PENDING", "{polled}");
+        placed.push((polled["position"].as_u64().unwrap(), *id));
+    }
+    placed.sort_unstable();
+    let drawn: Vec<(u64,)> =
+        sqlx::query_as("SELECT id FROM reservation_queue ORDER BY line_key, id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    let positions: Vec<u64> = placed.iter().map(|(p, _)| *p).collect();
+    assert_eq!(positions, (1..=FANS as u64).collect::<Vec<_>>());
+    let in_place_order: Vec<u64> = placed.iter().map(|(_, id)| *id).collect();
+    let in_drawn_order: Vec<u64> = drawn.iter().map(|(id,)| *id).collect();
+    assert_eq!(in_place_order, in_drawn_order, "places follow the draw");
+}
