@@ -1,0 +1,315 @@
+//! What a seat costs (issue 31, first step): a concert's price categories,
+//! each a name, a price in the currency's minor units (no floating point
+//! anywhere) and the rows it covers; one currency per concert. A seat's
+//! category is its row's; seats of rows no category names go to the first.
+
+use std::collections::HashSet;
+
+use super::{FieldError, parse_text};
+
+/// An ISO 4217 currency code (upper case), with the number of its minor
+/// units' decimals (KRW 0, EUR 2, KWD 3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Currency([u8; 3]);
+
+/// The active ISO 4217 codes (2025, with those being replaced), three
+/// letters each.
+const ISO_4217: &str = "AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND \
+    BOB BRL BSD BTN BWP BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN \
+    ETB EUR FJD FKP GBP GEL GHS GIP GMD GNF GTQ GYD HKD HNL HTG HUF IDR ILS INR IQD IRR ISK JMD \
+    JOD JPY KES KGS KHR KMF KPW KRW KWD KYD KZT LAK LBP LKR LRD LSL LYD MAD MDL MGA MKD MMK MNT \
+    MOP MRU MUR MVR MWK MXN MYR MZN NAD NGN NIO NOK NPR NZD OMR PAB PEN PGK PHP PKR PLN PYG QAR \
+    RON RSD RUB RWF SAR SBD SCR SDG SEK SGD SHP SLE SOS SRD SSP STN SVC SYP SZL THB TJS TMT TND \
+    TOP TRY TTD TWD TZS UAH UGX USD UYU UZS VED VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW \
+    ZWG ZWL";
+
+/// Codes whose minor unit is the unit itself.
+const NO_DECIMALS: &str = "BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX VND VUV XAF XOF XPF";
+/// Codes with a thousandth as their minor unit.
+const THREE_DECIMALS: &str = "BHD IQD JOD KWD LYD OMR TND";
+
+impl Currency {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        let code = raw.trim().to_ascii_uppercase();
+        let bytes: [u8; 3] = code
+            .as_bytes()
+            .try_into()
+            .map_err(|_| FieldError::new("currency", "must be a three-letter ISO 4217 code"))?;
+        if !ISO_4217.split_whitespace().any(|c| c == code) {
+            return Err(FieldError::new(
+                "currency",
+                format!("{code} is not an ISO 4217 currency"),
+            ));
+        }
+        Ok(Self(bytes))
+    }
+
+    pub fn as_str(&self) -> &str {
+        // Only parsed codes are held: three ASCII letters.
+        std::str::from_utf8(&self.0).unwrap_or("XXX")
+    }
+
+    /// Decimals of the minor unit: 0, 2 or 3.
+    pub fn decimals(&self) -> u32 {
+        let code = self.as_str();
+        if NO_DECIMALS.split_whitespace().any(|c| c == code) {
+            0
+        } else if THREE_DECIMALS.split_whitespace().any(|c| c == code) {
+            3
+        } else {
+            2
+        }
+    }
+}
+
+/// An amount in a currency's minor units (cents, won). Bounded so that no
+/// order's total can overflow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct Amount(u64);
+
+impl Amount {
+    /// A hundred billion minor units: far above any ticket, and a total of
+    /// any order (at most a hundred seats) still fits in 2^53, so a
+    /// JavaScript client reads it exactly.
+    pub const MAX: u64 = 100_000_000_000;
+
+    pub fn parse(field: &'static str, minor: u64) -> Result<Self, FieldError> {
+        if minor > Self::MAX {
+            return Err(FieldError::new(
+                field,
+                format!("must be at most {} (minor units)", Self::MAX),
+            ));
+        }
+        Ok(Self(minor))
+    }
+
+    pub fn from_stored(minor: u64) -> Self {
+        Self(minor)
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+
+    /// The sum of the amounts (never past `u64`: each is bounded).
+    pub fn total(amounts: impl IntoIterator<Item = Self>) -> Self {
+        Self(
+            amounts
+                .into_iter()
+                .fold(0u64, |sum, a| sum.saturating_add(a.0)),
+        )
+    }
+}
+
+/// A row of seats by its label's letters (`A`, `AB`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RowLabel(String);
+
+impl RowLabel {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        let label = raw.trim().to_ascii_uppercase();
+        if label.is_empty() || label.len() > 4 || !label.bytes().all(|b| b.is_ascii_uppercase()) {
+            return Err(FieldError::new(
+                "categories",
+                format!("row {raw:?} must be 1 to 4 letters, as in the seat numbers (A, B, AA)"),
+            ));
+        }
+        Ok(Self(label))
+    }
+
+    /// The row of a seat number: its leading letters (`AB12` → `AB`);
+    /// None for a label that does not start with letters.
+    pub fn of_seat(seat_number: &str) -> Option<Self> {
+        let letters: String = seat_number
+            .chars()
+            .take_while(char::is_ascii_alphabetic)
+            .collect();
+        Self::parse(&letters).ok()
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// One price category as asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CategoryInput<'a> {
+    pub name: &'a str,
+    pub price: u64,
+    pub currency: &'a str,
+    pub rows: &'a [String],
+}
+
+/// A category: its name, its price, and the rows it names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriceCategory {
+    pub name: String,
+    pub price: Amount,
+    pub rows: Vec<RowLabel>,
+}
+
+/// A concert's categories, in the order given (the first takes the rows no
+/// category names), and their one currency.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PriceCategories {
+    pub currency: Currency,
+    pub categories: Vec<PriceCategory>,
+}
+
+impl PriceCategories {
+    pub const MAX: usize = 20;
+    pub const NAME_CHARS: usize = 40;
+
+    pub fn parse(input: &[CategoryInput<'_>]) -> Result<Self, FieldError> {
+        let Some(first) = input.first() else {
+            return Err(FieldError::new(
+                "categories",
+                "must name at least one category",
+            ));
+        };
+        if input.len() > Self::MAX {
+            return Err(FieldError::new(
+                "categories",
+                format!("at most {} categories", Self::MAX),
+            ));
+        }
+        let currency = Currency::parse(first.currency)?;
+        let mut names = HashSet::new();
+        let mut rows_named = HashSet::new();
+        let mut categories = Vec::with_capacity(input.len());
+        for category in input {
+            if Currency::parse(category.currency)? != currency {
+                return Err(FieldError::new(
+                    "categories",
+                    "every category of a concert has the same currency",
+                ));
+            }
+            let name = parse_text("categories", category.name, Self::NAME_CHARS)?;
+            if !names.insert(name.to_lowercase()) {
+                return Err(FieldError::new(
+                    "categories",
+                    format!("the category name {name:?} is given twice"),
+                ));
+            }
+            let mut rows = Vec::with_capacity(category.rows.len());
+            for raw in category.rows {
+                let row = RowLabel::parse(raw)?;
+                if !rows_named.insert(row.clone()) {
+                    return Err(FieldError::new(
+                        "categories",
+                        format!("row {} belongs to two categories", row.as_str()),
+                    ));
+                }
+                rows.push(row);
+            }
+            categories.push(PriceCategory {
+                name,
+                price: Amount::parse("categories", category.price)?,
+                rows,
+            });
+        }
+        Ok(Self {
+            currency,
+            categories,
+        })
+    }
+
+    /// The index of the category a seat belongs to, by its row: the one
+    /// naming the row, else the first.
+    pub fn index_of_seat(&self, seat_number: &str) -> usize {
+        let Some(row) = RowLabel::of_seat(seat_number) else {
+            return 0;
+        };
+        self.categories
+            .iter()
+            .position(|c| c.rows.contains(&row))
+            .unwrap_or(0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn category<'a>(
+        name: &'a str,
+        price: u64,
+        currency: &'a str,
+        rows: &'a [String],
+    ) -> CategoryInput<'a> {
+        CategoryInput {
+            name,
+            price,
+            currency,
+            rows,
+        }
+    }
+
+    fn rows(labels: &[&str]) -> Vec<String> {
+        labels.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn currencies_are_iso_codes_with_their_decimals() {
+        assert_eq!(Currency::parse("krw").unwrap().as_str(), "KRW");
+        assert_eq!(Currency::parse("KRW").unwrap().decimals(), 0);
+        assert_eq!(Currency::parse("EUR").unwrap().decimals(), 2);
+        assert_eq!(Currency::parse("KWD").unwrap().decimals(), 3);
+        for bad in ["", "EU", "EURO", "XYZ", "€€€"] {
+            assert!(Currency::parse(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_seat_takes_its_rows_category_or_the_first() {
+        let (vip, floor) = (rows(&["a", "B"]), rows(&["AA"]));
+        let categories = PriceCategories::parse(&[
+            category("Standard", 90_000, "KRW", &[]),
+            category("VIP", 150_000, "KRW", &vip),
+            category("Floor", 120_000, "krw", &floor),
+        ])
+        .unwrap();
+        assert_eq!(categories.currency.as_str(), "KRW");
+        assert_eq!(categories.index_of_seat("A12"), 1);
+        assert_eq!(categories.index_of_seat("B1"), 1);
+        assert_eq!(categories.index_of_seat("AA3"), 2);
+        assert_eq!(categories.index_of_seat("C7"), 0);
+        assert_eq!(categories.index_of_seat("VIP-3"), 0);
+        assert_eq!(categories.index_of_seat("7"), 0);
+    }
+
+    #[test]
+    fn bad_categories_are_refused_with_a_reason() {
+        let a = rows(&["A"]);
+        let refused =
+            |input: &[CategoryInput<'_>]| PriceCategories::parse(input).unwrap_err().message;
+        assert!(refused(&[]).contains("at least one"));
+        assert!(
+            refused(&[category("A", 1, "EUR", &[]), category("B", 1, "USD", &[])])
+                .contains("same currency")
+        );
+        assert!(
+            refused(&[
+                category("VIP", 1, "EUR", &[]),
+                category("vip", 2, "EUR", &[])
+            ])
+            .contains("twice")
+        );
+        assert!(
+            refused(&[category("X", 1, "EUR", &a), category("Y", 2, "EUR", &a)])
+                .contains("two categories")
+        );
+        assert!(refused(&[category("X", Amount::MAX + 1, "EUR", &[])]).contains("at most"));
+        assert!(refused(&[category(" ", 1, "EUR", &[])]).contains("empty"));
+        let digits = rows(&["1"]);
+        assert!(refused(&[category("X", 1, "EUR", &digits)]).contains("letters"));
+    }
+
+    #[test]
+    fn totals_add_minor_units() {
+        let prices = [120_000, 120_000, 90_000].map(Amount::from_stored);
+        assert_eq!(Amount::total(prices).get(), 330_000);
+        assert_eq!(Amount::total([]).get(), 0);
+    }
+}
