@@ -7,9 +7,8 @@
 //! whatever the number of streams). A few queries per second per instance
 //! in all, and memory that grows with the concerts watched, not their lines.
 //!
-//! Under 500 lines: the watch's tick and its streams share one
-//! lock and one board, and read best side by side; what it tells is in
-//! `board.rs`, how it learns ranks and counts lotteries in `places.rs`.
+//! What it tells is in `board.rs`, how it learns ranks and counts lotteries
+//! in `places.rs`, which concerts it reads and when in `interest.rs`.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -24,6 +23,7 @@ use ticket_core::domain::{ConcertId, LineKey, LinePart, LineRank, QueueId};
 use tokio::sync::{Notify, watch};
 
 mod board;
+mod interest;
 mod places;
 use board::Board;
 pub use board::{Place, Progress, SaleNow};
@@ -33,17 +33,12 @@ pub use board::{Place, Progress, SaleNow};
 const STREAM_TICK: Duration = Duration::from_millis(120);
 /// Between reads while only polls ask: positions are this fresh.
 const POLL_TICK: Duration = Duration::from_secs(1);
-/// A concert nobody asked about for this long is no longer read.
-const FORGET_AFTER: Duration = Duration::from_secs(10);
 /// How often the workers' decision rates are read.
 const RATES_EVERY: Duration = Duration::from_secs(1);
 /// Rates older than this are not counted (their worker stopped).
 const RATES_FRESH_FOR: chrono::TimeDelta = chrono::TimeDelta::seconds(5);
 /// Ids looked up per statement (placeholders stay far below 65,535).
 const LOOKUP_CHUNK: usize = 8_192;
-/// Concerts an instance watches at most (each a line front: a few hundred
-/// bytes, up to a few tens of kilobytes behind a stuck front).
-const MAX_CONCERTS: usize = 4_096;
 /// Every stream's request is looked up this often, whatever the front says:
 /// a backstop for a request that left the line another way.
 const LOOK_UP_ALL_EVERY: Duration = Duration::from_secs(5);
@@ -158,44 +153,6 @@ impl LineWatch {
             requests_per_sec: board.requests.get(&concert).copied().unwrap_or(0.0),
             decisions: board.rates.get(&concert).copied(),
         })
-    }
-
-    /// Reads a concert's line into the board now (its first question), with
-    /// every other concert first asked about meanwhile: a thousand concerts
-    /// asked about at once are read in a few statements, not a thousand
-    /// reads one after the other.
-    async fn read_one(&self, concert: ConcertId) -> Result<(), sqlx::Error> {
-        self.first_asked().insert(concert);
-        let _reading = self.first_reads.lock().await;
-        if self.current().lines.contains_key(&concert) {
-            return Ok(());
-        }
-        let mut asked: Vec<ConcertId> = self.first_asked().drain().collect();
-        if !asked.contains(&concert) {
-            asked.push(concert);
-        }
-        let mut conn = self.pool.acquire().await?;
-        let lines = self.fronts(&mut conn, &asked).await?;
-        let mut board = self
-            .board
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut next = Board {
-            lines: board.lines.clone(),
-            rates: board.rates.clone(),
-            requests: board.requests.clone(),
-        };
-        for (concert, state) in lines {
-            next.lines.entry(concert).or_insert(state);
-        }
-        *board = Arc::new(next);
-        Ok(())
-    }
-
-    fn first_asked(&self) -> std::sync::MutexGuard<'_, std::collections::HashSet<ConcertId>> {
-        self.first_asked
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Follows an open request until it is decided.
@@ -407,48 +364,6 @@ impl LineWatch {
             });
         }
         left
-    }
-
-    /// The concerts to read now (all of them, or only those with streams)
-    /// and every concert still watched. Beyond [`MAX_CONCERTS`] the ones
-    /// asked about longest ago are forgotten (asked again, they are read
-    /// again): an instance's state stays bounded however many are viewed.
-    fn concerts_of_interest(&self, every: bool) -> (Vec<ConcertId>, Vec<ConcertId>) {
-        let mut watched = self.lock();
-        let streamed: std::collections::HashSet<ConcertId> =
-            watched.streams.values().map(|s| s.concert).collect();
-        watched
-            .concerts
-            .retain(|concert, at| at.elapsed() < FORGET_AFTER || streamed.contains(concert));
-        if watched.concerts.len() > MAX_CONCERTS {
-            let mut by_age: Vec<(Instant, ConcertId)> =
-                watched.concerts.iter().map(|(c, at)| (*at, *c)).collect();
-            by_age.sort_unstable();
-            let over = watched.concerts.len() - MAX_CONCERTS;
-            for (_, concert) in by_age.into_iter().take(over) {
-                watched.concerts.remove(&concert);
-            }
-        }
-        let all: Vec<ConcertId> = watched.concerts.keys().copied().collect();
-        let now = if every {
-            all.clone()
-        } else {
-            all.iter()
-                .copied()
-                .filter(|c| streamed.contains(c))
-                .collect()
-        };
-        (now, all)
-    }
-
-    fn rates_due(&self) -> bool {
-        due(&self.rates_read_at, RATES_EVERY)
-    }
-
-    /// Keeps the concert's line read (for about ten seconds after the
-    /// last ask).
-    pub(crate) fn interested(&self, concert: ConcertId) {
-        self.lock().concerts.insert(concert, Instant::now());
     }
 
     fn current(&self) -> Arc<Board> {
