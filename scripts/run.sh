@@ -14,9 +14,12 @@ mkdir -p "$dev"
 random_hex() { od -An -N"$1" -tx1 /dev/urandom | tr -d ' \n'; }
 [ -s "$dev/auth-secret" ] || random_hex 32 >"$dev/auth-secret"
 [ -s "$dev/admin-password" ] || random_hex 12 >"$dev/admin-password"
+# The Ed25519 seed ticket codes are signed with (base64url, 32 bytes).
+[ -s "$dev/ticket-code-keys" ] || head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n' >"$dev/ticket-code-keys"
 
 export TICKET_AUTH_SECRET="${TICKET_AUTH_SECRET:-$(cat "$dev/auth-secret")}"
 export TICKET_DEV_MODE=true
+[ -n "${TICKET_CODE_KEYS:-}" ] || export TICKET_CODE_KEYS_FILE="${TICKET_CODE_KEYS_FILE:-$PWD/$dev/ticket-code-keys}"
 export TICKET_ADMIN_NICKNAME="${TICKET_ADMIN_NICKNAME:-admin}"
 export TICKET_ADMIN_PASSWORD="${TICKET_ADMIN_PASSWORD:-$(cat "$dev/admin-password")}"
 export TICKET_API_ADDR="${TICKET_API_ADDR:-127.0.0.1:8080}"

@@ -14,7 +14,9 @@ use ticket_core::config::DatabaseArgs;
 that NAME_FILE names (as Kubernetes and Docker mount them).\n  \
 DATABASE_URL            MySQL 8.0+ / MariaDB 10.6+ URL, e.g. mysql://user:pass@host:3306/ticket\n  \
 TICKET_AUTH_SECRET      key that signs access tokens (at least 32 bytes), shared by every instance\n  \
-TICKET_ADMIN_PASSWORD   password of the admin account TICKET_ADMIN_NICKNAME, created at start-up"
+TICKET_ADMIN_PASSWORD   password of the admin account TICKET_ADMIN_NICKNAME, created at start-up\n  \
+TICKET_CODE_KEYS        Ed25519 seeds that sign ticket codes, one base64url 32-byte seed a line, \
+the signing one first (the rest still verify: rotation); without them ticket routes answer 503"
 )]
 pub struct Cli {
     #[command(subcommand)]

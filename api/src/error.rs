@@ -73,6 +73,17 @@ pub enum ErrorCode {
     AlreadyOnWaitingList,
     /// The caller is not waiting on the concert's waiting list.
     NotOnWaitingList,
+    /// No ticket of that id for the caller.
+    TicketNotFound,
+    /// The ticket was admitted before (see `checkedInAt`, `gate`).
+    AlreadyCheckedIn,
+    /// The ticket was cancelled (or reissued: an older code).
+    TicketVoid,
+    /// Not a ticket code of this concert: bad signature, unknown key,
+    /// another concert's.
+    TicketInvalid,
+    /// This instance has no ticket signing keys (`TICKET_CODE_KEYS`).
+    TicketsUnavailable,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -90,13 +101,16 @@ impl ErrorCode {
             | SeatsOfSeveralConcerts
             | TooManySeats
             | ChallengeRequired
-            | ChallengeInvalid => StatusCode::BAD_REQUEST,
+            | ChallengeInvalid
+            | TicketInvalid => StatusCode::BAD_REQUEST,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
             Forbidden | AccessCodeRequired | AccessCodeInvalid => StatusCode::FORBIDDEN,
             RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
-            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList => StatusCode::NOT_FOUND,
+            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList | TicketNotFound => {
+                StatusCode::NOT_FOUND
+            }
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -113,10 +127,14 @@ impl ErrorCode {
             | UserLimitReached
             | AccessCodeUsed
             | SeatsAvailable
-            | AlreadyOnWaitingList => StatusCode::CONFLICT,
+            | AlreadyOnWaitingList
+            | AlreadyCheckedIn => StatusCode::CONFLICT,
+            TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            DatabaseUnavailable | InstanceBusy => StatusCode::SERVICE_UNAVAILABLE,
+            DatabaseUnavailable | InstanceBusy | TicketsUnavailable => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }

@@ -19,5 +19,6 @@ pub mod routes;
 pub mod server;
 pub mod startup;
 pub mod state;
+pub mod tickets;
 pub mod waiting_list;
 pub mod web;

@@ -83,6 +83,18 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Serve => {
             let server = cli.server;
             let secret = secret::required("TICKET_AUTH_SECRET")?;
+            let ticket_keys = match secret::from_env("TICKET_CODE_KEYS")? {
+                Some(keys) => Some(
+                    ticket_core::domain::ticket_code::TicketKeys::parse(keys.expose())
+                        .context("TICKET_CODE_KEYS")?,
+                ),
+                None => {
+                    tracing::warn!(
+                        "TICKET_CODE_KEYS is not set: tickets cannot be shown or checked in"
+                    );
+                    None
+                }
+            };
             let admin = match (
                 server.admin_nickname,
                 secret::from_env("TICKET_ADMIN_PASSWORD")?,
@@ -112,6 +124,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                 auth_secret: secret.expose().as_bytes().to_vec(),
                 token_ttl: std::time::Duration::from_secs(server.token_ttl_secs),
                 admin,
+                ticket_keys,
                 max_concurrent_hashes: server.max_concurrent_hashes,
                 enqueue_writers: usize::from(server.enqueue_writers),
                 request_timeout: std::time::Duration::from_secs(server.request_timeout_secs),

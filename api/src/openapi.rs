@@ -32,6 +32,7 @@ use crate::state::AppState;
         presale::create, presale::list, presale::revoke,
         crate::proof_of_work::routes::challenge,
         crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
+        crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
@@ -44,6 +45,7 @@ use crate::state::AppState;
         (name = "reservations", description = "Asynchronous reservation requests, holds, confirmation and cancellation"),
         (name = "presale", description = "Access codes for a concert's presale"),
         (name = "waiting-list", description = "A sold-out concert's waiting list and the offers made from it"),
+        (name = "tickets", description = "E-tickets, their signed codes and QR images, and what scanners verify them with"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

@@ -4,6 +4,7 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
+use ticket_core::domain::ticket_code::TicketKeys;
 
 use anyhow::Context;
 use sqlx::MySqlPool;
@@ -35,6 +36,9 @@ pub struct Settings {
     pub header_read_timeout: Duration,
     /// Longest a request may take after its headers, body included.
     pub request_timeout: Duration,
+    /// The keys ticket codes are signed with (`TICKET_CODE_KEYS`); without
+    /// them the ticket routes answer 503 TICKETS_UNAVAILABLE.
+    pub ticket_keys: Option<TicketKeys>,
 }
 
 pub struct Application {
@@ -107,6 +111,7 @@ impl Application {
                     },
                 )),
                 client_address_header: settings.client_address_header.map(Arc::new),
+                ticket_keys: settings.ticket_keys.map(Arc::new),
                 database_reached: Arc::default(),
             }),
         })

@@ -29,6 +29,8 @@ impl std::ops::Deref for AppState {
 
 pub struct Shared {
     pub pool: MySqlPool,
+    /// What ticket codes are signed and verified with; None: not set up.
+    pub ticket_keys: Option<Arc<ticket_core::domain::ticket_code::TicketKeys>>,
     pub tokens: Arc<TokenKeys>,
     /// Tokens voided before their expiry, followed from the database.
     pub revocations: Arc<Revocations>,

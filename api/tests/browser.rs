@@ -701,6 +701,49 @@ async fn a_concert_that_asks_for_work_has_the_page_solve_it_in_workers_before_th
 }
 
 #[tokio::test]
+async fn a_priced_concert_shows_its_prices_the_picks_total_and_the_holds() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(
+            json!({"rows": 2, "seatsPerRow": 4, "holdSeconds": 300, "categories": [
+                {"name": "Standard", "price": 90000, "currency": "KRW"},
+                {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"]},
+            ]}),
+        )
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "priced-fan").await;
+    open_concert(&page, &app.base, concert).await;
+    page.wait_element(".legend.prices", Some("VIP ₩150,000"))
+        .await;
+    let (_, label) = seat_state(&page, "A1").await;
+    assert_eq!(label, "Row A, seat 1, VIP ₩150,000, available");
+    for number in ["A1", "B1"] {
+        let button = page.wait_element(&seat(number), None).await;
+        page.click(&button).await;
+    }
+    page.wait_element("#choice", Some("Selected: A1, B1 · ₩240,000"))
+        .await;
+    reserve(&page).await;
+    let deciding = Deciding::start(&app);
+    page.wait_element(
+        ".line.held .hold-summary",
+        Some("2 seats, ₩240,000, confirm within"),
+    )
+    .await;
+    page.wait_element(".hold-countdown", Some(":")).await;
+    page.screenshot(&screenshot_dir().join("priced-hold.png"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
 async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_seat_offered() {
     let app = spawn_app().await;
     let concert = app

@@ -9,6 +9,7 @@ import { follow } from "./events.js";
 import { ProofOfWork } from "./proof.js";
 import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
+import { money, totalOf } from "./money.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
@@ -26,7 +27,8 @@ export async function concertView(main, { signal, params }) {
     max: concert.maxSeatsPerOrder,
     onChange: (ids) => {
       const numbers = map.selectedNumbers();
-      fill(choice, ids.length ? `Selected: ${numbers.join(", ")}` : "Pick a seat on the map.");
+      const total = map.selectedTotal();
+      fill(choice, ids.length ? `Selected: ${numbers.join(", ")}${total ? ` · ${total}` : ""}` : "Pick a seat on the map.");
       reserve.disabled = ids.length === 0 || saleState(concert).phase === "soon" || busy;
     },
     onCounts: (c) => {
@@ -117,7 +119,15 @@ export async function concertView(main, { signal, params }) {
     const cancel = h("button", { type: "button" }, `Release ${w.Seats.toLowerCase()}`);
     line.className = "line held";
     const heading = reservation.source === "WAITING_LIST" ? "Seats from the waiting list held for you" : "Seats held for you";
-    fill(line, h("h2", {}, heading), h("p", {}, `${w.Seats} ${seats} ${w.are} yours for `, left, ` more: confirm to keep ${w.them}.`), h("p", { class: "actions" }, confirm, cancel));
+    const total = totalOf(reservation.seats, reservation.currency);
+    const count = `${reservation.seats.length} ${w.Seats.toLowerCase()}`;
+    fill(
+      line,
+      h("h2", {}, heading),
+      h("p", { class: "hold-summary" }, total ? `${count}, ${total}, confirm within ` : `${count}, confirm within `, left),
+      h("p", {}, `${w.Seats} ${seats} ${w.are} yours until then.`),
+      h("p", { class: "actions" }, confirm, cancel),
+    );
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {
       line.className = "line failed";
       fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `${w.Seats} ${seats} went back on sale.`));
@@ -218,7 +228,7 @@ export async function concertView(main, { signal, params }) {
     h(
       "div",
       { class: "concert-body" },
-      h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend()),
+      h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend(), prices(concert)),
       h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, codeField, reserve, proof?.element, line, waiting.element),
     ),
   );
@@ -246,6 +256,16 @@ function holdText(seconds) {
   if (!seconds) return "Seats are yours as soon as your request wins";
   const span = seconds < 120 ? `${seconds} seconds` : `${Math.round(seconds / 60)} minutes`;
   return `Seats are held ${span} for you to confirm`;
+}
+
+/** The price categories, when the concert has prices. */
+function prices(concert) {
+  if (!concert.categories || concert.categories.length === 0) return null;
+  return h(
+    "ul",
+    { class: "legend prices", "aria-label": "Prices" },
+    ...concert.categories.map((c) => h("li", { "data-category": c.name }, `${c.name} ${money(c.price, c.currency)}`)),
+  );
 }
 
 function legend() {

@@ -7,6 +7,7 @@
 
 import { api } from "./api.js";
 import { h, fill } from "./dom.js";
+import { money, totalOf } from "./money.js";
 
 const STATE_NAMES = { A: "available", H: "held", R: "sold" };
 const REFRESH_MS = 1000;
@@ -75,10 +76,13 @@ export class SeatMap {
   async readLayout() {
     const layout = await api("GET", `/api/concerts/${this.concertId}/seat-map`);
     const seats = [];
+    const categories = layout.categories || [];
+    this.categories = categories;
     let i = 0;
     for (const [first, count] of layout.idRanges) {
       for (let k = 0; k < count; k += 1) {
-        seats.push({ id: first + k, seatNumber: layout.seatNumbers[i] });
+        const category = categories[(layout.seatCategories || [])[i]] || null;
+        seats.push({ id: first + k, seatNumber: layout.seatNumbers[i], category });
         i += 1;
       }
     }
@@ -117,16 +121,18 @@ export class SeatMap {
       }
       if (number !== null) lastNumber = number;
       const index = this.seats.length;
-      const name = match ? `Row ${label}, seat ${number}` : `Seat ${seat.seatNumber}`;
+      const priced = seat.category ? `, ${seat.category.name} ${money(seat.category.price, seat.category.currency)}` : "";
+      const name = (match ? `Row ${label}, seat ${number}` : `Seat ${seat.seatNumber}`) + priced;
       const button = h("button", {
         type: "button",
         class: "seat",
         tabindex: index === 0 ? "0" : "-1",
         "data-i": index,
         "data-seat": seat.seatNumber,
-        title: seat.seatNumber,
+        title: seat.seatNumber + priced.replace(",", " ·"),
+        "data-category": seat.category ? seat.category.name : undefined,
       });
-      const entry = { id: seat.id, number: seat.seatNumber, name, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
+      const entry = { id: seat.id, number: seat.seatNumber, name, category: seat.category, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
       this.seats.push(entry);
       this.byId.set(seat.id, entry);
       rowSeats.push(index);
@@ -208,6 +214,13 @@ export class SeatMap {
   /** The selected seats' numbers, in map order. */
   selectedNumbers() {
     return this.seats.filter((s) => this.chosen.has(s.id)).map((s) => s.number);
+  }
+
+  /** The chosen seats' total ("₩240,000"), or null without prices. */
+  selectedTotal() {
+    const chosen = this.seats.filter((s) => this.chosen.has(s.id));
+    const currency = chosen[0]?.category?.currency;
+    return totalOf(chosen.map((s) => ({ price: s.category ? s.category.price : null })), currency);
   }
 
   clear() {

@@ -90,6 +90,23 @@ impl Drop for TestDatabase {
                 .build()?;
             rt.block_on(async {
                 let mut conn = server.connect().await?;
+                // A test that panicked with a transaction open leaves its
+                // rollback to a runtime this drop is blocking: the server
+                // would keep that transaction, and DROP DATABASE would wait
+                // for its metadata lock for ever. End the database's
+                // connections first (idle ones, after a test that passed).
+                let others: Vec<(u64,)> = sqlx::query_as(
+                    "SELECT CAST(ID AS UNSIGNED) FROM information_schema.PROCESSLIST WHERE DB = ? AND ID <> CONNECTION_ID()",
+                )
+                .bind(&name)
+                .fetch_all(&mut conn)
+                .await?;
+                for (id,) in others {
+                    // Gone meanwhile is as good as killed.
+                    let _ = conn
+                        .execute(sqlx::AssertSqlSafe(format!("KILL CONNECTION {id}")))
+                        .await;
+                }
                 conn.execute(sqlx::AssertSqlSafe(format!(
                     "DROP DATABASE IF EXISTS `{name}`"
                 )))

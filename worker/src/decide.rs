@@ -198,7 +198,8 @@ async fn decide_rows(
         marked += seats::mark(&mut tx, &seats, status, until, now).await?;
     }
     let seats_done = (seats_started, SystemTime::now());
-    let reservation_ids = reservations::insert_many(&mut tx, &plan.reservations, now).await?;
+    let reservation_ids =
+        reservations::insert_many(&mut tx, &plan.reservations, &plan.prices, now).await?;
     let insert = (seats_done.1, SystemTime::now());
     let winners: Vec<QueueId> = plan.reservations.iter().map(|r| r.queue_id).collect();
     let succeeded = queue::mark_succeeded(&mut tx, &winners, fence, now).await?;

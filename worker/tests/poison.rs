@@ -109,6 +109,8 @@ async fn a_seat_sold_behind_its_status_column_is_taken_and_stalls_nothing() {
         names,
         [
             "a seat with a CONFIRMED claim is not RESERVED",
+            // Made by hand, the sale has no ticket either.
+            "a CONFIRMED seat claim has no valid ticket",
             "a confirmed reservation has no ReservationConfirmed event"
         ],
         "{violations:?}"

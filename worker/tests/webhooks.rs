@@ -39,6 +39,7 @@ async fn record_events(
     let seats = [ReservedSeat {
         seat_id: SeatId(7),
         seat_number: "A7".into(),
+        price: None,
     }];
     let now = ticket_core::testing::now();
     let mut conn = pool.acquire().await.unwrap();

@@ -4,9 +4,11 @@
 use chrono::Utc;
 use serde::Deserialize;
 use ticket_core::db::{self};
+use ticket_core::domain::price::CategoryInput;
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, ProofOfWork, SeatLayout, Venue, keep,
+    MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, PriceCategories, ProofOfWork,
+    SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -75,6 +77,10 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 86400)]
     waiting_list_offer_seconds: Option<u64>,
+    /// Price categories, 1–20, in one currency: each seat belongs to the
+    /// one naming its row, else to the first. Absent: the concert has no
+    /// prices (seats, holds and events carry none).
+    categories: Option<Vec<CategoryRequest>>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -133,6 +139,50 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 86400)]
     waiting_list_offer_seconds: Option<u64>,
+    /// New price categories, replacing the old: every seat is put in its
+    /// row's again (moves made seat by seat start over). Held and sold seats
+    /// keep the price they were decided at.
+    categories: Option<Vec<CategoryRequest>>,
+}
+
+/// One price category as sent.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CategoryRequest {
+    /// 1–40 characters, unique in the concert (case-insensitively).
+    #[schema(min_length = 1, max_length = 40, example = "VIP")]
+    name: String,
+    /// In the currency's minor units (cents; won have none), at most 10^11.
+    #[serde(deserialize_with = "integral::required")]
+    #[schema(minimum = 0, maximum = 100000000000_u64, example = 150000)]
+    price: u64,
+    /// ISO 4217, the same for every category of the concert.
+    #[schema(min_length = 3, max_length = 3, example = "KRW")]
+    currency: String,
+    /// Row labels (the letters of the seat numbers: A, B, AA); a row in
+    /// at most one category.
+    #[serde(default)]
+    #[schema(example = json!(["A", "B"]))]
+    rows: Vec<String>,
+}
+
+/// The categories sent, parsed: None when not sent, Some(None) when invalid
+/// (the reason recorded in `errors`).
+fn categories(
+    raw: Option<&[CategoryRequest]>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<PriceCategories>> {
+    let raw = raw?;
+    let input: Vec<CategoryInput<'_>> = raw
+        .iter()
+        .map(|c| CategoryInput {
+            name: &c.name,
+            price: c.price,
+            currency: &c.currency,
+            rows: &c.rows,
+        })
+        .collect();
+    Some(keep(PriceCategories::parse(&input), errors))
 }
 
 /// A field that may be given as null (`Some(None)`), unlike an absent one
@@ -150,6 +200,7 @@ pub struct NewConcert {
     pub(super) date: ConcertDate,
     pub(super) layout: SeatLayout,
     pub(super) settings: db::concerts::Settings,
+    pub(super) categories: Option<PriceCategories>,
 }
 
 impl TryFrom<CreateConcertRequest> for NewConcert {
@@ -164,6 +215,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
+        let categories = categories(req.categories.as_deref(), &mut errors).flatten();
         let sale = settings(
             RawSettings {
                 hold_seconds: req.hold_seconds,
@@ -221,6 +273,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     proof_of_work: sale.proof_of_work.unwrap_or_default(),
                     waiting_list_offer: sale.waiting_list_offer.unwrap_or_default(),
                 },
+                categories,
             }),
             _ => Err(errors),
         }
@@ -293,7 +346,10 @@ fn settings(raw: RawSettings, errors: &mut Vec<FieldError>) -> Option<GivenSetti
 }
 
 /// A valid change to a concert; absent fields stay as they are.
-pub struct ConcertChanges(pub(super) db::concerts::Changes);
+pub struct ConcertChanges(
+    pub(super) db::concerts::Changes,
+    pub(super) Option<PriceCategories>,
+);
 
 impl TryFrom<UpdateConcertRequest> for ConcertChanges {
     type Error = Vec<FieldError>;
@@ -338,21 +394,29 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
+        let categories = categories(req.categories.as_deref(), &mut errors);
+        if categories.as_ref().is_some_and(Option::is_none) {
+            return Err(errors);
+        }
+        let categories = categories.flatten();
         match (title, venue, date, sale, opens_at, presale) {
             (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at), Some(presale)) => {
-                Ok(Self(db::concerts::Changes {
-                    title,
-                    venue,
-                    date,
-                    hold: sale.hold,
-                    max_seats_per_order: sale.max_seats_per_order,
-                    max_seats_per_user: sale.max_seats_per_user,
-                    opens_at,
-                    presale_starts_at: presale,
-                    lottery: sale.lottery,
-                    proof_of_work: sale.proof_of_work,
-                    waiting_list_offer: sale.waiting_list_offer,
-                }))
+                Ok(Self(
+                    db::concerts::Changes {
+                        title,
+                        venue,
+                        date,
+                        hold: sale.hold,
+                        max_seats_per_order: sale.max_seats_per_order,
+                        max_seats_per_user: sale.max_seats_per_user,
+                        opens_at,
+                        presale_starts_at: presale,
+                        lottery: sale.lottery,
+                        proof_of_work: sale.proof_of_work,
+                        waiting_list_offer: sale.waiting_list_offer,
+                    },
+                    categories,
+                ))
             }
             _ => Err(errors),
         }

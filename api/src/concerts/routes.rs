@@ -6,7 +6,7 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::{self, concerts::ConcertRow};
-use ticket_core::domain::{ConcertId, OpensAt, PageRequest, PresaleStartsAt};
+use ticket_core::domain::{ConcertId, OpensAt, PageRequest, PresaleStartsAt, PriceCategories};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
@@ -44,8 +44,37 @@ pub struct ConcertResponse {
     proof_of_work: u8,
     /// How long seats offered from the waiting list are held for the fan.
     waiting_list_offer_seconds: u32,
+    /// The price categories, in order (the first takes the rows no other
+    /// names); empty: the concert has no prices.
+    categories: Vec<CategoryResponse>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CategoryResponse {
+    name: String,
+    /// In the currency's minor units.
+    price: u64,
+    currency: String,
+    rows: Vec<String>,
+}
+
+fn categories_of(categories: Option<&PriceCategories>) -> Vec<CategoryResponse> {
+    let Some(categories) = categories else {
+        return Vec::new();
+    };
+    categories
+        .categories
+        .iter()
+        .map(|c| CategoryResponse {
+            name: c.name.clone(),
+            price: c.price.get(),
+            currency: categories.currency.as_str().to_owned(),
+            rows: c.rows.iter().map(|r| r.as_str().to_owned()).collect(),
+        })
+        .collect()
 }
 
 #[derive(Serialize, ToSchema)]
@@ -71,8 +100,8 @@ pub struct ConcertPage {
     total_pages: u64,
 }
 
-impl From<ConcertRow> for ConcertResponse {
-    fn from(c: ConcertRow) -> Self {
+impl ConcertResponse {
+    fn new(c: ConcertRow, categories: Option<&PriceCategories>) -> Self {
         Self {
             id: c.id.get(),
             title: c.title,
@@ -87,6 +116,7 @@ impl From<ConcertRow> for ConcertResponse {
             lottery_window_seconds: c.lottery_window_seconds,
             proof_of_work: c.proof_of_work,
             waiting_list_offer_seconds: c.waiting_list_offer_seconds,
+            categories: categories_of(categories),
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -115,13 +145,17 @@ pub async fn create(
         now,
     )
     .await?;
+    if let Some(categories) = &new.categories {
+        // Nobody sees the new seats before the commit: no lock to take first.
+        db::prices::replace(&mut tx, id, categories).await?;
+    }
     let concert = load(&mut tx, id).await?;
     tx.commit().await?;
     let location = format!("/api/concerts/{id}");
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(ConcertResponse::from(concert)),
+        Json(ConcertResponse::new(concert, new.categories.as_ref())),
     ))
 }
 
@@ -135,8 +169,16 @@ pub async fn list(
     let page = PageRequest::parse(q.page, q.size)?;
     let mut conn = state.pool.acquire().await?;
     let (rows, total) = db::concerts::list(&mut conn, page).await?;
+    let ids: Vec<ConcertId> = rows.iter().map(|c| c.id).collect();
+    let categories = db::prices::of_concerts(&mut conn, &ids).await?;
     Ok(Json(ConcertPage {
-        content: rows.into_iter().map(Into::into).collect(),
+        content: rows
+            .into_iter()
+            .map(|c| {
+                let of = categories.get(&c.id);
+                ConcertResponse::new(c, of)
+            })
+            .collect(),
         page: page.page,
         size: page.size,
         total_elements: total,
@@ -162,8 +204,9 @@ pub async fn show(
         .counts;
     let mut conn = state.pool.acquire().await?;
     let concert = load(&mut conn, id).await?;
+    let categories = db::prices::of_concert(&mut conn, id).await?;
     Ok(Json(ConcertDetailResponse {
-        concert: concert.into(),
+        concert: ConcertResponse::new(concert, categories.as_ref()),
         available_seats: counts.available,
         held_seats: counts.held,
         reserved_seats: counts.reserved,
@@ -181,14 +224,23 @@ pub async fn update(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
-    let changes = ConcertChanges::try_from(req)?;
+    let ConcertChanges(changes, new_categories) = ConcertChanges::try_from(req)?;
     let mut tx = state.pool.begin().await?;
+    if new_categories.is_some() {
+        // Seats before the concert, in id order, as a deciding worker takes
+        // them: no decision reads a price halfway through the change.
+        db::concerts::lock_seats(&mut tx, id).await?;
+    }
     if db::concerts::lock(&mut tx, id).await?.is_none() {
         return Err(ApiError::concert_not_found());
     }
     let now = db::now(&mut tx).await?;
-    db::concerts::update(&mut tx, id, &changes.0, now).await?;
+    db::concerts::update(&mut tx, id, &changes, now).await?;
+    if let Some(categories) = &new_categories {
+        db::prices::replace(&mut tx, id, categories).await?;
+    }
     let concert = load(&mut tx, id).await?;
+    let categories = db::prices::of_concert(&mut tx, id).await?;
     // Checked against what the concert is now, the change included; the
     // transaction is rolled back on refusal.
     if let Some(presale) = concert.presale_starts_at {
@@ -196,7 +248,7 @@ pub async fn update(
         input::presale_before_opening(PresaleStartsAt::from_stored(presale), opening)?;
     }
     tx.commit().await?;
-    Ok(Json(concert.into()))
+    Ok(Json(ConcertResponse::new(concert, categories.as_ref())))
 }
 
 /// Deletes a concert with its seats, unless anyone ever requested or held

@@ -12,7 +12,8 @@ use axum::body::Bytes;
 use serde::Serialize;
 use sqlx::MySqlPool;
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, SeatId};
+use ticket_core::db::seats::LayoutSeat;
+use ticket_core::domain::{ConcertId, PriceCategories};
 use utoipa::ToSchema;
 
 use crate::cached_body::CachedBody;
@@ -38,20 +39,51 @@ pub struct SeatMapBody {
     /// The seats' numbers, in the same order.
     #[schema(example = json!(["A1", "A2", "A3"]))]
     seat_numbers: Vec<String>,
+    /// The price categories (the legend); empty: the concert has no prices.
+    categories: Vec<MapCategory>,
+    /// Each seat's category, as an index into `categories`, in the same
+    /// order as `seatNumbers`; empty without prices.
+    #[schema(example = json!([0, 0, 1]))]
+    seat_categories: Vec<u8>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct MapCategory {
+    name: String,
+    /// In the currency's minor units.
+    price: u64,
+    currency: String,
 }
 
 impl SeatMapBody {
-    fn of(concert: ConcertId, seats: Vec<(SeatId, String)>) -> Self {
+    fn of(concert: ConcertId, seats: Vec<LayoutSeat>, prices: Option<&PriceCategories>) -> Self {
         let mut id_ranges: Vec<[u64; 2]> = Vec::new();
         let mut seat_numbers = Vec::with_capacity(seats.len());
-        for (id, number) in seats {
-            add_to_runs(&mut id_ranges, id);
-            seat_numbers.push(number);
+        let mut seat_categories = Vec::new();
+        for seat in seats {
+            add_to_runs(&mut id_ranges, seat.id);
+            seat_numbers.push(seat.seat_number);
+            if prices.is_some() {
+                seat_categories.push(seat.category.unwrap_or(0));
+            }
         }
+        let categories = prices.map_or_else(Vec::new, |p| {
+            p.categories
+                .iter()
+                .map(|c| MapCategory {
+                    name: c.name.clone(),
+                    price: c.price.get(),
+                    currency: p.currency.as_str().to_owned(),
+                })
+                .collect()
+        });
         Self {
             concert_id: concert.get(),
             id_ranges,
             seat_numbers,
+            categories,
+            seat_categories,
         }
     }
 }
@@ -83,7 +115,9 @@ impl SeatMapCache {
                 if seats.is_empty() && db::concerts::find(&mut conn, concert).await?.is_none() {
                     return Ok::<_, ApiError>(None);
                 }
-                let json = serde_json::to_vec(&SeatMapBody::of(concert, seats)).unwrap_or_default();
+                let prices = db::prices::of_concert(&mut conn, concert).await?;
+                let body = SeatMapBody::of(concert, seats, prices.as_ref());
+                let json = serde_json::to_vec(&body).unwrap_or_default();
                 Ok(Some(Arc::new(CachedBody::new(
                     Bytes::from(json),
                     flate2::Compression::default(),
@@ -97,17 +131,62 @@ impl SeatMapCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ticket_core::domain::SeatId;
+    use ticket_core::domain::price::CategoryInput;
 
     #[test]
     fn seats_come_as_runs_of_ids_in_natural_order_with_their_numbers() {
+        let seat = |id, number: &str, category| LayoutSeat {
+            id: SeatId(id),
+            seat_number: number.to_owned(),
+            category,
+        };
         let seats = vec![
-            (SeatId(1), "A1".to_owned()),
-            (SeatId(2), "A2".to_owned()),
-            (SeatId(9), "A3".to_owned()),
-            (SeatId(3), "B1".to_owned()),
+            seat(1, "A1", None),
+            seat(2, "A2", None),
+            seat(9, "A3", None),
+            seat(3, "B1", None),
         ];
-        let body = SeatMapBody::of(ConcertId(1), seats);
+        let body = SeatMapBody::of(ConcertId(1), seats, None);
         assert_eq!(body.id_ranges, vec![[1, 2], [9, 1], [3, 1]]);
         assert_eq!(body.seat_numbers, ["A1", "A2", "A3", "B1"]);
+        assert!(body.categories.is_empty() && body.seat_categories.is_empty());
+    }
+
+    #[test]
+    fn a_priced_map_has_its_legend_and_each_seats_category() {
+        let rows = vec!["B".to_owned()];
+        let input = [
+            CategoryInput {
+                name: "Standard",
+                price: 90_000,
+                currency: "KRW",
+                rows: &[],
+            },
+            CategoryInput {
+                name: "VIP",
+                price: 150_000,
+                currency: "KRW",
+                rows: &rows,
+            },
+        ];
+        let prices = PriceCategories::parse(&input).unwrap();
+        let seats = vec![
+            LayoutSeat {
+                id: SeatId(1),
+                seat_number: "A1".into(),
+                category: Some(0),
+            },
+            LayoutSeat {
+                id: SeatId(2),
+                seat_number: "B1".into(),
+                category: Some(1),
+            },
+        ];
+        let body = SeatMapBody::of(ConcertId(1), seats, Some(&prices));
+        assert_eq!(body.seat_categories, [0, 1]);
+        assert_eq!(body.categories[1].name, "VIP");
+        assert_eq!(body.categories[1].price, 150_000);
+        assert_eq!(body.categories[1].currency, "KRW");
     }
 }

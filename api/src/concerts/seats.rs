@@ -6,7 +6,8 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, seats::SeatRow};
 use ticket_core::domain::{
-    ConcertId, FieldError, PageRequest, ReservationStatus, SeatId, SeatNumber, SeatStatus, keep,
+    ConcertId, FieldError, PageRequest, PriceCategories, ReservationStatus, SeatId, SeatNumber,
+    SeatStatus, keep,
 };
 use utoipa::{IntoParams, ToSchema};
 
@@ -53,6 +54,10 @@ pub struct UpdateSeatRequest {
     seat_number: Option<String>,
     #[schema(example = "AVAILABLE", pattern = "^(AVAILABLE|RESERVED)$")]
     status: Option<String>,
+    /// Moves the seat to the concert's category of this name (an unsold
+    /// seat only: neither held nor sold).
+    #[schema(min_length = 1, max_length = 40, example = "VIP")]
+    category: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -63,6 +68,12 @@ pub struct SeatResponse {
     seat_number: String,
     #[schema(example = "AVAILABLE")]
     status: &'static str,
+    /// Its price category's name; null when the concert has no prices.
+    #[schema(example = "VIP")]
+    category: Option<String>,
+    /// In the currency's minor units; null when the concert has no prices.
+    price: Option<u64>,
+    currency: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -72,25 +83,37 @@ pub struct SeatSummary {
     seat_number: String,
     #[schema(example = "AVAILABLE")]
     status: &'static str,
+    /// Its price category's name; null when the concert has no prices.
+    #[schema(example = "VIP")]
+    category: Option<String>,
+    /// In the currency's minor units; null when the concert has no prices.
+    price: Option<u64>,
 }
 
 impl From<SeatRow> for SeatResponse {
     fn from(s: SeatRow) -> Self {
+        let price = s.price.into_price();
         Self {
             id: s.id.get(),
             concert_id: s.concert_id.get(),
             seat_number: s.seat_number,
             status: s.status.as_str(),
+            category: price.as_ref().map(|p| p.category.clone()),
+            price: price.as_ref().map(|p| p.price.get()),
+            currency: price.map(|p| p.currency.as_str().to_owned()),
         }
     }
 }
 
 impl From<SeatRow> for SeatSummary {
     fn from(s: SeatRow) -> Self {
+        let price = s.price.into_price();
         Self {
             id: s.id.get(),
             seat_number: s.seat_number,
             status: s.status.as_str(),
+            category: price.as_ref().map(|p| p.category.clone()),
+            price: price.map(|p| p.price.get()),
         }
     }
 }
@@ -99,6 +122,8 @@ impl From<SeatRow> for SeatSummary {
 pub struct SeatChanges {
     number: Option<SeatNumber>,
     status: Option<SeatStatus>,
+    /// A category's name, found in the seat's concert once it is locked.
+    category: Option<String>,
 }
 
 impl TryFrom<UpdateSeatRequest> for SeatChanges {
@@ -117,8 +142,19 @@ impl TryFrom<UpdateSeatRequest> for SeatChanges {
             req.status.as_deref().map(SeatStatus::parse).transpose(),
             &mut errors,
         );
-        match (number, status) {
-            (Some(number), Some(status)) => Ok(Self { number, status }),
+        let category = keep(
+            req.category
+                .as_deref()
+                .map(|c| PriceCategories::parse_name("category", c))
+                .transpose(),
+            &mut errors,
+        );
+        match (number, status, category) {
+            (Some(number), Some(status), Some(category)) => Ok(Self {
+                number,
+                status,
+                category,
+            }),
             _ => Err(errors),
         }
     }
@@ -216,6 +252,10 @@ pub async fn create(
     let now = db::now(&mut tx).await?;
     let id = db::seats::insert(&mut tx, concert, &number, now).await?;
     db::concerts::adjust_seat_count(&mut tx, concert, 1).await?;
+    if let Some(categories) = db::prices::of_concert(&mut tx, concert).await? {
+        let seat = [(id, number.as_str().to_owned())];
+        db::prices::assign(&mut tx, &categories, &seat).await?;
+    }
     let seat = db::seats::find(&mut tx, id)
         .await?
         .ok_or_else(ApiError::seat_not_found)?;
@@ -243,7 +283,7 @@ pub async fn update(
 ) -> ApiResult<Json<SeatResponse>> {
     let changes = SeatChanges::try_from(req)?;
     let mut tx = state.pool.begin().await?;
-    db::seats::find_for_update(&mut tx, id)
+    let locked = db::seats::find_for_update(&mut tx, id)
         .await?
         .ok_or_else(ApiError::seat_not_found)?;
     let now = db::now(&mut tx).await?;
@@ -273,6 +313,23 @@ pub async fn update(
                 }
             ),
         ));
+    }
+    if let Some(name) = &changes.category {
+        // A held or sold seat keeps the price it was decided at; moving it
+        // would change what the map says it cost.
+        if sold {
+            return Err(ApiError::new(
+                ErrorCode::SeatStatusConflict,
+                "the seat is held or sold: only an unsold seat changes category",
+            ));
+        }
+        let position = db::prices::of_concert(&mut tx, locked.concert_id)
+            .await?
+            .and_then(|c| c.position_of(name))
+            .ok_or_else(|| {
+                FieldError::new("category", format!("the concert has no category {name:?}"))
+            })?;
+        db::prices::move_seat(&mut tx, id, position).await?;
     }
     db::seats::update(&mut tx, id, changes.number.as_ref(), changes.status, now).await?;
     let seat = db::seats::find(&mut tx, id)

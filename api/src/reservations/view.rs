@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::reservations;
+use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::{QueueId, UserId};
 use utoipa::{IntoParams, ToSchema};
 
@@ -28,6 +29,11 @@ pub struct ReservationResponse {
     #[serde(skip_serializing_if = "Option::is_none")]
     seat_number: Option<String>,
     seats: Vec<ReservationSeat>,
+    /// The seats' prices together, in `currency`'s minor units (null when
+    /// the concert has no prices): what a confirm charges.
+    total: Option<u64>,
+    #[schema(example = "KRW")]
+    currency: Option<String>,
     /// HELD, CONFIRMED, EXPIRED or CANCELLED.
     #[schema(example = "CONFIRMED")]
     status: &'static str,
@@ -43,6 +49,9 @@ pub struct ReservationResponse {
 pub struct ReservationSeat {
     seat_id: u64,
     seat_number: String,
+    /// The category and price the seat was decided at (null without prices).
+    category: Option<String>,
+    price: Option<u64>,
 }
 
 #[derive(IntoParams)]
@@ -61,6 +70,7 @@ pub struct IdempotencyHeader {
 
 impl From<reservations::ReservationRow> for ReservationResponse {
     fn from(r: reservations::ReservationRow) -> Self {
+        let total = total_of_seats(&r.seats);
         let one = match r.seats.as_slice() {
             [only] => Some(only.clone()),
             _ => None,
@@ -79,8 +89,12 @@ impl From<reservations::ReservationRow> for ReservationResponse {
                 .map(|s| ReservationSeat {
                     seat_id: s.seat_id.get(),
                     seat_number: s.seat_number,
+                    category: s.price.as_ref().map(|p| p.category.clone()),
+                    price: s.price.map(|p| p.price.get()),
                 })
                 .collect(),
+            total: total.map(|(amount, _)| amount.get()),
+            currency: total.map(|(_, currency)| currency.as_str().to_owned()),
             status: r.status.as_str(),
             hold_expires_at: r.hold_expires_at,
             confirmed_at: r.confirmed_at,

@@ -73,6 +73,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "sale-view.js" => "text/javascript; charset=utf-8",
         "proof.js" => "text/javascript; charset=utf-8",
         "waiting-list.js" => "text/javascript; charset=utf-8",
+        "money.js" => "text/javascript; charset=utf-8",
         // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
         // by proof.js only where a concert asks for a proof of work.
         "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",

@@ -17,6 +17,7 @@ async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
         "reservations",
         "reservation_queue",
         "outbox",
+        "tickets",
     ] {
         let row: (String, Option<i64>) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("CHECKSUM TABLE {table}")))
@@ -88,6 +89,15 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
     let pending = app.reserve(&alice, seats[1]).await.assert_status(201)["queueId"]
         .as_u64()
         .unwrap();
+    let ticket = app
+        .get(
+            &format!("/api/reservations/{reservation}/tickets"),
+            Some(&alice),
+        )
+        .await
+        .assert_status(200)[0]["ticketId"]
+        .as_u64()
+        .unwrap();
 
     let before = fingerprint(&app).await;
     let attempts: Vec<(Method, String, Option<Value>, u16, &str)> = vec![
@@ -146,6 +156,27 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             None,
             404,
             "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/reservations/{reservation}/tickets"),
+            None,
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/tickets/{ticket}/qr.svg"),
+            None,
+            404,
+            "TICKET_NOT_FOUND",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/check-in/revoked"),
+            None,
+            403,
+            "FORBIDDEN",
         ),
         (
             Method::POST,
@@ -277,6 +308,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "GET /api/concerts/{id}/availability",
         "GET /api/concerts/{id}/seat-map",
         "GET /api/concerts/{id}/challenge",
+        // Public keys: a scanner verifies codes with them, no secret.
+        "GET /api/concerts/{id}/check-in/keys",
         "GET /api/seats/{id}",
         // The caller's own place on a waiting list: no id of anyone's.
         "POST /api/concerts/{id}/waiting-list",

@@ -14,6 +14,7 @@ fn api(database_url: &str) -> Command {
     cmd.env_clear()
         .env("DATABASE_URL", database_url)
         .env("RUST_LOG", "info")
+        .env("TICKET_CODE_KEYS", crate::helpers::TICKET_KEY)
         .stdin(Stdio::null());
     cmd
 }

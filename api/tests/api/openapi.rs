@@ -42,6 +42,10 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/reservations/{id}/confirm"),
     ("post", "/api/reservations/{id}/cancel"),
     ("get", "/api/users/me/reservations"),
+    ("get", "/api/reservations/{id}/tickets"),
+    ("get", "/api/tickets/{id}/qr.svg"),
+    ("get", "/api/concerts/{id}/check-in/keys"),
+    ("get", "/api/concerts/{id}/check-in/revoked"),
 ];
 
 #[tokio::test]

@@ -32,6 +32,14 @@ app.kubernetes.io/component: {{ .component }}
 {{ .Values.auth.existingSecret | default (printf "%s-auth" (include "ticket.fullname" .)) }}
 {{- end -}}
 
+{{- define "ticket.ticketsSecret" -}}
+{{ .Values.tickets.existingSecret | default (printf "%s-tickets" (include "ticket.fullname" .)) }}
+{{- end -}}
+
+{{- define "ticket.ticketsEnabled" -}}
+{{- if or .Values.tickets.existingSecret .Values.tickets.codeKeys }}true{{ end -}}
+{{- end -}}
+
 {{- define "ticket.webhookSecret" -}}
 {{ .Values.webhook.existingSecret | default (printf "%s-webhook" (include "ticket.fullname" .)) }}
 {{- end -}}

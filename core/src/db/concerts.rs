@@ -356,6 +356,7 @@ pub async fn delete_with_seats(
             "waiting_list_entries",
             "waiting_lists",
             "sale_lines",
+            "price_categories",
         ] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE concert_id = ?"

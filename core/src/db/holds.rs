@@ -11,7 +11,9 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 use super::{BindIds as _, IdList, Traced as _};
 use super::{outbox, reservations};
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
-use crate::domain::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
+use crate::domain::{
+    ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, SeatPrice, UserId,
+};
 
 /// Up to `limit` reservations of one concert (the one whose hold ended
 /// first) that are HELD past their hold's end at `now`. A plain read: the
@@ -67,17 +69,13 @@ pub async fn expire(
     now: DateTime<Utc>,
 ) -> Result<Vec<ReservationId>, sqlx::Error> {
     async move {
-        let Some(ids_list) = IdList::of(ids) else {
-            return Ok(Vec::new());
-        };
-        let select = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT reservation_id, seat_id FROM reservation_seats WHERE reservation_id IN ({ids_list})"
-        )));
-        let claims: Vec<(ReservationId, SeatId)> =
-            select.bind_ids(&ids_list).fetch_all(&mut *conn).await?;
         let mut seats_of: BTreeMap<ReservationId, Vec<SeatId>> = BTreeMap::new();
-        for (reservation, seat) in claims {
+        let mut prices: HashMap<SeatId, SeatPrice> = HashMap::new();
+        for (reservation, seat, price) in reservations::claims_of(conn, ids).await? {
             seats_of.entry(reservation).or_default().push(seat);
+            if let Some(price) = price {
+                prices.insert(seat, price);
+            }
         }
         let mut seat_ids: Vec<SeatId> = seats_of.values().flatten().copied().collect();
         seat_ids.sort_unstable();
@@ -124,6 +122,7 @@ pub async fn expire(
                     .map(|s| ReservedSeat {
                         seat_id: *s,
                         seat_number: numbers.get(s).cloned().unwrap_or_default(),
+                        price: prices.get(s).cloned(),
                     })
                     .collect();
                 ReservationEvent::new(

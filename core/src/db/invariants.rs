@@ -74,6 +74,25 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[Now],
     ),
     (
+        "a CONFIRMED seat claim has no valid ticket",
+        "SELECT COUNT(*) FROM reservation_seats rs WHERE rs.status = 'CONFIRMED' AND NOT EXISTS \
+         (SELECT 1 FROM tickets t WHERE t.reservation_id = rs.reservation_id AND t.seat_id = rs.seat_id \
+            AND t.status = 'VALID')",
+        &[],
+    ),
+    (
+        "a valid ticket has no live seat (its claim is not CONFIRMED)",
+        "SELECT COUNT(*) FROM tickets t JOIN reservation_seats rs \
+            ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+         WHERE t.status = 'VALID' AND rs.status <> 'CONFIRMED'",
+        &[],
+    ),
+    (
+        "a ticket of a cancelled reservation was checked in after the cancel",
+        "SELECT COUNT(*) FROM tickets WHERE status = 'VOID' AND checked_in_at > voided_at",
+        &[],
+    ),
+    (
         "a FAILED request has no reason",
         "SELECT COUNT(*) FROM reservation_queue WHERE status = 'FAILED' AND reason IS NULL",
         &[],

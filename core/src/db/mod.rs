@@ -18,6 +18,7 @@ pub mod invariants;
 pub mod kept;
 pub mod line;
 pub mod outbox;
+pub mod prices;
 pub mod queue;
 pub mod rates;
 pub mod request_seats;
@@ -26,6 +27,7 @@ pub mod retention;
 pub mod revocations;
 pub mod seats;
 pub mod spent_challenges;
+pub mod tickets;
 pub mod users;
 pub mod waiting_list;
 

@@ -11,11 +11,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use super::prices::PriceColumns;
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{
     ConcertId, PageRequest, PaymentReference, QueueId, ReservationId, ReservationStatus, SeatId,
-    UserId,
+    SeatPrice, UserId,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -100,19 +101,53 @@ pub async fn seats_of(
         return Ok(HashMap::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT rs.reservation_id, rs.seat_id, s.seat_number FROM reservation_seats rs \
-         JOIN seats s ON s.id = rs.seat_id WHERE rs.reservation_id IN ({list}) \
-         ORDER BY rs.reservation_id, rs.seat_id"
+        "SELECT rs.reservation_id, rs.seat_id, s.seat_number, rs.category, rs.price, rs.currency \
+         FROM reservation_seats rs JOIN seats s ON s.id = rs.seat_id \
+         WHERE rs.reservation_id IN ({list}) ORDER BY rs.reservation_id, rs.seat_id"
     )));
-    let rows: Vec<(ReservationId, SeatId, String)> = select.bind_ids(&list).fetch_all(conn).await?;
+    let rows: Vec<ClaimRow> = select.bind_ids(&list).fetch_all(conn).await?;
     let mut seats: HashMap<ReservationId, Vec<ReservedSeat>> = HashMap::new();
-    for (id, seat_id, seat_number) in rows {
-        seats.entry(id).or_default().push(ReservedSeat {
-            seat_id,
-            seat_number,
-        });
+    for row in rows {
+        seats
+            .entry(row.reservation_id)
+            .or_default()
+            .push(ReservedSeat {
+                seat_id: row.seat_id,
+                seat_number: row.seat_number,
+                price: row.price.into_price(),
+            });
     }
     Ok(seats)
+}
+
+/// The claims of `reservations`: each one's seat and the price it was
+/// decided at.
+pub async fn claims_of(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+) -> Result<Vec<(ReservationId, SeatId, Option<SeatPrice>)>, sqlx::Error> {
+    let Some(list) = IdList::of(reservations) else {
+        return Ok(Vec::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT rs.reservation_id, rs.seat_id, '' AS seat_number, rs.category, rs.price, rs.currency \
+           FROM reservation_seats rs WHERE rs.reservation_id IN ({list})"
+    )));
+    let rows: Vec<ClaimRow> = select.bind_ids(&list).fetch_all(conn).await?;
+    Ok(rows
+        .into_iter()
+        .map(|r| (r.reservation_id, r.seat_id, r.price.into_price()))
+        .collect())
+}
+
+/// A claim as stored, with its seat's number.
+#[derive(sqlx::FromRow)]
+struct ClaimRow {
+    reservation_id: ReservationId,
+    seat_id: SeatId,
+    seat_number: String,
+    #[sqlx(flatten)]
+    price: PriceColumns,
 }
 
 /// A reservation locked for a change, as stored.
@@ -166,13 +201,14 @@ pub async fn lock_with_seats(
     id: ReservationId,
 ) -> Result<Option<LockedReservation>, sqlx::Error> {
     async move {
-        // A reservation's seats never change, so this plain read stays true.
-        let seat_ids: Vec<(SeatId,)> =
-            sqlx::query_as("SELECT seat_id FROM reservation_seats WHERE reservation_id = ?")
-                .bind(id)
-                .fetch_all(&mut *conn)
-                .await?;
-        let seat_ids: Vec<SeatId> = seat_ids.into_iter().map(|(s,)| s).collect();
+        // A reservation's seats and their prices never change, so this
+        // plain read stays true.
+        let claims = claims_of(conn, &[id]).await?;
+        let seat_ids: Vec<SeatId> = claims.iter().map(|c| c.1).collect();
+        let mut prices: HashMap<SeatId, SeatPrice> = claims
+            .into_iter()
+            .filter_map(|(_, seat, price)| Some((seat, price?)))
+            .collect();
         let seats = super::seats::lock_all(conn, &seat_ids).await?;
         let locked: Option<LockedReservation> = sqlx::query_as(
             "SELECT id, user_id, concert_id, queue_id, status, hold_expires_at, payment_reference, confirm_key \
@@ -187,6 +223,7 @@ pub async fn lock_with_seats(
                 .map(|(seat_id, seat_number)| ReservedSeat {
                     seat_id,
                     seat_number,
+                    price: prices.remove(&seat_id),
                 })
                 .collect();
             r
@@ -215,6 +252,7 @@ pub struct NewReservation {
 pub async fn insert_many(
     conn: &mut MySqlConnection,
     new: &[NewReservation],
+    prices: &HashMap<SeatId, SeatPrice>,
     now: DateTime<Utc>,
 ) -> Result<HashMap<QueueId, ReservationId>, sqlx::Error> {
     async move {
@@ -251,27 +289,65 @@ pub async fn insert_many(
                 .await?
                 .into_iter()
                 .collect();
-        let mut claims: Vec<(SeatId, ReservationId, &NewReservation)> = Vec::new();
+        let mut claims: Vec<Claim<'_>> = Vec::new();
         for r in new {
             if let Some(&id) = ids.get(&r.queue_id) {
-                claims.extend(r.seats.iter().map(|&seat| (seat, id, r)));
+                claims.extend(r.seats.iter().map(|&seat| Claim {
+                    reservation: id,
+                    seat,
+                    concert: r.concert,
+                    status: r.status,
+                    price: prices.get(&seat),
+                }));
             }
         }
-        claims.sort_by_key(|(seat, ..)| *seat);
-        let mut insert = sqlx::QueryBuilder::new(
-            "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) ",
-        );
-        insert.push_values(&claims, |mut row, (seat, id, r)| {
-            row.push_bind(*id)
-                .push_bind(*seat)
-                .push_bind(r.concert)
-                .push_bind(r.status);
-        });
-        insert.build().execute(&mut *conn).await?;
+        insert_claims(conn, &mut claims).await?;
+        // A reservation confirmed at once (no hold) has its tickets now.
+        let confirmed: Vec<ReservationId> = new
+            .iter()
+            .filter(|r| r.status == ReservationStatus::Confirmed)
+            .filter_map(|r| ids.get(&r.queue_id).copied())
+            .collect();
+        super::tickets::issue_for(conn, &confirmed, now).await?;
         Ok(ids)
     }
     .traced("INSERT", "reservations")
     .await
+}
+
+/// One seat's claim by a reservation, with the price it was decided at.
+pub struct Claim<'a> {
+    pub reservation: ReservationId,
+    pub seat: SeatId,
+    pub concert: ConcertId,
+    pub status: ReservationStatus,
+    pub price: Option<&'a SeatPrice>,
+}
+
+/// Writes the claims (in seat order, the order of the seats' locks their
+/// foreign-key checks take).
+pub async fn insert_claims(
+    conn: &mut MySqlConnection,
+    claims: &mut [Claim<'_>],
+) -> Result<(), sqlx::Error> {
+    if claims.is_empty() {
+        return Ok(());
+    }
+    claims.sort_by_key(|c| c.seat);
+    let mut insert = sqlx::QueryBuilder::new(
+        "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status, category, price, currency) ",
+    );
+    insert.push_values(claims.iter(), |mut row, c| {
+        row.push_bind(c.reservation)
+            .push_bind(c.seat)
+            .push_bind(c.concert)
+            .push_bind(c.status)
+            .push_bind(c.price.map(|p| p.category.clone()))
+            .push_bind(c.price.map(|p| p.price.get()))
+            .push_bind(c.price.map(|p| p.currency.as_str().to_owned()));
+    });
+    insert.build().execute(&mut *conn).await?;
+    Ok(())
 }
 
 /// HELD → CONFIRMED, with the buyer's payment reference and the confirm's
@@ -310,10 +386,14 @@ pub async fn confirm(
             "UPDATE reservation_seats SET status = 'CONFIRMED' WHERE reservation_id = ? AND status = 'HELD'",
         )
         .bind(id)
-        .execute(conn)
+        .execute(&mut *conn)
         .await?
         .rows_affected();
-        Ok(claims == seats as u64)
+        if claims != seats as u64 {
+            return Ok(false);
+        }
+        super::tickets::issue_for(conn, &[id], now).await?;
+        Ok(true)
     }
     .traced("UPDATE", "reservations")
     .await
@@ -347,7 +427,10 @@ pub async fn end(
              WHERE status IN ('HELD', 'CONFIRMED') AND reservation_id IN ({list})"
         )))
         .bind(status);
-        update.bind_ids(&list).execute(conn).await?;
+        update.bind_ids(&list).execute(&mut *conn).await?;
+        if status == ReservationStatus::Cancelled {
+            super::tickets::void_for(conn, ids, now).await?;
+        }
         Ok(ended)
     }
     .traced("UPDATE", "reservations")

@@ -1,3 +1,4 @@
+use super::prices::{PriceColumns, seat_price_columns};
 use super::{BindIds as _, IdList, Traced as _};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
@@ -13,6 +14,22 @@ pub struct SeatRow {
     pub concert_id: ConcertId,
     pub seat_number: String,
     pub status: SeatStatus,
+    /// Its category and price now (none while the concert has no
+    /// categories).
+    #[sqlx(flatten)]
+    pub price: PriceColumns,
+}
+
+/// The columns of a [`SeatRow`], of `seats s`.
+macro_rules! seat_row {
+    ($rest:literal) => {
+        concat!(
+            "SELECT s.id, s.concert_id, s.seat_number, s.status, ",
+            seat_price_columns!(),
+            " FROM seats s ",
+            $rest
+        )
+    };
 }
 
 /// One page of the concert's seats in natural order (A1, A2, …, A10, …,
@@ -24,15 +41,13 @@ pub async fn list_for_concert(
     page: PageRequest,
 ) -> Result<Vec<SeatRow>, sqlx::Error> {
     let query = match status {
-        None => sqlx::query_as(
-            "SELECT id, concert_id, seat_number, status FROM seats \
-             WHERE concert_id = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
-        )
+        None => sqlx::query_as(seat_row!(
+            "WHERE s.concert_id = ? ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
+        ))
         .bind(concert),
-        Some(status) => sqlx::query_as(
-            "SELECT id, concert_id, seat_number, status FROM seats \
-             WHERE concert_id = ? AND status = ? ORDER BY sort_key, id LIMIT ? OFFSET ?",
-        )
+        Some(status) => sqlx::query_as(seat_row!(
+            "WHERE s.concert_id = ? AND s.status = ? ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
+        ))
         .bind(concert)
         .bind(status),
     };
@@ -46,7 +61,7 @@ pub async fn list_for_concert(
 }
 
 pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ?")
+    sqlx::query_as(seat_row!("WHERE s.id = ?"))
         .bind(id)
         .fetch_optional(conn)
         .traced("SELECT", "seats")
@@ -60,7 +75,7 @@ pub async fn find_for_update(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as("SELECT id, concert_id, seat_number, status FROM seats WHERE id = ? FOR UPDATE")
+    sqlx::query_as(seat_row!("WHERE s.id = ? FOR UPDATE"))
         .bind(id)
         .fetch_optional(conn)
         .traced("SELECT", "seats")
@@ -230,15 +245,26 @@ pub async fn states_of_concert(
     Ok(seats)
 }
 
-/// Every seat of the concert with its number, in natural order (A1, A2,
-/// …, A10, …, B1): the layout a seat map draws.
+/// A seat as a seat map draws it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct LayoutSeat {
+    pub id: SeatId,
+    pub seat_number: String,
+    /// The position of its price category; None without categories.
+    pub category: Option<u8>,
+}
+
+/// Every seat of the concert with its number and category, in natural
+/// order (A1, A2, …, A10, …, B1): the layout a seat map draws.
 pub async fn layout_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-) -> Result<Vec<(SeatId, String)>, sqlx::Error> {
-    sqlx::query_as("SELECT id, seat_number FROM seats WHERE concert_id = ? ORDER BY sort_key, id")
-        .bind(concert)
-        .fetch_all(conn)
-        .traced("SELECT", "seats")
-        .await
+) -> Result<Vec<LayoutSeat>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, seat_number, category FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
+    )
+    .bind(concert)
+    .fetch_all(conn)
+    .traced("SELECT", "seats")
+    .await
 }

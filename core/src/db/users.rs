@@ -130,6 +130,12 @@ pub async fn delete_with_history(
             .execute(&mut *conn)
             .await?;
         sqlx::query(
+            "DELETE t FROM tickets t JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
+        )
+        .bind(id)
+        .execute(&mut *conn)
+        .await?;
+        sqlx::query(
             "DELETE rs FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
              WHERE r.user_id = ?",
         )

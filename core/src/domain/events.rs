@@ -4,13 +4,21 @@
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serialize;
 
+use super::price::{Amount, Currency, SeatPrice, total_of};
 use super::{ConcertId, QueueId, ReservationId, ReservationStatus, SeatId, UserId};
 
-/// One seat of a reservation, by id and number.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+/// One seat of a reservation, by id and number, with the price it was
+/// decided at (none for a concert without categories).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReservedSeat {
     pub seat_id: SeatId,
     pub seat_number: String,
+    pub price: Option<SeatPrice>,
+}
+
+/// The total of a reservation's seats and its currency, when priced.
+pub fn total_of_seats(seats: &[ReservedSeat]) -> Option<(Amount, Currency)> {
+    total_of(seats.iter().map(|s| s.price.as_ref()))
 }
 
 /// What happened to a reservation.
@@ -53,6 +61,10 @@ pub struct ReservationEvent {
     pub concert_id: ConcertId,
     pub status: &'static str,
     pub seats: Vec<EventSeat>,
+    /// What the reservation costs, in `currency`'s minor units: the amount
+    /// to charge on a confirm, to refund on a cancel (null without prices).
+    pub total: Option<u64>,
+    pub currency: Option<String>,
     pub hold_expires_at: Option<String>,
     pub payment_reference: Option<String>,
     pub occurred_at: String,
@@ -63,6 +75,8 @@ pub struct ReservationEvent {
 pub struct EventSeat {
     pub seat_id: u64,
     pub seat_number: String,
+    pub category: Option<String>,
+    pub price: Option<u64>,
 }
 
 /// The facts of a reservation an event reports.
@@ -85,6 +99,7 @@ impl ReservationEvent {
             EventKind::Expired => ReservationStatus::Expired,
             EventKind::Cancelled => ReservationStatus::Cancelled,
         };
+        let total = total_of_seats(subject.seats);
         Self {
             kind,
             reservation_id: subject.reservation_id,
@@ -98,8 +113,12 @@ impl ReservationEvent {
                 .map(|s| EventSeat {
                     seat_id: s.seat_id.get(),
                     seat_number: s.seat_number.clone(),
+                    category: s.price.as_ref().map(|p| p.category.clone()),
+                    price: s.price.as_ref().map(|p| p.price.get()),
                 })
                 .collect(),
+            total: total.map(|(amount, _)| amount.get()),
+            currency: total.map(|(_, currency)| currency.as_str().to_owned()),
             hold_expires_at: subject.hold_expires_at.map(rfc3339),
             payment_reference: subject.payment_reference.map(str::to_owned),
             occurred_at: rfc3339(at),

@@ -74,3 +74,11 @@ mod tests {
         }
     }
 }
+id_type!(
+    /// Primary key of `tickets`.
+    TicketId
+);
+id_type!(
+    /// Primary key of `scanners`.
+    ScannerId
+);

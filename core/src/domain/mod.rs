@@ -15,16 +15,19 @@ mod reservation;
 mod sale;
 mod seat;
 mod status;
+pub mod ticket_code;
 mod user;
 pub mod waiting_list;
 
 pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
-pub use ids::{AccessCodeId, ConcertId, QueueId, ReservationId, SeatId, UserId};
+pub use ids::{
+    AccessCodeId, ConcertId, QueueId, ReservationId, ScannerId, SeatId, TicketId, UserId,
+};
 pub use line_position::{LineFront, LinePart, LineRank};
 pub use order::{HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds};
 pub use page::{PageBounds, PageRequest};
-pub use price::{Amount, Currency, PriceCategories};
+pub use price::{Amount, Currency, PriceCategories, SeatPrice};
 pub use proof_of_work::ProofOfWork;
 pub use reservation::{FailureReason, IdempotencyKey};
 pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, SaleWindow};

@@ -44,6 +44,11 @@ impl Currency {
         Ok(Self(bytes))
     }
 
+    /// A code as stored (written only after [`Currency::parse`]).
+    pub fn from_stored(code: &str) -> Option<Self> {
+        Self::parse(code).ok()
+    }
+
     pub fn as_str(&self) -> &str {
         // Only parsed codes are held: three ASCII letters.
         std::str::from_utf8(&self.0).unwrap_or("XXX")
@@ -215,6 +220,28 @@ impl PriceCategories {
         })
     }
 
+    /// A category's name as sent to find one (`field` names it in errors).
+    pub fn parse_name(field: &'static str, raw: &str) -> Result<String, FieldError> {
+        parse_text(field, raw, Self::NAME_CHARS)
+    }
+
+    /// The position of the category named `name` (case-insensitively).
+    pub fn position_of(&self, name: &str) -> Option<usize> {
+        let wanted = name.trim().to_lowercase();
+        self.categories
+            .iter()
+            .position(|c| c.name.to_lowercase() == wanted)
+    }
+
+    /// The price of a seat of the category at `position`.
+    pub fn seat_price(&self, position: usize) -> Option<SeatPrice> {
+        self.categories.get(position).map(|c| SeatPrice {
+            category: c.name.clone(),
+            price: c.price,
+            currency: self.currency,
+        })
+    }
+
     /// The index of the category a seat belongs to, by its row: the one
     /// naming the row, else the first.
     pub fn index_of_seat(&self, seat_number: &str) -> usize {
@@ -226,6 +253,48 @@ impl PriceCategories {
             .position(|c| c.rows.contains(&row))
             .unwrap_or(0)
     }
+}
+
+/// What one seat costs: its category's name and price, in the concert's
+/// currency. A claim keeps the one it was decided at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeatPrice {
+    pub category: String,
+    pub price: Amount,
+    pub currency: Currency,
+}
+
+impl SeatPrice {
+    /// The price of stored columns, all three or none.
+    pub fn from_stored(
+        category: Option<String>,
+        price: Option<u64>,
+        currency: Option<&str>,
+    ) -> Option<Self> {
+        Some(Self {
+            category: category?,
+            price: Amount::from_stored(price?),
+            currency: Currency::from_stored(currency?)?,
+        })
+    }
+}
+
+/// What several seats cost together: the sum and the one currency, or
+/// None when a seat has no price (a concert without categories).
+pub fn total_of<'a>(
+    prices: impl IntoIterator<Item = Option<&'a SeatPrice>>,
+) -> Option<(Amount, Currency)> {
+    let mut currency = None;
+    let mut amounts = Vec::new();
+    for price in prices {
+        let price = price?;
+        if currency.is_some_and(|c| c != price.currency) {
+            return None;
+        }
+        currency = Some(price.currency);
+        amounts.push(price.price);
+    }
+    Some((Amount::total(amounts), currency?))
 }
 
 #[cfg(test)]
@@ -304,6 +373,20 @@ mod tests {
         assert!(refused(&[category(" ", 1, "EUR", &[])]).contains("empty"));
         let digits = rows(&["1"]);
         assert!(refused(&[category("X", 1, "EUR", &digits)]).contains("letters"));
+    }
+
+    #[test]
+    fn a_total_needs_every_seat_priced_in_one_currency() {
+        let seat = |price, currency| {
+            SeatPrice::from_stored(Some("VIP".into()), Some(price), Some(currency))
+        };
+        let (a, b, c) = (seat(1_000, "EUR"), seat(2_500, "EUR"), seat(5, "USD"));
+        let (total, currency) = total_of([a.as_ref(), b.as_ref()]).unwrap();
+        assert_eq!((total.get(), currency.as_str()), (3_500, "EUR"));
+        assert_eq!(total_of([a.as_ref(), None]), None);
+        assert_eq!(total_of([a.as_ref(), c.as_ref()]), None);
+        assert_eq!(total_of([]), None);
+        assert_eq!(SeatPrice::from_stored(None, Some(1), Some("EUR")), None);
     }
 
     #[test]

@@ -88,6 +88,9 @@ impl Chromedriver {
             // Root (as in containers) and hosts without unprivileged user
             // namespaces cannot use the sandbox; the page is our own.
             "--no-sandbox".to_owned(),
+            // Prices are formatted in the browser's locale: one locale,
+            // whatever the host's.
+            "--lang=en-US".to_owned(),
             format!("--window-size={width},{height}"),
         ];
         let mut options = json!({ "args": args });

@@ -10,7 +10,8 @@ use ticket_core::db::{fans, queue, reservations, seats, waiting_list};
 use ticket_core::domain::allocation::{self, Fan, FanStanding, Verdict};
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{
-    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatStatus, UserId,
+    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatPrice,
+    SeatStatus, UserId,
 };
 
 /// Who gets what in a batch, decided under the locks of the seats wanted.
@@ -25,6 +26,8 @@ pub(super) struct Plan {
     /// Won seats whose previous claim was a hold that has ended.
     pub(super) reclaimed: Vec<SeatId>,
     pub(super) numbers: HashMap<SeatId, String>,
+    /// The won seats' prices, as read under their locks.
+    pub(super) prices: HashMap<SeatId, SeatPrice>,
 }
 
 impl Plan {
@@ -84,6 +87,7 @@ impl Plan {
                     .map(|s| ReservedSeat {
                         seat_id: *s,
                         seat_number: self.numbers.get(s).cloned().unwrap_or_default(),
+                        price: self.prices.get(s).cloned(),
                     })
                     .collect();
                 let kind = match r.status {
@@ -139,6 +143,9 @@ pub(super) async fn plan(
             }
         }
         plan.numbers.insert(s.seat, s.seat_number);
+        if let Some(price) = s.price {
+            plan.prices.insert(s.seat, price);
+        }
     }
     let fans = fans_of(tx, rows, &batch, now).await?;
     let line: Vec<allocation::Request<'_>> = rows

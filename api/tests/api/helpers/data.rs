@@ -140,6 +140,13 @@ impl TestApp {
         .execute(&mut *tx)
         .await
         .unwrap();
+        ticket_core::db::tickets::issue_for(
+            &mut tx,
+            &[ticket_core::domain::ReservationId(id)],
+            ticket_core::testing::now(),
+        )
+        .await
+        .unwrap();
         sqlx::query(
             "INSERT INTO outbox (event_type, aggregate_id, payload, created_at) \
              VALUES ('ReservationConfirmed', ?, '{}', ?)",

@@ -91,8 +91,17 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
         }),
         header_read_timeout: HEADER_READ_TIMEOUT,
         request_timeout: REQUEST_TIMEOUT,
+        ticket_keys: Some(ticket_keys()),
     }
 }
+
+/// The keys the test servers sign ticket codes with.
+pub fn ticket_keys() -> ticket_core::domain::ticket_code::TicketKeys {
+    ticket_core::domain::ticket_code::TicketKeys::parse(TICKET_KEY).unwrap()
+}
+
+/// A fixed Ed25519 seed (base64url), so that a test can verify codes itself.
+pub const TICKET_KEY: &str = "dGlja2V0LXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE";
 
 /// The same keys the test server signs with, for minting special tokens.
 pub fn token_keys(ttl: Duration) -> TokenKeys {

@@ -1,8 +1,9 @@
 //! What deciding workers, the expiry sweep and checkout do to seats, under
 //! the seat locks every writer takes in id order.
 
+use crate::db::prices::{PriceColumns, SEAT_PRICE};
 use crate::db::{BindIds as _, IdList, Traced as _, execute_for_ids};
-use crate::domain::{QueueId, SeatId, SeatStatus};
+use crate::domain::{QueueId, SeatId, SeatPrice, SeatStatus};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use std::collections::HashMap;
@@ -103,6 +104,8 @@ pub enum SeatClaim {
 pub struct WantedSeat {
     pub seat: SeatId,
     pub seat_number: String,
+    /// What the seat costs now: the claim made of it keeps this.
+    pub price: Option<SeatPrice>,
     pub claim: SeatClaim,
     /// The place in line (`LineKey::place`) of the first open (WAITING,
     /// PENDING or PROCESSING, under any lease) request for the seat outside
@@ -115,6 +118,8 @@ pub struct WantedSeat {
 struct StandingRow {
     seat: SeatId,
     seat_number: String,
+    #[sqlx(flatten)]
+    price: PriceColumns,
     claim: Option<i64>,
     first_open_elsewhere: Option<u64>,
 }
@@ -152,7 +157,7 @@ pub async fn lock_free(
             return Ok(Vec::new());
         };
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT s.id AS seat, s.seat_number, \
+            "SELECT s.id AS seat, s.seat_number, {SEAT_PRICE}, \
                     (SELECT {CLAIM_OF_RESERVATION} \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
@@ -177,6 +182,7 @@ pub async fn lock_free(
             .map(|r| WantedSeat {
                 seat: r.seat,
                 seat_number: r.seat_number,
+                price: r.price.into_price(),
                 claim: claim_of(r.claim),
                 first_open_elsewhere: r.first_open_elsewhere,
             })

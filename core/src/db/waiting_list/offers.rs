@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::FREE_AND_UNWANTED;
-use crate::db::{Traced as _, fans, outbox, seats};
+use crate::db::prices::{PriceColumns, SEAT_PRICE};
+use crate::db::{Traced as _, fans, outbox, reservations, seats};
 use crate::domain::allocation::Fan;
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::waiting_list::{Offer, Waiting, offers};
@@ -14,6 +15,15 @@ use crate::domain::{
     ConcertId, MaxSeatsPerUser, OfferDuration, ReservationId, ReservationStatus, SeatId,
     SeatStatus, UserId,
 };
+/// A free seat an offer may give, with its price now.
+#[derive(sqlx::FromRow)]
+struct FreeSeat {
+    id: SeatId,
+    seat_number: String,
+    #[sqlx(flatten)]
+    price: PriceColumns,
+}
+
 /// Concerts whose list has someone waiting, up to `limit`.
 pub async fn with_fans_waiting(
     conn: &mut MySqlConnection,
@@ -92,8 +102,8 @@ pub async fn offer_step(
         if wanted == 0 {
             return Ok(Vec::new());
         }
-        let free: Vec<(SeatId, String)> = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT s.id, s.seat_number FROM seats s FORCE INDEX (idx_seats_concert_status) \
+        let free: Vec<FreeSeat> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT s.id, s.seat_number, {SEAT_PRICE} FROM seats s FORCE INDEX (idx_seats_concert_status) \
               WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} \
               ORDER BY s.sort_key LIMIT ? FOR UPDATE SKIP LOCKED"
         )))
@@ -129,9 +139,17 @@ pub async fn offer_step(
         let mut made = Vec::new();
         let mut events = Vec::new();
         for Offer { entry, fan, seats } in offers(&list, next.len()) {
-            let given: Vec<(SeatId, String)> = next.by_ref().take(usize::from(seats)).collect();
-            let ids: Vec<SeatId> = given.iter().map(|(id, _)| *id).collect();
-            let reservation = hold_for(conn, concert, fan, &ids, until, now).await?;
+            let given: Vec<ReservedSeat> = next
+                .by_ref()
+                .take(usize::from(seats))
+                .map(|s| ReservedSeat {
+                    seat_id: s.id,
+                    seat_number: s.seat_number,
+                    price: s.price.into_price(),
+                })
+                .collect();
+            let ids: Vec<SeatId> = given.iter().map(|s| s.seat_id).collect();
+            let reservation = hold_for(conn, concert, fan, &given, until, now).await?;
             sqlx::query(
                 "UPDATE waiting_list_entries SET status = 'OFFERED', reservation_id = ?, ended_at = ? \
                   WHERE id = ? AND status = 'WAITING'",
@@ -141,13 +159,7 @@ pub async fn offer_step(
             .bind(entry)
             .execute(&mut *conn)
             .await?;
-            let seats: Vec<ReservedSeat> = given
-                .into_iter()
-                .map(|(seat_id, seat_number)| ReservedSeat {
-                    seat_id,
-                    seat_number,
-                })
-                .collect();
+            let seats = given;
             events.push(ReservationEvent::new(
                 EventKind::Offered,
                 &Subject {
@@ -180,11 +192,11 @@ async fn hold_for(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     fan: UserId,
-    seats: &[SeatId],
+    seats: &[ReservedSeat],
     until: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> Result<ReservationId, sqlx::Error> {
-    let mut sorted = seats.to_vec();
+    let mut sorted: Vec<SeatId> = seats.iter().map(|s| s.seat_id).collect();
     sorted.sort_unstable();
     let done = sqlx::query(
         "INSERT INTO reservations (user_id, concert_id, seat_id, queue_id, source, status, \
@@ -199,16 +211,17 @@ async fn hold_for(
     .execute(&mut *conn)
     .await?;
     let reservation = ReservationId(done.last_insert_id());
-    let mut insert = sqlx::QueryBuilder::new(
-        "INSERT INTO reservation_seats (reservation_id, seat_id, concert_id, status) ",
-    );
-    insert.push_values(&sorted, |mut row, seat| {
-        row.push_bind(reservation)
-            .push_bind(*seat)
-            .push_bind(concert)
-            .push_bind(ReservationStatus::Held);
-    });
-    insert.build().execute(&mut *conn).await?;
+    let mut claims: Vec<reservations::Claim<'_>> = seats
+        .iter()
+        .map(|s| reservations::Claim {
+            reservation,
+            seat: s.seat_id,
+            concert,
+            status: ReservationStatus::Held,
+            price: s.price.as_ref(),
+        })
+        .collect();
+    reservations::insert_claims(conn, &mut claims).await?;
     seats::mark(conn, &sorted, SeatStatus::Held, Some(until), now).await?;
     Ok(reservation)
 }

@@ -1,0 +1,386 @@
+//! Prices (issue 31): a concert's categories by row, each seat's category
+//! and price, the price a claim was decided at on holds, reservations and
+//! events, and refusals that change nothing.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use crate::helpers::{TestApp, order, spawn_app};
+
+/// Standard (the first: rows no category names) and VIP (row A), in won.
+fn two_categories(vip: u64) -> Value {
+    json!([
+        {"name": "Standard", "price": 90000, "currency": "KRW"},
+        {"name": "VIP", "price": vip, "currency": "krw", "rows": ["a"]},
+    ])
+}
+
+/// A concert of rows A–C, two seats each, priced; (id, seats by number).
+async fn priced_concert(app: &TestApp, extra: Value) -> (u64, Vec<(String, u64)>) {
+    let mut body = json!({"rows": 3, "seatsPerRow": 2, "categories": two_categories(150000)});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    let concert = app.concert(body).await;
+    let id = concert["id"].as_u64().unwrap();
+    let seats = app
+        .seats(id)
+        .await
+        .iter()
+        .map(|s| {
+            (
+                s["seatNumber"].as_str().unwrap().to_owned(),
+                s["id"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    (id, seats)
+}
+
+fn seat(seats: &[(String, u64)], number: &str) -> u64 {
+    seats.iter().find(|(n, _)| n == number).unwrap().1
+}
+
+async fn reservation_of_request(app: &TestApp, token: &str, queue_id: u64) -> Value {
+    let status = app.queue_status(token, queue_id).await;
+    assert_eq!(status["status"], "SUCCESS", "{status}");
+    let id = status["reservationId"].as_u64().unwrap();
+    app.get(&format!("/api/reservations/{id}"), Some(token))
+        .await
+        .assert_status(200)
+        .clone()
+}
+
+async fn payloads(app: &TestApp, reservation: u64) -> Vec<Value> {
+    let rows: Vec<(String,)> =
+        sqlx::query_as("SELECT payload FROM outbox WHERE aggregate_id = ? ORDER BY id")
+            .bind(reservation)
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    rows.into_iter()
+        .map(|(p,)| serde_json::from_str(&p).unwrap())
+        .collect()
+}
+
+#[tokio::test]
+async fn seats_take_their_rows_category_and_price_everywhere_they_are_listed() {
+    let app = spawn_app().await;
+    let (concert, seats) = priced_concert(&app, json!({})).await;
+    let detail = app.get(&format!("/api/concerts/{concert}"), None).await;
+    let categories = &detail.assert_status(200)["categories"];
+    assert_eq!(
+        categories,
+        &json!([
+            {"name": "Standard", "price": 90000, "currency": "KRW", "rows": []},
+            {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"]},
+        ])
+    );
+    let listed = app.seats(concert).await;
+    let priced: Vec<(String, String, u64)> = listed
+        .iter()
+        .map(|s| {
+            (
+                s["seatNumber"].as_str().unwrap().to_owned(),
+                s["category"].as_str().unwrap().to_owned(),
+                s["price"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        priced,
+        [
+            ("A1", "VIP", 150000),
+            ("A2", "VIP", 150000),
+            ("B1", "Standard", 90000),
+            ("B2", "Standard", 90000),
+            ("C1", "Standard", 90000),
+            ("C2", "Standard", 90000),
+        ]
+        .map(|(n, c, p)| (n.to_owned(), c.to_owned(), p))
+    );
+    let one = app
+        .get(&format!("/api/seats/{}", seat(&seats, "A1")), None)
+        .await;
+    assert_eq!(
+        (
+            &one.body["category"],
+            &one.body["price"],
+            &one.body["currency"]
+        ),
+        (&json!("VIP"), &json!(150000), &json!("KRW"))
+    );
+    let map = app
+        .get(&format!("/api/concerts/{concert}/seat-map"), None)
+        .await;
+    let map = map.assert_status(200);
+    assert_eq!(map["seatCategories"], json!([1, 1, 0, 0, 0, 0]));
+    assert_eq!(map["categories"][1]["name"], "VIP");
+    assert_eq!(map["categories"][0]["price"], 90000);
+
+    // A concert without categories: no prices anywhere, as before.
+    let plain = app.concert(json!({"rows": 1, "seatsPerRow": 2})).await;
+    let plain_id = plain["id"].as_u64().unwrap();
+    assert_eq!(plain["categories"], json!([]));
+    let seat = &app.seats(plain_id).await[0];
+    assert!(seat["category"].is_null() && seat["price"].is_null());
+}
+
+#[tokio::test]
+async fn bad_categories_are_refused_and_change_nothing() {
+    let app = spawn_app().await;
+    let admin = app.admin_token.clone();
+    for (categories, why) in [
+        (json!([]), "at least one"),
+        (
+            json!([{"name": "A", "price": 1, "currency": "EUR"}, {"name": "B", "price": 1, "currency": "USD"}]),
+            "same currency",
+        ),
+        (
+            json!([{"name": "VIP", "price": 1, "currency": "EUR"}, {"name": "vip", "price": 2, "currency": "EUR"}]),
+            "twice",
+        ),
+        (
+            json!([{"name": "X", "price": 1, "currency": "EUR", "rows": ["A"]}, {"name": "Y", "price": 1, "currency": "EUR", "rows": ["A"]}]),
+            "two categories",
+        ),
+        (
+            json!([{"name": "X", "price": 1, "currency": "EUX"}]),
+            "ISO 4217",
+        ),
+        (
+            json!([{"name": "X", "price": 100000000001_u64, "currency": "EUR"}]),
+            "at most",
+        ),
+    ] {
+        let reply = app
+            .post(
+                "/api/concerts",
+                Some(&admin),
+                json!({"title": "T", "venue": "V", "concertDate": "2099-05-01T19:00:00Z", "categories": categories}),
+            )
+            .await;
+        let body = reply.assert_problem(400, "VALIDATION_ERROR").to_string();
+        assert!(body.contains(why), "{why}: {body}");
+    }
+    // Not a whole number of minor units: no floating point anywhere.
+    for price in [json!(1.5), json!(-1), json!("100")] {
+        app.post(
+            "/api/concerts",
+            Some(&admin),
+            json!({"title": "T", "venue": "V", "concertDate": "2099-05-01T19:00:00Z",
+                   "categories": [{"name": "X", "price": price, "currency": "EUR"}]}),
+        )
+        .await
+        .assert_problem(400, "VALIDATION_ERROR");
+    }
+    assert_eq!(app.count("concerts").await, 0);
+
+    let (concert, _) = priced_concert(&app, json!({})).await;
+    let reply = app
+        .patch(
+            &format!("/api/concerts/{concert}"),
+            Some(&admin),
+            json!({"title": "Renamed", "categories": [{"name": "X", "price": 1, "currency": "EUR"}, {"name": "x", "price": 1, "currency": "EUR"}]}),
+        )
+        .await;
+    reply.assert_problem(400, "VALIDATION_ERROR");
+    let detail = app.get(&format!("/api/concerts/{concert}"), None).await;
+    assert_ne!(detail.body["title"], "Renamed");
+    assert_eq!(detail.body["categories"][1]["price"], 150000);
+    let user = app.user("alice").await.1;
+    app.patch(
+        &format!("/api/concerts/{concert}"),
+        Some(&user),
+        json!({"categories": two_categories(1)}),
+    )
+    .await
+    .assert_problem(403, "FORBIDDEN");
+}
+
+#[tokio::test]
+async fn a_hold_carries_the_prices_it_was_decided_at_to_the_confirm_and_its_event() {
+    let app = spawn_app().await;
+    let (concert, seats) = priced_concert(&app, json!({"holdSeconds": 600})).await;
+    let (_, alice) = app.user("alice").await;
+    let queued = order(&app, &alice, &[seat(&seats, "A1"), seat(&seats, "B1")])
+        .await
+        .assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let held = reservation_of_request(&app, &alice, queued).await;
+    assert_eq!(held["status"], "HELD");
+    assert_eq!(
+        (&held["total"], &held["currency"]),
+        (&json!(240000), &json!("KRW"))
+    );
+    let prices: Vec<(&str, u64)> = held["seats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            (
+                s["category"].as_str().unwrap(),
+                s["price"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(prices, [("VIP", 150000), ("Standard", 90000)]);
+
+    // The VIP price goes up during the hold: the hold keeps its price, a
+    // seat decided afterwards has the new one.
+    app.patch(
+        &format!("/api/concerts/{concert}"),
+        Some(&app.admin_token),
+        json!({"categories": two_categories(200000)}),
+    )
+    .await
+    .assert_status(200);
+    let id = held["reservationId"].as_u64().unwrap();
+    let confirmed = app
+        .post(
+            &format!("/api/reservations/{id}/confirm"),
+            Some(&alice),
+            json!({"paymentReference": "pi_1"}),
+        )
+        .await;
+    assert_eq!(confirmed.assert_status(200)["total"], 240000);
+    let events = payloads(&app, id).await;
+    assert_eq!(events.len(), 2);
+    for event in &events {
+        assert_eq!(
+            (&event["total"], &event["currency"]),
+            (&json!(240000), &json!("KRW"))
+        );
+        assert_eq!(event["seats"][0]["price"], 150000);
+        assert_eq!(event["seats"][0]["category"], "VIP");
+    }
+    let (_, bob) = app.user("bob").await;
+    let later = order(&app, &bob, &[seat(&seats, "A2")])
+        .await
+        .assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let later = reservation_of_request(&app, &bob, later).await;
+    assert_eq!(later["total"], 200000);
+
+    // The cancel's event names what to refund: what was paid.
+    app.post(
+        &format!("/api/reservations/{id}/cancel"),
+        Some(&alice),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+    let events = payloads(&app, id).await;
+    assert_eq!(events[2]["status"], "CANCELLED");
+    assert_eq!(events[2]["total"], 240000);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn an_unsold_seat_changes_category_and_a_held_one_does_not() {
+    let app = spawn_app().await;
+    let (_, seats) = priced_concert(&app, json!({"holdSeconds": 600})).await;
+    let admin = app.admin_token.clone();
+    let c1 = seat(&seats, "C1");
+    let moved = app
+        .patch(
+            &format!("/api/seats/{c1}"),
+            Some(&admin),
+            json!({"category": "vip"}),
+        )
+        .await;
+    let moved = moved.assert_status(200);
+    assert_eq!(
+        (&moved["category"], &moved["price"]),
+        (&json!("VIP"), &json!(150000))
+    );
+    app.patch(
+        &format!("/api/seats/{c1}"),
+        Some(&admin),
+        json!({"category": "Balcony"}),
+    )
+    .await
+    .assert_problem(400, "VALIDATION_ERROR");
+
+    let (_, alice) = app.user("alice").await;
+    let b1 = seat(&seats, "B1");
+    order(&app, &alice, &[b1]).await.assert_status(201);
+    app.drain().await;
+    app.patch(
+        &format!("/api/seats/{b1}"),
+        Some(&admin),
+        json!({"category": "VIP"}),
+    )
+    .await
+    .assert_problem(409, "SEAT_STATUS_CONFLICT");
+    let b1_now = app.get(&format!("/api/seats/{b1}"), None).await;
+    assert_eq!(b1_now.body["category"], "Standard");
+
+    // A seat added later takes its row's category.
+    let concert = app.get(&format!("/api/seats/{b1}"), None).await.body["concertId"]
+        .as_u64()
+        .unwrap();
+    let added = app
+        .post(
+            "/api/seats",
+            Some(&admin),
+            json!({"concertId": concert, "seatNumber": "A9"}),
+        )
+        .await;
+    assert_eq!(added.assert_status(201)["category"], "VIP");
+}
+
+/// Prices change while two-seat orders are decided: a reservation's seats
+/// are priced all before the change or all after it, never half and half,
+/// and each claim's price is one the category had.
+#[tokio::test]
+async fn a_price_change_during_decisions_prices_each_order_wholly_old_or_new() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 40, "maxSeatsPerUser": 2,
+            "categories": [{"name": "Floor", "price": 1000, "currency": "EUR"}]}))
+        .await;
+    let users = app.many_users("fan", 20).await;
+    for ((_, token), pair) in users.iter().zip(seats.chunks(2)) {
+        order(&app, token, pair).await.assert_status(201);
+    }
+    let barrier = Arc::new(Barrier::new(2));
+    let change = {
+        let app = TestApp::sharing_database(&app, app.base.clone());
+        let barrier = barrier.clone();
+        tokio::spawn(async move {
+            barrier.wait().await;
+            app.patch(
+                &format!("/api/concerts/{concert}"),
+                Some(&app.admin_token),
+                json!({"categories": [{"name": "Floor", "price": 2000, "currency": "EUR"}]}),
+            )
+            .await
+            .assert_status(200);
+        })
+    };
+    barrier.wait().await;
+    app.run_workers_until_drained(2).await;
+    change.await.unwrap();
+    let rows: Vec<(u64, u64, u64)> = sqlx::query_as(
+        "SELECT reservation_id, MIN(price), MAX(price) FROM reservation_seats GROUP BY reservation_id",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(rows.len(), 20);
+    for (reservation, low, high) in rows {
+        assert_eq!(low, high, "reservation {reservation} has two prices");
+        assert!(
+            low == 1000 || low == 2000,
+            "reservation {reservation}: {low}"
+        );
+    }
+    app.assert_invariants().await;
+}

@@ -1,0 +1,17 @@
+// Prices as the API gives them: whole minor units (cents; won have none)
+// and an ISO 4217 code. The browser knows each currency's decimals and
+// symbol; the page never does arithmetic in floating point beyond the one
+// division for display.
+
+/** "₩240,000", "€12.50" for an amount in minor units. */
+export function money(minor, currency) {
+  const format = new Intl.NumberFormat(undefined, { style: "currency", currency });
+  const decimals = format.resolvedOptions().maximumFractionDigits;
+  return format.format(minor / 10 ** decimals);
+}
+
+/** The total of seats that each carry `price` (null: not priced), or null. */
+export function totalOf(seats, currency) {
+  if (!currency || seats.length === 0 || seats.some((s) => s.price == null)) return null;
+  return money(seats.reduce((sum, s) => sum + s.price, 0), currency);
+}

@@ -1,0 +1,177 @@
+//! E-tickets (issue 31): one per seat of a CONFIRMED reservation, issued in
+//! the transaction that confirms it and voided in the one that cancels it.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
+use crate::domain::ticket_code::TicketIdentity;
+use crate::domain::{ConcertId, ReservationId, ScannerId, SeatId, TicketId, UserId};
+
+/// Issues a ticket for every CONFIRMED claim of `reservations` (the
+/// caller's, in its transaction).
+pub async fn issue_for(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    execute_for_ids(conn, reservations, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "INSERT INTO tickets (concert_id, reservation_id, seat_id, version, status, issued_at) \
+             SELECT concert_id, reservation_id, seat_id, 1, 'VALID', ? FROM reservation_seats \
+              WHERE status = 'CONFIRMED' AND reservation_id IN ({list})"
+        )))
+        .bind(now.naive_utc())
+    })
+    .traced("INSERT", "tickets")
+    .await
+}
+
+/// Voids the valid tickets of `reservations` (cancelled in the caller's
+/// transaction).
+pub async fn void_for(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    execute_for_ids(conn, reservations, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE tickets SET status = 'VOID', voided_at = ? \
+              WHERE status = 'VALID' AND reservation_id IN ({list})"
+        )))
+        .bind(now.naive_utc())
+    })
+    .traced("UPDATE", "tickets")
+    .await
+}
+
+/// A ticket with what its holder and the door are shown.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct TicketRow {
+    pub id: TicketId,
+    pub concert_id: ConcertId,
+    pub reservation_id: ReservationId,
+    pub seat_id: SeatId,
+    pub version: u32,
+    /// VALID or VOID.
+    pub status: String,
+    pub seat_number: String,
+    pub category: Option<String>,
+    pub user_id: UserId,
+    pub holder: String,
+    pub checked_in_at: Option<DateTime<Utc>>,
+    pub checked_in_gate: Option<String>,
+}
+
+impl TicketRow {
+    pub fn identity(&self) -> TicketIdentity {
+        TicketIdentity {
+            ticket: self.id,
+            concert: self.concert_id,
+            seat: self.seat_id,
+            version: self.version,
+        }
+    }
+
+    pub fn is_valid(&self) -> bool {
+        self.status == "VALID"
+    }
+}
+
+const SELECT: &str = "SELECT t.id, t.concert_id, t.reservation_id, t.seat_id, t.version, t.status, \
+                      s.seat_number, rs.category, r.user_id, u.nickname AS holder, \
+                      t.checked_in_at, t.checked_in_gate \
+                      FROM tickets t JOIN seats s ON s.id = t.seat_id \
+                      JOIN reservation_seats rs ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+                      JOIN reservations r ON r.id = t.reservation_id JOIN users u ON u.id = r.user_id";
+
+/// The tickets of a reservation, in seat order.
+pub async fn of_reservation(
+    conn: &mut MySqlConnection,
+    reservation: ReservationId,
+) -> Result<Vec<TicketRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "{SELECT} WHERE t.reservation_id = ? ORDER BY t.seat_id"
+    )))
+    .bind(reservation)
+    .fetch_all(conn)
+    .traced("SELECT", "tickets")
+    .await
+}
+
+pub async fn find(
+    conn: &mut MySqlConnection,
+    ticket: TicketId,
+) -> Result<Option<TicketRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!("{SELECT} WHERE t.id = ?")))
+        .bind(ticket)
+        .fetch_optional(conn)
+        .traced("SELECT", "tickets")
+        .await
+}
+
+/// The concert's tickets voided at or after `since`, oldest first, at most
+/// `limit` (a scanner asks again from the last one's time).
+pub async fn voided_since(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    since: DateTime<Utc>,
+    limit: u32,
+) -> Result<Vec<(TicketId, DateTime<Utc>)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT id, voided_at FROM tickets FORCE INDEX (idx_tickets_concert_voided) \
+          WHERE concert_id = ? AND voided_at >= ? ORDER BY voided_at, id LIMIT ?",
+    )
+    .bind(concert)
+    .bind(since.naive_utc())
+    .bind(limit)
+    .fetch_all(conn)
+    .traced("SELECT", "tickets")
+    .await
+}
+
+/// Admits a valid ticket of this version once: true when this call did.
+/// The conditional UPDATE is the exactly-once: of any number of scans at
+/// once, one changes the row.
+pub async fn check_in(
+    conn: &mut MySqlConnection,
+    ticket: &TicketIdentity,
+    gate: &str,
+    scanner: Option<ScannerId>,
+    at: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE tickets SET checked_in_at = ?, checked_in_gate = ?, checked_in_by = ? \
+          WHERE id = ? AND concert_id = ? AND seat_id = ? AND version = ? \
+            AND status = 'VALID' AND checked_in_at IS NULL",
+    )
+    .bind(at.naive_utc())
+    .bind(gate)
+    .bind(scanner)
+    .bind(ticket.ticket)
+    .bind(ticket.concert)
+    .bind(ticket.seat)
+    .bind(ticket.version)
+    .execute(conn)
+    .traced("UPDATE", "tickets")
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Tickets of several reservations at once (the mail of a confirmation).
+pub async fn of_reservations(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+) -> Result<Vec<TicketRow>, sqlx::Error> {
+    let Some(list) = IdList::of(reservations) else {
+        return Ok(Vec::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "{SELECT} WHERE t.reservation_id IN ({list}) ORDER BY t.reservation_id, t.seat_id"
+    )));
+    select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "tickets")
+        .await
+}
