@@ -27,7 +27,7 @@ start_api() {
   local url="$1" port
   shift
   stack_free_port 18080
-  env "$@" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_API_ADDR="127.0.0.1:$port" \
+  env "$@" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" TICKET_CODE_KEYS="$stack_code_keys" TICKET_API_ADDR="127.0.0.1:$port" \
     TICKET_DB_MAX_CONNECTIONS="${TICKET_DB_MAX_CONNECTIONS:-64}" RUST_LOG=warn "$bin/ticket-api" &
   api_pid=$!
   api_url="http://127.0.0.1:$port"

@@ -60,7 +60,7 @@ trap 'stack_stop; fault_db stop 2>/dev/null || true' EXIT
 
 start_api() {
   stack_spawn env "${stack_limits_off[@]}" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" \
-    TICKET_API_ADDR="127.0.0.1:$port" TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
+    TICKET_CODE_KEYS="$stack_code_keys" TICKET_API_ADDR="127.0.0.1:$port" TICKET_DB_ACQUIRE_TIMEOUT_MS=1000 RUST_LOG=warn \
     "$bin/ticket-api" >>"$work/api.log" 2>&1
   api_pid=$spawned_pid
   stack_wait_for "$port"

@@ -34,7 +34,7 @@ start_stack() {
   DATABASE_URL="$database_url" RUST_LOG=warn "$bin/ticket-api" migrate
   stack_free_port 18480
   stack_spawn env "${stack_limits_off[@]}" DATABASE_URL="$database_url" TICKET_API_ADDR="127.0.0.1:$port" \
-    TICKET_AUTH_SECRET="fuzz-secret-fuzz-secret-fuzz-secret-00" \
+    TICKET_AUTH_SECRET="fuzz-secret-fuzz-secret-fuzz-secret-00" TICKET_CODE_KEYS="$stack_code_keys" \
     TICKET_ADMIN_NICKNAME=fuzzadmin TICKET_ADMIN_PASSWORD=fuzz-admin-password-0123 RUST_LOG=warn \
     "$bin/ticket-api" >>.local/fuzz/api.log 2>&1
   stack_spawn env DATABASE_URL="$database_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn \

@@ -63,7 +63,7 @@ trap 'stack_stop; rm -f "$TICKET_USERS_FILE"' EXIT
 
 RUST_LOG=warn "$bin/ticket-api" migrate
 stack_spawn env "${stack_limits_off[@]}" RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" \
-  TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" \
+  TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" TICKET_CODE_KEYS="$stack_code_keys" \
   TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api"
 stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket-worker"
 stack_wait_for "$port"

@@ -82,6 +82,8 @@ pub enum ErrorCode {
     /// Not a ticket code of this concert: bad signature, unknown key,
     /// another concert's.
     TicketInvalid,
+    /// No such live scanner for the concert.
+    ScannerNotFound,
     /// This instance has no ticket signing keys (`TICKET_CODE_KEYS`).
     TicketsUnavailable,
     RequestTimeout,
@@ -108,9 +110,8 @@ impl ErrorCode {
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
             Forbidden | AccessCodeRequired | AccessCodeInvalid => StatusCode::FORBIDDEN,
             RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
-            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList | TicketNotFound => {
-                StatusCode::NOT_FOUND
-            }
+            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList | TicketNotFound
+            | ScannerNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -180,6 +181,12 @@ pub struct Problem {
     /// already (held, confirmed and asked for by open requests).
     #[serde(rename = "seatsTaken", skip_serializing_if = "Option::is_none")]
     pub seats_taken: Option<u64>,
+    /// With `ALREADY_CHECKED_IN`: when the ticket was admitted.
+    #[serde(rename = "checkedInAt", skip_serializing_if = "Option::is_none")]
+    pub checked_in_at: Option<DateTime<Utc>>,
+    /// With `ALREADY_CHECKED_IN`: the gate it was admitted at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<String>,
 }
 
 #[derive(Debug)]
@@ -194,7 +201,7 @@ pub struct ApiError {
 }
 
 /// What a problem carries besides its detail, by its code (one at most).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum Extra {
     None,
     /// Seconds for `Retry-After` (429).
@@ -205,6 +212,8 @@ enum Extra {
     Sale(SaleWindow),
     /// A `USER_LIMIT_REACHED`'s cap and the seats the user has.
     UserLimit(MaxSeatsPerUser, u64),
+    /// An `ALREADY_CHECKED_IN`'s admission: when, and at which gate.
+    CheckedIn(DateTime<Utc>, Option<String>),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -344,13 +353,15 @@ impl IntoResponse for ApiError {
                 tracing::warn!(code = ?self.code, error = format!("{source:#}"), "request failed");
             }
         }
-        let (queue_id, sale, user_limit, retry_after) = match self.extra {
-            Extra::None => (None, None, None, None),
-            Extra::RetryAfter(seconds) => (None, None, None, Some(seconds)),
-            Extra::Queued(id) => (Some(id), None, None, None),
-            Extra::Sale(sale) => (None, Some(sale), None, None),
-            Extra::UserLimit(cap, taken) => (None, None, Some((cap, taken)), None),
+        let (queue_id, sale, user_limit, retry_after, checked_in) = match self.extra {
+            Extra::None => (None, None, None, None, None),
+            Extra::RetryAfter(seconds) => (None, None, None, Some(seconds), None),
+            Extra::Queued(id) => (Some(id), None, None, None, None),
+            Extra::Sale(sale) => (None, Some(sale), None, None, None),
+            Extra::UserLimit(cap, taken) => (None, None, Some((cap, taken)), None, None),
+            Extra::CheckedIn(at, gate) => (None, None, None, None, Some((at, gate))),
         };
+        let (checked_in_at, gate) = checked_in.map_or((None, None), |(at, gate)| (Some(at), gate));
         let body = Problem {
             kind: "about:blank",
             title: status.canonical_reason().unwrap_or("Error").to_owned(),
@@ -363,6 +374,8 @@ impl IntoResponse for ApiError {
             accepts_requests_from: sale.and_then(SaleWindow::lottery_begins),
             max_seats_per_user: user_limit.map(|(cap, _)| cap.get()),
             seats_taken: user_limit.map(|(_, taken)| taken),
+            checked_in_at,
+            gate,
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();

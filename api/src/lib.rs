@@ -4,6 +4,7 @@
 
 pub mod accounts;
 pub mod cached_body;
+pub mod check_in;
 pub mod concerts;
 pub mod config;
 pub mod error;

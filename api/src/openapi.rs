@@ -33,6 +33,8 @@ use crate::state::AppState;
         crate::proof_of_work::routes::challenge,
         crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,
+        crate::check_in::routes::create_scanner, crate::check_in::routes::list_scanners, crate::check_in::routes::revoke_scanner,
+        crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),
@@ -46,6 +48,7 @@ use crate::state::AppState;
         (name = "presale", description = "Access codes for a concert's presale"),
         (name = "waiting-list", description = "A sold-out concert's waiting list and the offers made from it"),
         (name = "tickets", description = "E-tickets, their signed codes and QR images, and what scanners verify them with"),
+        (name = "check-in", description = "Door staff: scanners' credentials, check-in exactly once, offline uploads"),
         (name = "operations", description = "Health and readiness probes"),
     )
 )]

@@ -112,6 +112,7 @@ impl Application {
                 )),
                 client_address_header: settings.client_address_header.map(Arc::new),
                 ticket_keys: settings.ticket_keys.map(Arc::new),
+                known_scanners: Arc::default(),
                 database_reached: Arc::default(),
             }),
         })

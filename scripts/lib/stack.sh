@@ -7,6 +7,8 @@
 # limits are off for them (the limits have tests of their own).
 stack_limits_off=(TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_LOGINS_PER_MINUTE_PER_NICKNAME=0
   TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0)
+# A deployment signs ticket codes: a seed made for this run.
+stack_code_keys="$(head -c 32 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
 stack_pids=()
 stack_databases=()
 

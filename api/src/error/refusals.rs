@@ -6,6 +6,21 @@ use ticket_core::domain::{MaxSeatsPerUser, QueueId, SaleWindow};
 use super::{ApiError, ErrorCode, Extra};
 
 impl ApiError {
+    /// 409: the ticket was admitted before, at `at` through `gate`.
+    pub fn already_checked_in(at: chrono::DateTime<chrono::Utc>, gate: Option<String>) -> Self {
+        Self {
+            detail: format!(
+                "already checked in at {}{}: do not admit",
+                at.format("%H:%M:%S UTC"),
+                gate.as_deref()
+                    .map(|g| format!(", gate {g}"))
+                    .unwrap_or_default()
+            ),
+            extra: Extra::CheckedIn(at, gate),
+            ..Self::new(ErrorCode::AlreadyCheckedIn, "")
+        }
+    }
+
     /// 409 `SALE_NOT_OPEN`: too early, even for the lottery.
     pub fn sale_not_open(sale: SaleWindow) -> Self {
         Self {

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
-use ticket_core::domain::UserId;
+use ticket_core::domain::{ScannerId, UserId};
 
 use crate::error::ApiError;
 
@@ -100,6 +100,8 @@ pub struct Limits {
     caller_sampled: CallerSampling,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
+    /// A door scanner's own budget, at the user rate.
+    scanners: Option<DefaultKeyedRateLimiter<ScannerId>>,
     logins_by_nickname: Option<DefaultKeyedRateLimiter<LoginKey>>,
     logins_by_nickname_and_client: Option<DefaultKeyedRateLimiter<(LoginKey, IpAddr)>>,
     logins_by_client: Option<DefaultKeyedRateLimiter<IpAddr>>,
@@ -132,6 +134,7 @@ impl Limits {
             },
             users: limiter(per_second(settings.user_requests_per_sec)),
             anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
+            scanners: limiter(per_second(settings.user_requests_per_sec)),
             logins_by_nickname: limiter(per_minute(
                 settings
                     .logins_per_minute_per_nickname
@@ -152,6 +155,15 @@ impl Limits {
 
     pub fn user_request(&self, user: UserId) -> Result<(), ApiError> {
         check(self.users.as_ref(), &user, "too many requests; slow down")
+    }
+
+    /// A request of a door scanner this instance knows.
+    pub fn scanner_request(&self, scanner: ScannerId) -> Result<(), ApiError> {
+        check(
+            self.scanners.as_ref(),
+            &scanner,
+            "too many requests; slow down",
+        )
     }
 
     /// A request without a valid token, from `client`.

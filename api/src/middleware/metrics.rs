@@ -17,7 +17,19 @@ pub struct ApiMetrics {
     pub event_streams: IntGauge,
     /// Reads of the seat availability (at most one per second and concert).
     pub availability_queries: IntCounter,
+    /// Scans at the door, by outcome.
+    pub check_ins: IntCounterVec,
 }
+
+/// Every outcome a scan is counted under (each is listed from the start).
+pub const CHECK_IN_OUTCOMES: [&str; 6] = [
+    "ADMITTED",
+    "ALREADY_CHECKED_IN",
+    "TICKET_VOID",
+    "TICKET_INVALID",
+    "CONFLICT",
+    "VOID",
+];
 
 impl ApiMetrics {
     pub fn new() -> Arc<Self> {
@@ -53,6 +65,18 @@ impl ApiMetrics {
                 "ticket_api_availability_queries_total",
                 "Database reads of seat availability begun (at most one per second and concert)",
             ),
+            check_ins: {
+                let scans = metrics::counter_vec(
+                    &registry,
+                    "ticket_api_check_ins_total",
+                    "Tickets scanned at the door, by outcome (CONFLICT: an offline scanner let someone in on a ticket admitted before; VOID: on a cancelled one)",
+                    &["outcome"],
+                );
+                for outcome in CHECK_IN_OUTCOMES {
+                    scans.with_label_values(&[outcome]);
+                }
+                scans
+            },
             registry,
         })
     }

@@ -47,6 +47,13 @@ pub(crate) async fn limit_every_caller(
             }
             request.extensions_mut().insert(principal);
         }
+        None if let Some(scanner) = crate::extract::bearer(request.headers())
+            .and_then(|token| state.known_scanners.of_token(token)) =>
+        {
+            if let Err(refused) = state.limits.scanner_request(scanner) {
+                return refused.into_response();
+            }
+        }
         None => {
             let client =
                 crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);

@@ -193,6 +193,12 @@ async fn cancel_reservation(
             ));
         }
     }
+    if db::check_ins::any_admitted(&mut tx, id).await? {
+        return Err(ApiError::new(
+            ErrorCode::ReservationCancelForbidden,
+            "a ticket of this reservation was used at the door: it can no longer be cancelled",
+        ));
+    }
     reservations::end(&mut tx, &[id], ReservationStatus::Cancelled, now).await?;
     seats::free_unclaimed(&mut tx, &seat_ids(&locked), now).await?;
     announce(

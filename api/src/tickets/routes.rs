@@ -10,8 +10,9 @@ use ticket_core::domain::ticket_code::TicketKeys;
 use ticket_core::domain::{ConcertId, FieldError, ReservationId, TicketId};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::check_in::door_staff::DoorStaff;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiPath, ApiQuery, AuthUser};
+use crate::extract::{ApiPath, ApiQuery, AuthUser};
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -41,7 +42,7 @@ pub struct TicketResponse {
     gate: Option<String>,
 }
 
-fn keys_of(state: &AppState) -> ApiResult<&TicketKeys> {
+pub fn keys_of(state: &AppState) -> ApiResult<&TicketKeys> {
     state.ticket_keys.as_deref().ok_or_else(|| {
         ApiError::new(
             ErrorCode::TicketsUnavailable,
@@ -215,18 +216,19 @@ const REVOKED_PAGE: u32 = 10_000;
 /// How far `asOf` stays behind, so that a void committed late is read.
 const REVOKED_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
 
-/// The concert's tickets voided since a time, for scanners (an admin, or
-/// the concert's door staff).
+/// The concert's tickets voided since a time, for scanners (the concert's
+/// scanners, or an admin).
 #[utoipa::path(get, path = "/api/concerts/{id}/check-in/revoked", tag = "tickets", security(("bearer" = [])),
     params(("id" = u64, Path), RevokedQuery),
     responses((status = 200, body = RevokedResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoked(
     State(state): State<AppState>,
-    _: Admin,
+    staff: DoorStaff,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<RevokedQuery>,
 ) -> ApiResult<Json<RevokedResponse>> {
+    staff.ensure_concert(concert)?;
     let since = match query.since.as_deref() {
         Some(raw) => DateTime::parse_from_rfc3339(raw)
             .map(|t| t.with_timezone(&Utc))

@@ -18,6 +18,8 @@ async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
         "reservation_queue",
         "outbox",
         "tickets",
+        "scanners",
+        "check_ins",
     ] {
         let row: (String, Option<i64>) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("CHECKSUM TABLE {table}")))
@@ -40,6 +42,8 @@ fn template(path: &str) -> String {
                 *segment
             } else if i > 0 && segments[i - 1] == "access-codes" {
                 "{codeId}"
+            } else if i > 0 && segments[i - 1] == "scanners" {
+                "{scannerId}"
             } else {
                 "{id}"
             }
@@ -175,6 +179,41 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             Method::GET,
             format!("/api/concerts/{concert_id}/check-in/revoked"),
             None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/concerts/{concert_id}/scanners"),
+            Some(json!({"name": "mine"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/scanners"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/concerts/{concert_id}/scanners/1"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/check-ins".into(),
+            Some(json!({"code": "x", "gate": "g"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            "/api/check-ins/batch".into(),
+            Some(json!({"scans": []})),
             403,
             "FORBIDDEN",
         ),

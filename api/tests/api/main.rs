@@ -6,6 +6,7 @@ mod auth;
 mod authorization;
 mod availability;
 mod binaries;
+mod check_in;
 mod checkout;
 mod clocks;
 mod concerts;

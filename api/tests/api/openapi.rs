@@ -46,6 +46,11 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/tickets/{id}/qr.svg"),
     ("get", "/api/concerts/{id}/check-in/keys"),
     ("get", "/api/concerts/{id}/check-in/revoked"),
+    ("post", "/api/concerts/{id}/scanners"),
+    ("get", "/api/concerts/{id}/scanners"),
+    ("delete", "/api/concerts/{id}/scanners/{scannerId}"),
+    ("post", "/api/check-ins"),
+    ("post", "/api/check-ins/batch"),
 ];
 
 #[tokio::test]

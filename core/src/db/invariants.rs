@@ -88,8 +88,30 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
-        "a ticket of a cancelled reservation was checked in after the cancel",
-        "SELECT COUNT(*) FROM tickets WHERE status = 'VOID' AND checked_in_at > voided_at",
+        "a checked-in ticket's reservation was cancelled",
+        "SELECT COUNT(*) FROM tickets WHERE status = 'VOID' AND checked_in_at IS NOT NULL",
+        &[],
+    ),
+    (
+        "a ticket was admitted twice",
+        "SELECT COUNT(*) FROM (SELECT ticket_id FROM check_ins WHERE outcome = 'ADMITTED' \
+         GROUP BY ticket_id HAVING COUNT(*) > 1) d",
+        &[],
+    ),
+    (
+        "an offline scanner let someone in on a ticket admitted before (a conflict)",
+        "SELECT COUNT(DISTINCT ticket_id) FROM check_ins WHERE outcome = 'CONFLICT'",
+        &[],
+    ),
+    (
+        "an offline scanner let someone in on a cancelled ticket",
+        "SELECT COUNT(*) FROM check_ins WHERE outcome = 'VOID'",
+        &[],
+    ),
+    (
+        "a checked-in ticket has no admission recorded",
+        "SELECT COUNT(*) FROM tickets t WHERE t.checked_in_at IS NOT NULL AND NOT EXISTS \
+         (SELECT 1 FROM check_ins c WHERE c.ticket_id = t.id AND c.outcome = 'ADMITTED')",
         &[],
     ),
     (

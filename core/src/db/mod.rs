@@ -10,6 +10,7 @@
 //! they skip a locked row whose last committed version does not match.
 
 pub mod access_codes;
+pub mod check_ins;
 pub mod concerts;
 pub mod fans;
 pub mod holds;

@@ -6,7 +6,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::ticket_code::TicketIdentity;
-use crate::domain::{ConcertId, ReservationId, ScannerId, SeatId, TicketId, UserId};
+use crate::domain::{ConcertId, ReservationId, SeatId, TicketId, UserId};
 
 /// Issues a ticket for every CONFIRMED claim of `reservations` (the
 /// caller's, in its transaction).
@@ -128,34 +128,6 @@ pub async fn voided_since(
     .fetch_all(conn)
     .traced("SELECT", "tickets")
     .await
-}
-
-/// Admits a valid ticket of this version once: true when this call did.
-/// The conditional UPDATE is the exactly-once: of any number of scans at
-/// once, one changes the row.
-pub async fn check_in(
-    conn: &mut MySqlConnection,
-    ticket: &TicketIdentity,
-    gate: &str,
-    scanner: Option<ScannerId>,
-    at: DateTime<Utc>,
-) -> Result<bool, sqlx::Error> {
-    let done = sqlx::query(
-        "UPDATE tickets SET checked_in_at = ?, checked_in_gate = ?, checked_in_by = ? \
-          WHERE id = ? AND concert_id = ? AND seat_id = ? AND version = ? \
-            AND status = 'VALID' AND checked_in_at IS NULL",
-    )
-    .bind(at.naive_utc())
-    .bind(gate)
-    .bind(scanner)
-    .bind(ticket.ticket)
-    .bind(ticket.concert)
-    .bind(ticket.seat)
-    .bind(ticket.version)
-    .execute(conn)
-    .traced("UPDATE", "tickets")
-    .await?;
-    Ok(done.rows_affected() == 1)
 }
 
 /// Tickets of several reservations at once (the mail of a confirmation).

@@ -60,7 +60,7 @@ pub(crate) fn char_len(s: &str) -> usize {
 
 /// Shared rule for free-text names: trimmed, 1..=max characters, no control
 /// characters (they break logs and terminals and never belong in a name).
-pub(crate) fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, FieldError> {
+pub fn parse_text(field: &'static str, raw: &str, max: usize) -> Result<String, FieldError> {
     let trimmed = raw.trim();
     let len = char_len(trimmed);
     if len == 0 {
