@@ -812,3 +812,186 @@ async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_sea
     offering.await.unwrap();
     app.assert_invariants().await;
 }
+
+/// A holder's confirmed seats as ticket codes: (ticket id, code), in seat
+/// order.
+async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, String)> {
+    let queued = app
+        .post("/api/reservations", Some(token), json!({"seatIds": seats}))
+        .await
+        .assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let reservation = app.queue_status(token, queued).await["reservationId"]
+        .as_u64()
+        .unwrap();
+    app.get(
+        &format!("/api/reservations/{reservation}/tickets"),
+        Some(token),
+    )
+    .await
+    .assert_status(200)
+    .as_array()
+    .unwrap()
+    .iter()
+    .map(|t| {
+        (
+            t["ticketId"].as_u64().unwrap(),
+            t["code"].as_str().unwrap().to_owned(),
+        )
+    })
+    .collect()
+}
+
+async fn door_scan(page: &Browser, code: &str) {
+    let input = page.wait_element(".door-scan input", None).await;
+    page.type_into(&input, code).await;
+    let check = page.wait_element(".door-scan button", Some("Check")).await;
+    page.click(&check).await;
+}
+
+#[tokio::test]
+async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cut() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({"rows": 1, "seatsPerRow": 4, "categories": [
+            {"name": "Floor", "price": 5000, "currency": "EUR"}]}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let seats: Vec<u64> = app
+        .seats(concert)
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    let driver = Chromedriver::start().await;
+    let holder = driver.browser(412, 915).await;
+    sign_up(&holder, &app.base, "holder").await;
+    let token = app.login("holder", "a-long-password-1").await;
+    let tickets = tickets_of(&app, &token, &seats).await;
+
+    // The holder's phone: a card per seat with its QR code.
+    open_view(&holder, &app.base, "#/me/tickets").await;
+    holder
+        .wait_element(".ticket .ticket-seat", Some("Seat A1 · Floor"))
+        .await;
+    holder
+        .wait_for(
+            "four QR images",
+            "return document.querySelectorAll('img.qr[src^=\"data:image/svg+xml\"]').length === 4;",
+            vec![],
+        )
+        .await;
+    holder
+        .screenshot(&screenshot_dir().join("tickets.png"))
+        .await;
+    assert_eq!(holder.console_errors().await, Vec::<String>::new());
+    holder.close().await;
+
+    // The door: a scanner set up for the concert.
+    let made = app
+        .post(
+            &format!("/api/concerts/{concert}/scanners"),
+            Some(&app.admin_token),
+            json!({"name": "North"}),
+        )
+        .await;
+    let scanner = made.assert_status(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let door = driver.browser(412, 915).await;
+    open_view(&door, &app.base, "#/door").await;
+    for (field, value) in [
+        ("concertId", concert.to_string()),
+        ("token", scanner),
+        ("gate", "North".to_owned()),
+    ] {
+        let input = door
+            .wait_element(&format!("input[name={field}]"), None)
+            .await;
+        door.type_into(&input, &value).await;
+    }
+    let start = door.wait_element("button[type=submit]", None).await;
+    door.click(&start).await;
+    door.wait_element(".verdict", Some("Ready")).await;
+    door.wait_element(".pending", Some("0 scans waiting")).await;
+
+    door_scan(&door, &tickets[0].1).await;
+    door.wait_element(".verdict.ok", Some("Admitted · seat A1"))
+        .await;
+    door_scan(&door, &tickets[0].1).await;
+    door.wait_element(".verdict.no", Some("Already checked in"))
+        .await;
+
+    // The network goes; meanwhile another gate, online, lets ticket 3 in.
+    door.offline(true).await;
+    app.post(
+        "/api/check-ins",
+        Some(&app.admin_token),
+        json!({"code": tickets[2].1, "gate": "South"}),
+    )
+    .await
+    .assert_status(200);
+    door_scan(&door, &tickets[1].1).await;
+    door.wait_element(".verdict.ok", Some("Admitted · seat A2"))
+        .await;
+    door.wait_element(".offline-banner", Some("Offline")).await;
+    door.wait_element(".pending", Some("1 scan waiting")).await;
+    door_scan(&door, &tickets[2].1).await;
+    door.wait_element(".verdict.ok", Some("Admitted · seat A3"))
+        .await;
+    door.wait_element(".pending", Some("2 scans waiting")).await;
+    door_scan(&door, &tickets[1].1).await;
+    door.wait_element(".verdict.no", Some("at this scanner (offline)"))
+        .await;
+    let mut forged = tickets[3].1.clone().into_bytes();
+    forged[40] = if forged[40] == b'A' { b'B' } else { b'A' };
+    door_scan(&door, &String::from_utf8(forged).unwrap()).await;
+    door.wait_element(".verdict.no", Some("Not a ticket")).await;
+    door.screenshot(&screenshot_dir().join("door-offline.png"))
+        .await;
+
+    // Back online: every scan is uploaded, and ticket 3, let in at two
+    // gates, is shown as a conflict.
+    door.offline(false).await;
+    door.wait_element(".pending", Some("0 scans waiting")).await;
+    door.wait_element(
+        &format!(".conflicts li[data-ticket=\"{}\"]", tickets[2].0),
+        Some("South"),
+    )
+    .await;
+    door.wait_for(
+        "the offline banner to go",
+        "return document.querySelector('.offline-banner') === null;",
+        vec![],
+    )
+    .await;
+    door.screenshot(&screenshot_dir().join("door-conflict.png"))
+        .await;
+    let outcomes: Vec<(u64, String)> =
+        sqlx::query_as("SELECT ticket_id, outcome FROM check_ins ORDER BY id")
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(
+        outcomes,
+        [
+            (tickets[0].0, "ADMITTED".to_owned()),
+            (tickets[2].0, "ADMITTED".to_owned()),
+            (tickets[1].0, "ADMITTED".to_owned()),
+            (tickets[2].0, "CONFLICT".to_owned()),
+        ]
+    );
+    // Only the requests the cut network refused, logged by Chromium.
+    let errors: Vec<String> = door
+        .console_errors()
+        .await
+        .into_iter()
+        .filter(|e| !e.contains("ERR_INTERNET_DISCONNECTED"))
+        .collect();
+    assert_eq!(errors, Vec::<String>::new());
+    door.close().await;
+}

@@ -9,6 +9,8 @@ import { editConcertView, newConcertView } from "./concert-form.js";
 import { concertsView } from "./concerts.js";
 import { reservationsView } from "./reservations.js";
 import { saleView } from "./sale-view.js";
+import { ticketsView } from "./tickets.js";
+import { doorView } from "./door.js";
 
 const ROUTES = [
   [/^\/$/, concertsView, "Concerts"],
@@ -16,6 +18,8 @@ const ROUTES = [
   [/^\/signup$/, signupView, "Sign up"],
   [/^\/concerts\/(?<id>\d+)$/, concertView, "Concert"],
   [/^\/me\/reservations$/, reservationsView, "My reservations"],
+  [/^\/me\/tickets$/, ticketsView, "My tickets"],
+  [/^\/door$/, doorView, "Door"],
   [/^\/admin\/concerts\/new$/, newConcertView, "New concert"],
   [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, editConcertView, "Edit concert"],
   [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, saleView, "On sale"],
@@ -54,7 +58,7 @@ function nav() {
   const user = currentUser();
   const links = [h("a", { href: "#/" }, "Concerts")];
   if (user) {
-    links.push(h("a", { href: "#/me/reservations" }, "My reservations"));
+    links.push(h("a", { href: "#/me/reservations" }, "My reservations"), h("a", { href: "#/me/tickets" }, "My tickets"));
     if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, "New concert"));
     links.push(
       h("span", { class: "who" }, `Signed in as ${user.nickName}`),

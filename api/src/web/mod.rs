@@ -74,6 +74,8 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "proof.js" => "text/javascript; charset=utf-8",
         "waiting-list.js" => "text/javascript; charset=utf-8",
         "money.js" => "text/javascript; charset=utf-8",
+        "tickets.js" => "text/javascript; charset=utf-8",
+        "door.js" => "text/javascript; charset=utf-8",
         // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
         // by proof.js only where a concert asks for a proof of work.
         "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",

@@ -382,6 +382,28 @@ impl Browser {
             .collect()
     }
 
+    /// A Chrome DevTools Protocol command (through chromedriver), such as
+    /// `Network.emulateNetworkConditions` to cut the page's network.
+    pub async fn cdp(&self, cmd: &str, params: Value) -> Value {
+        self.call(
+            reqwest::Method::POST,
+            "/goog/cdp/execute",
+            Some(json!({"cmd": cmd, "params": params})),
+        )
+        .await
+    }
+
+    /// Cuts the page's network (`false`: restores it), as a scanner
+    /// losing its connection: every request fails as unreachable.
+    pub async fn offline(&self, offline: bool) {
+        self.cdp("Network.enable", json!({})).await;
+        self.cdp(
+            "Network.emulateNetworkConditions",
+            json!({"offline": offline, "latency": 0, "downloadThroughput": -1, "uploadThroughput": -1}),
+        )
+        .await;
+    }
+
     pub async fn close(mut self) {
         self.call(reqwest::Method::DELETE, "", None).await;
         self.closed = true;

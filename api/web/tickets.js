@@ -1,0 +1,57 @@
+// One's own tickets: every confirmed seat's QR code, large enough to be
+// scanned from a phone held up at the door.
+
+import { api, bearer, currentUser } from "./api.js";
+import { fill, h } from "./dom.js";
+
+export async function ticketsView(main, { signal }) {
+  if (!currentUser()) {
+    location.hash = "#/login?next=%23%2Fme%2Ftickets";
+    return;
+  }
+  const reservations = await api("GET", "/api/users/me/reservations?page=0&size=100", undefined, { signal });
+  const confirmed = reservations.filter((r) => r.status === "CONFIRMED");
+  const titles = new Map();
+  const cards = [];
+  for (const r of confirmed) {
+    if (!titles.has(r.concertId)) {
+      const concert = await api("GET", `/api/concerts/${r.concertId}`, undefined, { signal }).catch(() => null);
+      titles.set(r.concertId, concert ? `${concert.title} · ${concert.venue}` : `Concert ${r.concertId}`);
+    }
+    const tickets = await api("GET", `/api/reservations/${r.reservationId}/tickets`, undefined, { signal });
+    for (const t of tickets) cards.push(card(titles.get(r.concertId), t, signal));
+  }
+  fill(
+    main,
+    h("h1", {}, "My tickets"),
+    cards.length
+      ? h("ul", { class: "tickets" }, cards)
+      : h("p", { class: "muted" }, "No tickets yet: a confirmed reservation has one per seat. ", h("a", { href: "#/" }, "Find a concert"), "."),
+  );
+}
+
+function card(concert, ticket, signal) {
+  const image = h("img", { class: "qr", alt: `QR code of the ticket for seat ${ticket.seatNumber}`, width: 240, height: 240 });
+  qrInto(image, ticket.qr, signal);
+  return h(
+    "li",
+    { class: "ticket", "data-ticket": ticket.ticketId },
+    h("p", { class: "ticket-concert" }, concert),
+    h("p", { class: "ticket-seat" }, `Seat ${ticket.seatNumber}`, ticket.category ? ` · ${ticket.category}` : ""),
+    image,
+    ticket.checkedInAt ? h("p", { class: "status confirmed" }, `Used at ${ticket.gate || "the door"}`) : h("p", { class: "muted" }, "Show this code at the door."),
+    h("code", { class: "ticket-code" }, ticket.code),
+  );
+}
+
+/** The QR image needs the bearer token: fetched, then shown as data. */
+async function qrInto(image, path, signal) {
+  try {
+    const response = await fetch(path, { headers: { Authorization: `Bearer ${bearer()}` }, signal });
+    if (!response.ok) return;
+    const svg = await response.text();
+    image.src = `data:image/svg+xml;base64,${btoa(svg)}`;
+  } catch {
+    // The code below the image is the ticket too.
+  }
+}
