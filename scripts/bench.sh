@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -437,6 +437,48 @@ million() {
 
 # The proof of work as the page solves it (ALTCHA's widget in Web Workers)
 # in headless Chromium, per level, each solution accepted by the API.
+# Tickets and the door (issue 31). The confirm path before and after tickets
+# in the same run: DOOR_BEFORE_BIN names a build without them (an older
+# commit's target/release), each build on a database of its own migrated by
+# itself; then check-ins with 8 scanners and a code verified offline in
+# Chromium, on this build.
+door_stack() {
+  local build="$1" name="$2"
+  stack_database "$DATABASE_URL" "ticket_bench_door_${name}_$$"
+  door_url="$database_url"
+  DATABASE_URL="$door_url" RUST_LOG=warn "$build/ticket-api" migrate
+  stack_free_port 18080
+  env DATABASE_URL="$door_url" TICKET_AUTH_SECRET="$secret" TICKET_CODE_KEYS="$stack_code_keys" \
+    TICKET_API_ADDR="127.0.0.1:$port" TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench \
+    TICKET_ADMIN_PASSWORD=bench-password-1234 TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 \
+    TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0 \
+    TICKET_MAX_OPEN_REQUESTS_PER_USER=100000 RUST_LOG=warn "$build/ticket-api" &
+  api_pid=$!
+  env DATABASE_URL="$door_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$build/ticket-worker" &
+  worker_pid=$!
+  api_url="http://127.0.0.1:$port"
+  stack_wait_for "$port"
+}
+
+door() {
+  local chromedriver build run
+  chromedriver="$(scripts/browser.sh)"
+  echo "## tickets and the door ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs; $("$chromedriver" --version | cut -d' ' -f1-2))"
+  for run in 1 2; do
+    for build in ${DOOR_BEFORE_BIN:-} "$bin"; do
+      echo "confirm path, build $build (run $run):"
+      door_stack "$build" "confirm$run"
+      TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+        "$bin/ticket-bench" confirm --url "$api_url" --holds "${DOOR_HOLDS:-500}" --seats 4 --concurrency 8
+      stop "$api_pid" "$worker_pid"
+    done
+  done
+  door_stack "$bin" scan
+  TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+    "$bin/ticket-bench" door --url "$api_url" --tickets "${DOOR_TICKETS:-1000}" --scanners 8
+  stop "$api_pid" "$worker_pid"
+}
+
 pow_page() {
   local url chromedriver
   chromedriver="$(scripts/browser.sh)"
@@ -491,6 +533,7 @@ case "$what" in
   open-availability) open_availability ;;
   page) page ;;
   pow-page) pow_page ;;
+  door) door ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

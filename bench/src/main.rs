@@ -2,6 +2,7 @@
 //! fresh database on the server DATABASE_URL names, so runs never interfere.
 
 mod checkout;
+mod door;
 mod drain;
 mod enqueue;
 mod fans_open;
@@ -62,6 +63,10 @@ enum Command {
     Pow(pow::Args),
     /// The proof of work solved by the page in headless Chromium, per level.
     PowPage(pow_page::Args),
+    /// Holds confirmed through the API, timed (tickets' cost to the confirm).
+    Confirm(door::ConfirmArgs),
+    /// Check-ins with concurrent scanners, and a code verified offline in Chromium.
+    Door(door::DoorArgs),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -102,6 +107,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Page(args) => page::run(args).await,
         Command::Pow(args) => pow::run(args).await,
         Command::PowPage(args) => pow_page::run(args).await,
+        Command::Confirm(args) => door::confirm(args).await,
+        Command::Door(args) => door::door(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,
