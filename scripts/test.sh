@@ -17,6 +17,9 @@ export TICKET_CHROMEDRIVER
 # The clock tests run the real executables with their clocks set apart.
 TICKET_LIBFAKETIME="$(scripts/faketime.sh)"
 export TICKET_LIBFAKETIME
+# The mail tests start a real SMTP server (aiosmtpd).
+TICKET_SMTP_PYTHON="$(scripts/smtp.sh)"
+export TICKET_SMTP_PYTHON
 # README's walk is run as written.
 command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
 command -v jq >/dev/null 2>&1 || scripts/debian.sh jq

@@ -307,6 +307,14 @@ impl FromRequestParts<AppState> for ClientAddress {
 
 pub mod integral;
 
+/// A field that may be given as null (`Some(None)`), unlike an absent one
+/// (`None`, with `#[serde(default)]`).
+pub fn present<'de, D: serde::Deserializer<'de>, T: serde::Deserialize<'de>>(
+    d: D,
+) -> Result<Option<Option<T>>, D::Error> {
+    <Option<T> as serde::Deserialize>::deserialize(d).map(Some)
+}
+
 /// A page of a list: the query of every listing route.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]

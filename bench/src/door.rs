@@ -419,7 +419,7 @@ async fn verify_in_chromium(
     browser
         .wait_for(
             "the keys",
-            "return JSON.parse(localStorage.getItem('ticket_door')).keys.length > 0;",
+            "return ((JSON.parse(localStorage.getItem('ticket_door')) || {}).keys || []).length > 0;",
             vec![],
         )
         .await;

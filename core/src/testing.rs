@@ -200,3 +200,5 @@ pub mod seed;
 pub mod browser;
 
 pub mod prometheus_text;
+
+pub mod smtp;

@@ -107,17 +107,51 @@ pub struct Cli {
     #[arg(long, env = "TICKET_WEBHOOK_RETRY_HOURS", default_value_t = 72,
           value_parser = clap::value_parser!(u64).range(24..=720))]
     pub webhook_retry_hours: u64,
+
+    /// `From:` of the mail the workers send (`Box Office
+    /// <tickets@example.com>`), when TICKET_SMTP_URL (a secret, or _FILE)
+    /// names the SMTP server; its domain makes the Message-IDs. Mail also
+    /// needs TICKET_CODE_KEYS (the tickets it carries).
+    #[arg(long, env = "TICKET_MAIL_FROM")]
+    pub mail_from: Option<String>,
+
+    /// The box office's public address (`https://tickets.example`): mail
+    /// links to its pages. Unset: no links.
+    #[arg(long, env = "TICKET_PUBLIC_URL")]
+    pub public_url: Option<reqwest::Url>,
+
+    /// One SMTP command's time limit (ms), connecting included.
+    #[arg(long, env = "TICKET_MAIL_TIMEOUT_MS", default_value_t = 30_000,
+          value_parser = clap::value_parser!(u64).range(100..=300_000))]
+    pub mail_timeout_ms: u64,
+
+    /// Hours a mail the server does not accept is retried (with exponential
+    /// backoff) before it is marked failed.
+    #[arg(long, env = "TICKET_MAIL_RETRY_HOURS", default_value_t = 72,
+          value_parser = clap::value_parser!(u64).range(1..=720))]
+    pub mail_retry_hours: u64,
+
+    /// SMTP connections a worker keeps open and sends over at once.
+    #[arg(long, env = "TICKET_MAIL_CONNECTIONS", default_value_t = 4,
+          value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub mail_connections: u32,
 }
 
 impl Cli {
-    /// What the worker's sweeper removes, and when.
-    pub fn retention(&self) -> crate::retention::Retention {
+    /// What the worker's sweeper removes, and when; `mail_sent` when this
+    /// worker sends mail (unsent mails are then kept until they end).
+    pub fn retention(&self, mail_sent: bool) -> crate::retention::Retention {
         let days = chrono::Duration::days(self.retention_days.into());
         let hours = chrono::Duration::hours(self.idempotency_key_hours.into());
         crate::retention::Retention {
             decided: (self.retention_days > 0).then_some(days),
             idempotency_keys: (self.idempotency_key_hours > 0).then_some(hours),
             events: if self.webhook_url.is_some() {
+                ticket_core::db::retention::EventsKept::UntilDelivered
+            } else {
+                ticket_core::db::retention::EventsKept::ForTheRetentionOnly
+            },
+            mails: if mail_sent {
                 ticket_core::db::retention::EventsKept::UntilDelivered
             } else {
                 ticket_core::db::retention::EventsKept::ForTheRetentionOnly
@@ -139,6 +173,37 @@ impl Cli {
         config.timeout = Duration::from_millis(self.webhook_timeout_ms);
         config.lease = config.timeout * 3;
         config.give_up_after = Duration::from_secs(self.webhook_retry_hours * 3600);
+        Ok(Some(config))
+    }
+
+    /// The mail relay's settings, when an SMTP server is configured.
+    pub fn mail(&self) -> anyhow::Result<Option<crate::mail::MailConfig>> {
+        use anyhow::Context as _;
+        use ticket_core::secret;
+        let Some(url) = secret::from_env("TICKET_SMTP_URL")? else {
+            anyhow::ensure!(
+                self.mail_from.is_none(),
+                "TICKET_MAIL_FROM is set without TICKET_SMTP_URL"
+            );
+            return Ok(None);
+        };
+        let server = crate::mail::SmtpServer::new(url, secret::from_env("TICKET_SMTP_PASSWORD")?)?;
+        let from = self
+            .mail_from
+            .as_deref()
+            .context("TICKET_SMTP_URL needs TICKET_MAIL_FROM (the sender)")?
+            .parse()
+            .context("TICKET_MAIL_FROM is not a mailbox (Name <address@example.com>)")?;
+        let keys = secret::from_env("TICKET_CODE_KEYS")?
+            .context("TICKET_SMTP_URL needs TICKET_CODE_KEYS: mail carries the tickets")?;
+        let keys = ticket_core::domain::ticket_code::TicketKeys::parse(keys.expose())
+            .context("TICKET_CODE_KEYS")?;
+        let mut config = crate::mail::MailConfig::new(server, from, std::sync::Arc::new(keys));
+        config.public_url = self.public_url.as_ref().map(ToString::to_string);
+        config.timeout = Duration::from_millis(self.mail_timeout_ms);
+        config.lease = config.timeout * 10;
+        config.give_up_after = Duration::from_secs(self.mail_retry_hours * 3600);
+        config.connections = self.mail_connections;
         Ok(Some(config))
     }
 }

@@ -10,6 +10,7 @@ mod every;
 pub mod health;
 pub mod holds;
 pub mod live_config;
+pub mod mail;
 pub mod observability;
 pub mod opening;
 mod random;

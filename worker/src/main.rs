@@ -50,8 +50,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .with_graceful_shutdown(async move { health_shutdown.cancelled().await })
             .await
     });
+    let mail = cli.mail()?;
     let sweeper = tokio::spawn(
-        ticket_worker::retention::Sweeper::new(pool.clone(), cli.retention())
+        ticket_worker::retention::Sweeper::new(pool.clone(), cli.retention(mail.is_some()))
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
@@ -63,6 +64,17 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         }
         None => {
             tracing::info!("no TICKET_WEBHOOK_URL: events are kept for the retention period only");
+            None
+        }
+    };
+    let mail = match mail {
+        Some(config) => {
+            let relay = ticket_worker::mail::MailRelay::new(pool.clone(), config)?
+                .counted_in(worker.metrics());
+            Some(tokio::spawn(relay.run(shutdown.clone())))
+        }
+        None => {
+            tracing::info!("no TICKET_SMTP_URL: no mail is sent");
             None
         }
     };
@@ -80,7 +92,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     sweeper.await?;
     expiry.await?;
     offers.await?;
-    if let Some(relay) = relay {
+    for relay in [relay, mail].into_iter().flatten() {
         relay.await?;
     }
     server.await??;

@@ -47,15 +47,17 @@ pub struct WorkerMetrics {
     holds_expired: IntCounter,
     offers_made: IntCounter,
     webhooks: IntCounterVec,
+    mails: IntCounterVec,
     queue_depth: IntGaugeVec,
     outbox: IntGaugeVec,
+    mail_backlog: IntGaugeVec,
     pool: PoolGauges,
 }
 
 impl WorkerMetrics {
     pub fn new() -> Arc<Self> {
         let registry = Registry::new();
-        Arc::new(Self {
+        let metrics = Arc::new(Self {
             decisions: metrics::counter_vec(
                 &registry,
                 "ticket_decisions_total",
@@ -87,7 +89,7 @@ impl WorkerMetrics {
             retention_removed: metrics::counter_vec(
                 &registry,
                 "ticket_worker_retention_removed_total",
-                "What the sweeper removed past the retention: requests (decided), events (delivered), idempotency_keys (forgotten)",
+                "What the sweeper removed past the retention: requests (decided), events (delivered), mails (ended), idempotency_keys (forgotten)",
                 &["kind"],
             ),
             holds_expired: metrics::counter(
@@ -106,6 +108,12 @@ impl WorkerMetrics {
                 "Webhook deliveries by outcome: delivered, retried (failed, tried again later), failed (given up after the retry period)",
                 &["outcome"],
             ),
+            mails: metrics::counter_vec(
+                &registry,
+                "ticket_mail_deliveries_total",
+                "Mails by outcome: sent (accepted by the SMTP server), skipped (nothing left to say), retried (not accepted, tried again later), failed (refused for good, or given up after the retry period)",
+                &["outcome"],
+            ),
             queue_depth: metrics::gauge_vec(
                 &registry,
                 "ticket_queue_depth",
@@ -118,9 +126,19 @@ impl WorkerMetrics {
                 "Events in the outbox by state: undelivered (waiting or being retried), failed (given up after the retry period), counted at scrape time",
                 &["state"],
             ),
+            mail_backlog: metrics::gauge_vec(
+                &registry,
+                "ticket_mails",
+                "Mails by state: unsent (due, waiting for their time, or being retried), failed, counted at scrape time",
+                &["state"],
+            ),
             pool: PoolGauges::new(&registry),
             registry,
-        })
+        });
+        // Every outcome is listed from the first scrape on, at zero.
+        metrics.webhooks(&crate::relay::Round::default());
+        metrics.mails(&crate::mail::Round::default());
+        metrics
     }
 
     pub(crate) fn claimed(&self, batch: &ClaimedBatch) {
@@ -143,6 +161,7 @@ impl WorkerMetrics {
         for (kind, n) in [
             ("requests", swept.requests_deleted),
             ("events", swept.events_deleted),
+            ("mails", swept.mails_deleted),
             ("idempotency_keys", swept.keys_forgotten),
         ] {
             self.retention_removed.with_label_values(&[kind]).inc_by(n);
@@ -156,6 +175,17 @@ impl WorkerMetrics {
             ("failed", round.failed),
         ] {
             self.webhooks.with_label_values(&[outcome]).inc_by(n as u64);
+        }
+    }
+
+    pub(crate) fn mails(&self, round: &crate::mail::Round) {
+        for (outcome, n) in [
+            ("sent", round.sent),
+            ("skipped", round.skipped),
+            ("retried", round.retried),
+            ("failed", round.failed),
+        ] {
+            self.mails.with_label_values(&[outcome]).inc_by(n as u64);
         }
     }
 
@@ -204,11 +234,16 @@ impl WorkerMetrics {
             let mut conn = pool.acquire().await?;
             let depth = queue::open_depth(&mut conn).await?;
             let backlog = ticket_core::db::outbox::backlog(&mut conn).await?;
-            Ok::<_, sqlx::Error>((depth, backlog))
+            let mails = ticket_core::db::mails::backlog(&mut conn).await?;
+            Ok::<_, sqlx::Error>((depth, backlog, mails))
         })
         .await;
         match depth {
-            Ok(Ok((rows, (undelivered, failed)))) => {
+            Ok(Ok((rows, (undelivered, failed), (unsent, mails_failed)))) => {
+                self.mail_backlog.with_label_values(&["unsent"]).set(unsent);
+                self.mail_backlog
+                    .with_label_values(&["failed"])
+                    .set(mails_failed);
                 self.outbox
                     .with_label_values(&["undelivered"])
                     .set(undelivered);

@@ -280,7 +280,7 @@ impl Relay {
 /// The wait before the next attempt after the `attempts`-th: `first`
 /// doubling up to `max`, with full jitter (anywhere from half of it to all
 /// of it), so that a receiver coming back is not hit by every retry at once.
-fn backoff(attempts: u32, first: Duration, max: Duration) -> Duration {
+pub(crate) fn backoff(attempts: u32, first: Duration, max: Duration) -> Duration {
     crate::random::jitter(backoff_ceiling(attempts, first, max) / 2, 1.0)
 }
 

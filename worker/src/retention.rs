@@ -19,6 +19,9 @@ pub struct Retention {
     /// Whether undelivered events are kept until delivered (a webhook is
     /// configured) or only for the retention period (nobody receives them).
     pub events: kept::EventsKept,
+    /// The same for mails: kept until they end when this worker sends
+    /// them, else only for the retention period.
+    pub mails: kept::EventsKept,
 }
 
 /// Rows looked at (and at most removed) per statement.
@@ -39,6 +42,7 @@ pub struct Swept {
     pub requests_deleted: u64,
     pub keys_forgotten: u64,
     pub events_deleted: u64,
+    pub mails_deleted: u64,
     /// Spent proof-of-work challenges past their end (useless then).
     pub challenges_forgotten: u64,
     /// The pass has more to look at.
@@ -50,6 +54,7 @@ impl std::ops::AddAssign for Swept {
         self.requests_deleted += other.requests_deleted;
         self.keys_forgotten += other.keys_forgotten;
         self.events_deleted += other.events_deleted;
+        self.mails_deleted += other.mails_deleted;
         self.challenges_forgotten += other.challenges_forgotten;
         self.more = other.more;
     }
@@ -124,12 +129,20 @@ impl Sweeper {
             swept.requests_deleted = kept::delete_decided(&mut tx, &decided, cutoff).await?;
             swept.events_deleted =
                 kept::delete_events(&mut tx, cutoff, self.retention.events, BATCH).await?;
+            swept.mails_deleted = ticket_core::db::mails::delete_old(
+                &mut tx,
+                cutoff,
+                self.retention.mails == kept::EventsKept::ForTheRetentionOnly,
+                BATCH,
+            )
+            .await?;
             tx.commit().await?;
             if let Some(last) = older.last() {
                 self.rows_after = last.id;
             }
             swept.more |= (!reached_younger && rows.len() == BATCH as usize)
-                || swept.events_deleted == u64::from(BATCH);
+                || swept.events_deleted == u64::from(BATCH)
+                || swept.mails_deleted == u64::from(BATCH);
         }
         if let Some(keep) = self.retention.idempotency_keys {
             let cutoff = now - keep;

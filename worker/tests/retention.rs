@@ -18,6 +18,7 @@ fn thirty_days_and_a_day() -> Retention {
         decided: Some(chrono::Duration::days(30)),
         idempotency_keys: Some(chrono::Duration::hours(24)),
         events: ticket_core::db::retention::EventsKept::UntilDelivered,
+        mails: ticket_core::db::retention::EventsKept::UntilDelivered,
     }
 }
 

@@ -210,6 +210,7 @@ async fn a_worker_killed_while_sweeping_leaves_no_half_done_batch() {
             decided: Some(chrono::Duration::days(30)),
             idempotency_keys: Some(chrono::Duration::hours(24)),
             events: ticket_core::db::retention::EventsKept::UntilDelivered,
+            mails: ticket_core::db::retention::EventsKept::UntilDelivered,
         },
     )
     .pass(chrono::Utc::now())

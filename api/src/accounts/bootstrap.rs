@@ -27,7 +27,7 @@ pub async fn admin(
         let Some(user) = existing else {
             let hash = passwords.hash(password.expose()).await?;
             let now = db::now(&mut conn).await?;
-            match db::users::insert(&mut conn, nickname, &hash, Role::Admin, now).await {
+            match db::users::insert(&mut conn, nickname, &hash, Role::Admin, None, now).await {
                 Ok(_) => return Ok(()),
                 Err(e) if db::violated_unique_key(&e).is_some() => continue,
                 Err(e) => return Err(e).context("creating the admin account"),

@@ -6,7 +6,7 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, users::UserRow};
-use ticket_core::domain::{FieldError, NickName, Password, Role, UserId, keep};
+use ticket_core::domain::{EmailAddress, FieldError, NickName, Password, Role, UserId, keep};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
@@ -33,6 +33,11 @@ pub struct CreateUserRequest {
     /// 8–128 characters.
     #[schema(min_length = 8, max_length = 128)]
     password: String,
+    /// Where the box office mails your tickets and reminders (optional: no
+    /// address, no mail). What a browser's email field accepts, with a
+    /// domain like example.com; at most 254 characters.
+    #[schema(max_length = 254, format = "email", example = "fan@example.com")]
+    email: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -48,9 +53,14 @@ pub struct UpdateUserRequest {
     /// one included when it is your own): log in again with the new one.
     #[schema(min_length = 8, max_length = 128)]
     password: Option<String>,
-    /// Your present password: required to change your own password, so
-    /// that a stolen token alone cannot take the account. Not needed when
-    /// an admin changes someone else's.
+    /// A new address for mail, or null for no mail. Changing your own takes
+    /// `currentPassword`, as a new password does.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(value_type = Option<String>, max_length = 254, format = "email", nullable)]
+    email: Option<Option<String>>,
+    /// Your present password: required to change your own password or
+    /// address, so that a stolen token alone cannot take the account (or
+    /// its tickets' mail). Not needed when an admin changes someone else's.
     current_password: Option<String>,
 }
 
@@ -61,6 +71,8 @@ pub struct UserResponse {
     nick_name: String,
     #[schema(example = "USER")]
     role: &'static str,
+    /// Where mail goes (shown to the account itself and admins only).
+    email: Option<String>,
     created_at: DateTime<Utc>,
 }
 
@@ -70,6 +82,7 @@ impl From<UserRow> for UserResponse {
             id: u.id.get(),
             nick_name: u.nickname,
             role: u.role.as_str(),
+            email: u.email,
             created_at: u.created_at,
         }
     }
@@ -79,6 +92,7 @@ impl From<UserRow> for UserResponse {
 pub struct NewUser {
     nickname: NickName,
     password: Password,
+    email: Option<EmailAddress>,
 }
 
 impl TryFrom<CreateUserRequest> for NewUser {
@@ -88,8 +102,16 @@ impl TryFrom<CreateUserRequest> for NewUser {
         let mut errors = Vec::new();
         let nickname = keep(NickName::parse(&req.nick_name), &mut errors);
         let password = keep(Password::parse(&req.password), &mut errors);
-        match (nickname, password) {
-            (Some(nickname), Some(password)) => Ok(Self { nickname, password }),
+        let email = keep(
+            req.email.as_deref().map(EmailAddress::parse).transpose(),
+            &mut errors,
+        );
+        match (nickname, password, email) {
+            (Some(nickname), Some(password), Some(email)) => Ok(Self {
+                nickname,
+                password,
+                email,
+            }),
             _ => Err(errors),
         }
     }
@@ -99,7 +121,17 @@ impl TryFrom<CreateUserRequest> for NewUser {
 pub struct UserChanges {
     nickname: Option<NickName>,
     password: Option<Password>,
+    /// `Some(None)`: remove the address.
+    email: Option<Option<EmailAddress>>,
     current_password: Option<String>,
+}
+
+impl UserChanges {
+    /// Whether the change takes the account's present password when it is
+    /// the caller's own.
+    fn needs_current_password(&self) -> bool {
+        self.password.is_some() || self.email.is_some()
+    }
 }
 
 impl TryFrom<UpdateUserRequest> for UserChanges {
@@ -115,10 +147,17 @@ impl TryFrom<UpdateUserRequest> for UserChanges {
             req.password.as_deref().map(Password::parse).transpose(),
             &mut errors,
         );
-        match (nickname, password) {
-            (Some(nickname), Some(password)) => Ok(Self {
+        let email = keep(
+            req.email
+                .map(|email| email.as_deref().map(EmailAddress::parse).transpose())
+                .transpose(),
+            &mut errors,
+        );
+        match (nickname, password, email) {
+            (Some(nickname), Some(password), Some(email)) => Ok(Self {
                 nickname,
                 password,
+                email,
                 current_password: req.current_password,
             }),
             _ => Err(errors),
@@ -144,7 +183,15 @@ pub async fn create(
         .map_err(ApiError::internal)?;
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
-    let id = db::users::insert(&mut conn, &new.nickname, &hash, Role::User, now).await?;
+    let id = db::users::insert(
+        &mut conn,
+        &new.nickname,
+        &hash,
+        Role::User,
+        new.email.as_ref(),
+        now,
+    )
+    .await?;
     let user = load(&mut conn, id).await?;
     let location = format!("/api/users/{id}");
     Ok((
@@ -176,8 +223,9 @@ pub async fn show(
     Ok(Json(load(&mut conn, id).await?.into()))
 }
 
-/// Changes a nickname and/or password: yours, or anyone's if you are an
-/// admin. Changing your own password takes `currentPassword` (missing: 400
+/// Changes a nickname, password and/or mail address: yours, or anyone's if
+/// you are an admin. Changing your own password or address takes
+/// `currentPassword` (missing: 400
 /// `VALIDATION_ERROR`; wrong: 401 `INVALID_CREDENTIALS`, with the login's
 /// attempt budget). A new password voids every token issued before it.
 #[utoipa::path(patch, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
@@ -194,7 +242,7 @@ pub async fn update(
 ) -> ApiResult<Json<UserResponse>> {
     caller.ensure_can_act_on(id)?;
     let changes = UserChanges::try_from(req)?;
-    if changes.password.is_some() && caller.id == id {
+    if changes.needs_current_password() && caller.id == id {
         confirm_current_password(&state, id, client, changes.current_password.as_deref()).await?;
     }
     let hash = match &changes.password {
@@ -213,6 +261,9 @@ pub async fn update(
     }
     let now = db::now(&mut tx).await?;
     db::users::update(&mut tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
+    if let Some(email) = &changes.email {
+        db::users::set_email(&mut tx, id, email.as_ref(), now).await?;
+    }
     if hash.is_some() {
         db::revocations::record(&mut tx, id, now).await?;
     }
@@ -234,7 +285,7 @@ async fn confirm_current_password(
     let Some(current) = current else {
         return Err(ApiError::invalid(vec![crate::error::ProblemField {
             field: "currentPassword".to_owned(),
-            message: "required to change your own password".to_owned(),
+            message: "required to change your own password or address".to_owned(),
         }]));
     };
     state

@@ -117,12 +117,12 @@ pub struct UpdateConcertRequest {
     max_seats_per_user: Option<u64>,
     /// A new opening time (RFC 3339), or null for on sale now. Requests
     /// already in line keep their places.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(format = DateTime, nullable)]
     opens_at: Option<Option<String>>,
     /// A new presale start (RFC 3339, before the opening), or null for no
     /// presale.
-    #[serde(default, deserialize_with = "present")]
+    #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(format = DateTime, nullable)]
     presale_starts_at: Option<Option<String>>,
     #[serde(default, deserialize_with = "integral::optional")]
@@ -183,14 +183,6 @@ fn categories(
         })
         .collect();
     Some(keep(PriceCategories::parse(&input), errors))
-}
-
-/// A field that may be given as null (`Some(None)`), unlike an absent one
-/// (`None`, with `#[serde(default)]`).
-fn present<'de, D: serde::Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<Option<T>>, D::Error> {
-    Option::<T>::deserialize(d).map(Some)
 }
 
 /// A valid new concert.

@@ -243,6 +243,32 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "a mail could not be sent (refused for good, or not accepted within its retry period)",
+        "SELECT COUNT(*) FROM mails WHERE outcome = 'FAILED'",
+        &[],
+    ),
+    (
+        "a mail is about a reservation of another fan or concert",
+        "SELECT COUNT(*) FROM mails m JOIN reservations r ON r.id = m.reservation_id \
+         WHERE m.user_id <> r.user_id OR m.concert_id <> r.concert_id",
+        &[],
+    ),
+    (
+        "an order's confirmation was mailed for a reservation never confirmed",
+        "SELECT COUNT(*) FROM mails m JOIN reservations r ON r.id = m.reservation_id \
+         WHERE m.kind = 'ORDER_CONFIRMATION' AND m.outcome = 'SENT' AND r.confirmed_at IS NULL",
+        &[],
+    ),
+    (
+        "a reservation confirmed while its fan had an address has no order confirmation mail",
+        "SELECT COUNT(*) FROM reservations r JOIN users u ON u.id = r.user_id \
+         WHERE r.created_at >= ? AND r.confirmed_at IS NOT NULL \
+           AND u.email IS NOT NULL AND u.email_changed_at <= r.confirmed_at \
+           AND NOT EXISTS (SELECT 1 FROM mails m WHERE m.reservation_id = r.id \
+                            AND m.kind = 'ORDER_CONFIRMATION')",
+        &[KeptSince],
+    ),
+    (
         "a lottery request was decided before its sale opened",
         "SELECT COUNT(*) FROM reservation_queue q JOIN concerts c ON c.id = q.concert_id \
          WHERE q.line_key > 0 AND q.line_key < 4611686018427387904 AND q.decided_at < c.opens_at",

@@ -18,6 +18,7 @@ mod id_list;
 pub mod invariants;
 pub mod kept;
 pub mod line;
+pub mod mails;
 pub mod outbox;
 pub mod prices;
 pub mod queue;

@@ -7,8 +7,20 @@ use chrono::{DateTime, Utc};
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::ReservationEvent;
 
-/// Writes the events, in the order given (their ids keep that order).
+/// Writes the events, in the order given (their ids keep that order), and
+/// the mails they are followed by (`mails::queue_for`); returns how many
+/// events.
 pub async fn record(
+    conn: &mut sqlx::MySqlConnection,
+    events: &[ReservationEvent],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    let recorded = insert(conn, events, now).await?;
+    super::mails::queue_for(conn, events, now).await?;
+    Ok(recorded)
+}
+
+async fn insert(
     conn: &mut sqlx::MySqlConnection,
     events: &[ReservationEvent],
     now: DateTime<Utc>,

@@ -2,7 +2,7 @@ use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 
-use crate::domain::{NickName, Role, UserId};
+use crate::domain::{EmailAddress, NickName, Role, UserId};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UserRow {
@@ -10,11 +10,13 @@ pub struct UserRow {
     pub nickname: String,
     pub password_hash: String,
     pub role: Role,
+    /// Where the fan's mail goes; none: no mail.
+    pub email: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, nickname, password_hash, role, created_at, updated_at";
+const COLUMNS: &str = "id, nickname, password_hash, role, email, created_at, updated_at";
 
 /// Fails with a violation of `uq_users_nickname` when the name is taken.
 pub async fn insert(
@@ -22,15 +24,18 @@ pub async fn insert(
     nickname: &NickName,
     password_hash: &str,
     role: Role,
+    email: Option<&EmailAddress>,
     now: DateTime<Utc>,
 ) -> Result<UserId, sqlx::Error> {
     let done = sqlx::query(
-        "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO users (nickname, password_hash, role, email, email_changed_at, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(nickname.as_str())
     .bind(password_hash)
     .bind(role)
+    .bind(email.map(EmailAddress::as_str))
+    .bind(email.map(|_| now.naive_utc()))
     .bind(now.naive_utc())
     .bind(now.naive_utc())
     .execute(conn)
@@ -95,6 +100,24 @@ pub async fn update(
     Ok(())
 }
 
+/// Gives, changes (`Some`) or removes (`None`) the user's address.
+pub async fn set_email(
+    conn: &mut MySqlConnection,
+    id: UserId,
+    email: Option<&EmailAddress>,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE users SET email = ?, email_changed_at = ?, updated_at = ? WHERE id = ?")
+        .bind(email.map(EmailAddress::as_str))
+        .bind(now.naive_utc())
+        .bind(now.naive_utc())
+        .bind(id)
+        .execute(conn)
+        .traced("UPDATE", "users")
+        .await?;
+    Ok(())
+}
+
 /// Whether the user holds a CONFIRMED or HELD reservation or has a request
 /// still in the queue; such an account must not disappear under its tickets.
 pub async fn holds_tickets_or_requests(
@@ -126,6 +149,10 @@ pub async fn delete_with_history(
             .execute(&mut *conn)
             .await?;
         sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("DELETE FROM mails WHERE user_id = ?")
             .bind(id)
             .execute(&mut *conn)
             .await?;

@@ -4,9 +4,11 @@
 pub mod access_code;
 pub mod allocation;
 mod concert;
+mod email;
 pub mod events;
 mod ids;
 pub mod line_position;
+pub mod mail;
 mod order;
 mod page;
 pub mod price;
@@ -21,6 +23,7 @@ pub mod waiting_list;
 
 pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
+pub use email::EmailAddress;
 pub use ids::{
     AccessCodeId, ConcertId, QueueId, ReservationId, ScannerId, SeatId, TicketId, UserId,
 };

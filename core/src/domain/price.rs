@@ -96,6 +96,29 @@ impl Amount {
         self.0
     }
 
+    /// The amount written out for a person in `currency`, its code first
+    /// and its minor units as decimals: `KRW 240,000`, `EUR 1,234.50`.
+    pub fn display_in(self, currency: Currency) -> String {
+        let scale = 10u64.pow(currency.decimals());
+        let (units, minor) = (self.0 / scale, self.0 % scale);
+        let digits = units.to_string();
+        let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+        for (i, digit) in digits.chars().enumerate() {
+            if i > 0 && (digits.len() - i) % 3 == 0 {
+                grouped.push(',');
+            }
+            grouped.push(digit);
+        }
+        match currency.decimals() {
+            0 => format!("{} {grouped}", currency.as_str()),
+            d => format!(
+                "{} {grouped}.{minor:0width$}",
+                currency.as_str(),
+                width = d as usize
+            ),
+        }
+    }
+
     /// The sum of the amounts (never past `u64`: each is bounded).
     pub fn total(amounts: impl IntoIterator<Item = Self>) -> Self {
         Self(
@@ -394,5 +417,17 @@ mod tests {
         let prices = [120_000, 120_000, 90_000].map(Amount::from_stored);
         assert_eq!(Amount::total(prices).get(), 330_000);
         assert_eq!(Amount::total([]).get(), 0);
+    }
+
+    #[test]
+    fn amounts_are_written_with_their_currency_and_decimals() {
+        let at =
+            |minor, code| Amount::from_stored(minor).display_in(Currency::parse(code).unwrap());
+        assert_eq!(at(240_000, "KRW"), "KRW 240,000");
+        assert_eq!(at(123_450, "EUR"), "EUR 1,234.50");
+        assert_eq!(at(5, "EUR"), "EUR 0.05");
+        assert_eq!(at(1_234, "KWD"), "KWD 1.234");
+        assert_eq!(at(0, "USD"), "USD 0.00");
+        assert_eq!(at(100_000_000_000, "JPY"), "JPY 100,000,000,000");
     }
 }
