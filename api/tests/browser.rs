@@ -333,6 +333,60 @@ async fn problems_are_shown_as_people_read_them() {
 }
 
 #[tokio::test]
+async fn a_fan_gives_an_address_at_sign_up_and_changes_it_on_the_account_page() {
+    let app = spawn_app().await;
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 768).await;
+    open_view(&page, &app.base, "#/signup").await;
+    for (name, value) in [
+        ("nickName", "mailfan"),
+        ("password", "a-long-password-1"),
+        // A browser takes it; the box office cannot deliver to it.
+        ("email", "mailfan@localhost"),
+    ] {
+        let input = page
+            .wait_element(&format!("input[name={name}]"), None)
+            .await;
+        page.type_into(&input, value).await;
+    }
+    let submit = page.wait_element("button[type=submit]", None).await;
+    page.click(&submit).await;
+    let said = page.wait_element(".form-errors", Some("Email: ")).await;
+    assert!(page.text(&said).await.contains("domain name"));
+    assert_eq!(app.count("users WHERE nickname = 'mailfan'").await, 0);
+    let email = page.wait_element("input[name=email]", None).await;
+    page.type_into(&email, "mailfan@mail.example").await;
+    page.click(&submit).await;
+    page.wait_element("#nav .who", Some("mailfan")).await;
+
+    // The account page: the address, changed with the current password.
+    let who = page.wait_element("#nav a.who", None).await;
+    page.click(&who).await;
+    page.wait_element("[data-email=\"mailfan@mail.example\"]", None)
+        .await;
+    let email = page.wait_element("input[name=email]", None).await;
+    page.type_into(&email, "new@mail.example").await;
+    let current = page.wait_element("input[name=currentPassword]", None).await;
+    page.type_into(&current, "not-my-password").await;
+    let save = page.wait_element("main button[type=submit]", None).await;
+    page.click(&save).await;
+    let refused = page.wait_element(".form-errors .error", None).await;
+    assert!(!page.text(&refused).await.contains('{'));
+    page.type_into(&current, "a-long-password-1").await;
+    page.click(&save).await;
+    page.wait_element("[data-email=\"new@mail.example\"]", None)
+        .await;
+    let (stored,): (Option<String>,) =
+        sqlx::query_as("SELECT email FROM users WHERE nickname = 'mailfan'")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+    assert_eq!(stored.as_deref(), Some("new@mail.example"));
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}
+
+#[tokio::test]
 async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let app = spawn_app().await;
     let driver = Chromedriver::start().await;

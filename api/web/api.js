@@ -85,7 +85,9 @@ export async function api(method, path, body, options = {}) {
     data = null;
   }
   if (!response.ok) {
-    if (response.status === 401 && session.token) signedOut();
+    // A token refused ends the session; a password refused (the current
+    // one, asked again to change the account) does not.
+    if (response.status === 401 && session.token && data?.code !== "INVALID_CREDENTIALS") signedOut();
     throw new Problem(response.status, data);
   }
   return data;
@@ -109,8 +111,8 @@ export async function logIn(nickName, password) {
   return session.user;
 }
 
-export async function signUp(nickName, password) {
-  await api("POST", "/api/users", { nickName, password });
+export async function signUp(nickName, password, email) {
+  await api("POST", "/api/users", email ? { nickName, password, email } : { nickName, password });
   return logIn(nickName, password);
 }
 

@@ -3,7 +3,7 @@
 
 import { currentUser, isAdmin, logOut, onSessionChange, resume } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
-import { loginView, signupView } from "./account.js";
+import { accountView, loginView, signupView } from "./account.js";
 import { concertView } from "./concert.js";
 import { editConcertView, newConcertView } from "./concert-form.js";
 import { concertsView } from "./concerts.js";
@@ -19,6 +19,7 @@ const ROUTES = [
   [/^\/concerts\/(?<id>\d+)$/, concertView, "Concert"],
   [/^\/me\/reservations$/, reservationsView, "My reservations"],
   [/^\/me\/tickets$/, ticketsView, "My tickets"],
+  [/^\/me\/account$/, accountView, "My account"],
   [/^\/door$/, doorView, "Door"],
   [/^\/admin\/concerts\/new$/, newConcertView, "New concert"],
   [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, editConcertView, "Edit concert"],
@@ -61,7 +62,7 @@ function nav() {
     links.push(h("a", { href: "#/me/reservations" }, "My reservations"), h("a", { href: "#/me/tickets" }, "My tickets"));
     if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, "New concert"));
     links.push(
-      h("span", { class: "who" }, `Signed in as ${user.nickName}`),
+      h("a", { href: "#/me/account", class: "who" }, `Signed in as ${user.nickName}`),
       h("button", {
         type: "button",
         class: "link",

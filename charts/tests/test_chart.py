@@ -465,6 +465,44 @@ def test_webhooks_reach_the_workers_with_their_key_as_a_file():
     assert "webhook.existingSecret" in render_error(with_key({"webhook": {"url": "https://hooks.example/ticket"}}))
 
 
+KEYS = {"tickets": {"codeKeys": "dGlja2V0LXRlc3Qta2V5LTMyLWJ5dGVzLWxvbmctISE"}}
+
+
+def test_mail_reaches_the_workers_with_its_server_password_and_keys_as_files():
+    env = env_of(find(render(), "Deployment", "-worker"))
+    assert "TICKET_SMTP_URL_FILE" not in env and "TICKET_MAIL_FROM" not in env
+    mail = {**KEYS, "mail": {"from": "Box Office <tickets@example.com>",
+                             "smtpUrl": "smtp://box@smtp.example:587?tls=required", "password": "pw",
+                             "retryHours": 24},
+            "ingress": {"enabled": True, "host": "tickets.example"}}
+    docs = render(mail)
+    worker = find(docs, "Deployment", "-worker")
+    env = env_of(worker)
+    assert env["TICKET_MAIL_FROM"] == "Box Office <tickets@example.com>"
+    assert env["TICKET_MAIL_RETRY_HOURS"] == "24"
+    assert env["TICKET_PUBLIC_URL"] == "https://tickets.example"
+    mounts = worker["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    for name in ("TICKET_SMTP_URL_FILE", "TICKET_SMTP_PASSWORD_FILE", "TICKET_CODE_KEYS_FILE"):
+        mount = [m for m in mounts if env[name].startswith(m["mountPath"] + "/")]
+        assert len(mount) == 1 and mount[0]["readOnly"], name
+    made = find(docs, "Secret", "-mail")["stringData"]
+    assert made == {"smtp-url": "smtp://box@smtp.example:587?tls=required", "password": "pw"}
+    assert secret_env_names(docs) == [], "secrets as files, never in the environment"
+    egress = find(docs, "NetworkPolicy", "-worker")["spec"]["egress"]
+    assert any({"protocol": "TCP", "port": 587} in rule.get("ports", []) for rule in egress)
+    # A Secret of one's own: used, not made, the password only when named.
+    own = render({**KEYS, "mail": {"from": "t@example.com", "existingSecret": "smtp"}})
+    assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-mail")]
+    worker = find(own, "Deployment", "-worker")
+    assert "TICKET_SMTP_PASSWORD_FILE" not in env_of(worker)
+    assert "TICKET_PUBLIC_URL" not in env_of(worker)
+    volumes = worker["spec"]["template"]["spec"]["volumes"]
+    assert {"name": "mail-secret", "secret": {"secretName": "smtp", "items": [{"key": "smtp-url", "path": "smtp-url"}]}} in volumes
+    # A server without a sender, or without the keys the tickets need, fails.
+    assert "mail.from" in render_error(with_key({**KEYS, "mail": {"smtpUrl": "smtp://smtp.example"}}))
+    assert "tickets" in render_error(with_key({"mail": {"smtpUrl": "smtp://smtp.example", "from": "t@example.com"}}))
+
+
 # checkov's findings on the rendered chart that stay, each with its reason.
 # Anything else it reports fails the test; so does a reason that no longer
 # applies (the list is kept exact).

@@ -17,6 +17,7 @@ mod health;
 mod helpers;
 mod limits;
 mod lottery;
+mod mail;
 mod metrics;
 mod openapi;
 mod otlp;

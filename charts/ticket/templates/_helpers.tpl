@@ -40,6 +40,29 @@ app.kubernetes.io/component: {{ .component }}
 {{- if or .Values.tickets.existingSecret .Values.tickets.codeKeys }}true{{ end -}}
 {{- end -}}
 
+{{- define "ticket.mailEnabled" -}}
+{{- if or .Values.mail.existingSecret .Values.mail.smtpUrl }}true{{ end -}}
+{{- end -}}
+
+{{- define "ticket.mailSecret" -}}
+{{ .Values.mail.existingSecret | default (printf "%s-mail" (include "ticket.fullname" .)) }}
+{{- end -}}
+
+{{- /* The SMTP password is a file of its own: a key of the Secret you
+manage, or the password the chart's Secret holds. */}}
+{{- define "ticket.mailPassword" -}}
+{{- if .Values.mail.existingSecret }}{{ .Values.mail.passwordKey }}
+{{- else if .Values.mail.password }}password
+{{- end -}}
+{{- end -}}
+
+{{- /* Where mail links to: mail.publicUrl, else the chart's ingress host. */}}
+{{- define "ticket.publicUrl" -}}
+{{- if .Values.mail.publicUrl }}{{ .Values.mail.publicUrl }}
+{{- else if .Values.ingress.enabled }}https://{{ .Values.ingress.host }}
+{{- end -}}
+{{- end -}}
+
 {{- define "ticket.webhookSecret" -}}
 {{ .Values.webhook.existingSecret | default (printf "%s-webhook" (include "ticket.fullname" .)) }}
 {{- end -}}
