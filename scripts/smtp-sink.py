@@ -12,12 +12,15 @@ would see it.
 --reject ADDRESS: RCPT TO that address is answered 550 (refused for good).
 --delay-ms MS: wait that long before answering a message's DATA (a relay
   can be killed while it waits).
+--quiet: read only each message's headers, print only its Message-ID (a
+  benchmark's sink, which should cost as little as a server can).
 """
 
 import argparse
 import asyncio
 import base64
 import email
+import email.parser
 import email.policy
 import json
 import signal
@@ -56,6 +59,10 @@ class Sink:
 
     async def handle_DATA(self, server, session, envelope):
         self.seen += 1
+        if self.args.quiet:
+            headers = email.parser.BytesHeaderParser(policy=email.policy.compat32).parsebytes(envelope.content)
+            print(json.dumps({"messageId": headers.get("Message-ID")}), flush=True)
+            return "250 2.0.0 accepted"
         message = email.message_from_bytes(envelope.content, policy=email.policy.default)
         # Said before any wait: a test may kill the sender now, mid-send.
         print(f"receiving {message.get('Message-ID')}", flush=True)
@@ -85,6 +92,7 @@ def main():
     parser.add_argument("--fail-first", type=int, default=0)
     parser.add_argument("--reject", action="append", default=[])
     parser.add_argument("--delay-ms", type=int, default=0)
+    parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
     args.reject = [a.lower() for a in args.reject]
     port = args.port

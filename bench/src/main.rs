@@ -8,6 +8,7 @@ mod enqueue;
 mod fans_open;
 mod latency;
 mod load;
+mod mail;
 mod many_concerts;
 mod million;
 mod otlp_sink;
@@ -67,6 +68,8 @@ enum Command {
     Confirm(door::ConfirmArgs),
     /// Check-ins with concurrent scanners, and a code verified offline in Chromium.
     Door(door::DoorArgs),
+    /// Mails delivered to a local SMTP server (aiosmtpd): confirmations with their tickets.
+    Mail(mail::Args),
     /// Print the number of queue rows.
     CountQueue(latency::DbArgs),
     /// Add decided requests past the retention (for the sweeper to remove).
@@ -109,6 +112,7 @@ async fn main() -> anyhow::Result<()> {
         Command::PowPage(args) => pow_page::run(args).await,
         Command::Confirm(args) => door::confirm(args).await,
         Command::Door(args) => door::door(args).await,
+        Command::Mail(args) => mail::run(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

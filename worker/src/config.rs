@@ -132,7 +132,7 @@ pub struct Cli {
     pub mail_retry_hours: u64,
 
     /// SMTP connections a worker keeps open and sends over at once.
-    #[arg(long, env = "TICKET_MAIL_CONNECTIONS", default_value_t = 4,
+    #[arg(long, env = "TICKET_MAIL_CONNECTIONS", default_value_t = 8,
           value_parser = clap::value_parser!(u32).range(1..=64))]
     pub mail_connections: u32,
 }

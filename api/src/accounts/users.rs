@@ -36,7 +36,12 @@ pub struct CreateUserRequest {
     /// Where the box office mails your tickets and reminders (optional: no
     /// address, no mail). What a browser's email field accepts, with a
     /// domain like example.com; at most 254 characters.
-    #[schema(max_length = 254, format = "email", example = "fan@example.com")]
+    #[schema(
+        max_length = 254,
+        format = "email",
+        example = "fan@example.com",
+        pattern = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
+    )]
     email: Option<String>,
 }
 
@@ -56,7 +61,8 @@ pub struct UpdateUserRequest {
     /// A new address for mail, or null for no mail. Changing your own takes
     /// `currentPassword`, as a new password does.
     #[serde(default, deserialize_with = "crate::extract::present")]
-    #[schema(value_type = Option<String>, max_length = 254, format = "email", nullable)]
+    #[schema(value_type = Option<String>, max_length = 254, format = "email", nullable,
+             pattern = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")]
     email: Option<Option<String>>,
     /// Your present password: required to change your own password or
     /// address, so that a stolen token alone cannot take the account (or

@@ -21,6 +21,9 @@ pub struct Behaviour {
     pub reject: Vec<String>,
     /// Wait before answering each message's DATA.
     pub delay: Duration,
+    /// Read only the headers and keep only the Message-ID (a benchmark's
+    /// sink).
+    pub quiet: bool,
 }
 
 pub struct SmtpSink {
@@ -74,6 +77,9 @@ impl SmtpSink {
             .arg(self.behaviour.fail_first.to_string())
             .arg("--delay-ms")
             .arg(self.behaviour.delay.as_millis().to_string());
+        if self.behaviour.quiet {
+            command.arg("--quiet");
+        }
         for address in &self.behaviour.reject {
             command.arg("--reject").arg(address);
         }
@@ -127,6 +133,11 @@ impl SmtpSink {
     /// server has answered them yet or not.
     pub fn receiving(&self) -> Vec<String> {
         self.receiving.lock().unwrap().clone()
+    }
+
+    /// How many messages the server has taken.
+    pub fn taken(&self) -> usize {
+        self.messages.lock().unwrap().len()
     }
 
     /// Waits until the server has taken `n` messages (panics after `within`).

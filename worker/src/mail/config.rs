@@ -164,7 +164,7 @@ impl MailConfig {
             timeout: Self::DEFAULT_TIMEOUT,
             give_up_after: Self::DEFAULT_GIVE_UP_AFTER,
             batch: 32,
-            connections: 4,
+            connections: 8,
             // A message takes a handful of commands, each within the timeout.
             lease: Self::DEFAULT_TIMEOUT * 10,
             poll_interval: Duration::from_millis(500),

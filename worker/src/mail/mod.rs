@@ -24,7 +24,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
 use lettre::message::Mailbox;
-use lettre::{AsyncSmtpTransport, AsyncTransport as _, Message, Tokio1Executor};
+use lettre::{AsyncSmtpTransport, AsyncTransport as _, Tokio1Executor};
 use sqlx::{Connection, MySqlConnection, MySqlPool};
 use ticket_core::db::{
     self,
@@ -52,12 +52,19 @@ pub struct Round {
     pub failed: usize,
 }
 
+/// A claimed mail with what it is about, to be composed and sent.
+struct Ready {
+    kind: MailKind,
+    subject: mails::Subject,
+    seats: Vec<mails::MailSeat>,
+    to: Mailbox,
+    /// The address, as recorded once sent.
+    email: String,
+}
+
 /// A claimed mail, ready to go or not.
 enum Prepared {
-    Send {
-        message: Box<Message>,
-        to: String,
-    },
+    Ready(Box<Ready>),
     /// Nothing left to say.
     Skip(String),
     /// It can never be sent (an address lettre will not take).
@@ -102,7 +109,7 @@ impl MailRelay {
         tx.commit().await?;
         let mut prepared = Vec::with_capacity(claimed.len());
         for mail in &claimed {
-            prepared.push(self.prepare(&mut conn, mail).await?);
+            prepared.push(self.prepare(&mut conn, mail, now).await?);
         }
         let sent: Vec<Sending> = futures::stream::iter(prepared.into_iter().map(|p| self.send(p)))
             .buffered(self.config.connections.max(1) as usize)
@@ -146,11 +153,13 @@ impl MailRelay {
         Ok(round)
     }
 
-    /// The mail composed from its reservation as it is now.
+    /// The mail composed from its reservation as it is now (a hold judged
+    /// running by `now`, the database's clock at the claim).
     async fn prepare(
         &self,
         conn: &mut MySqlConnection,
         mail: &Claimed,
+        now: DateTime<Utc>,
     ) -> Result<Prepared, sqlx::Error> {
         let Some(kind) = MailKind::from_stored(&mail.kind) else {
             return Ok(Prepared::Broken(format!("unknown kind {}", mail.kind)));
@@ -158,7 +167,6 @@ impl MailRelay {
         let Some((subject, seats)) = mails::subject(conn, mail.reservation_id).await? else {
             return Ok(Prepared::Skip("the reservation is gone".to_owned()));
         };
-        let now = db::now(conn).await?;
         let hold_running = subject.hold_expires_at.is_some_and(|end| end > now);
         if !kind.still_wanted(subject.status, hold_running) {
             return Ok(Prepared::Skip(format!(
@@ -178,34 +186,20 @@ impl MailRelay {
                 )));
             }
         };
-        let stationery = letter::Stationery {
-            keys: &self.config.keys,
-            public_url: self.config.public_url.as_deref(),
-            domain: self.config.domain(),
-        };
-        let composed = match letter::compose(kind, &subject, &seats, &stationery) {
-            Ok(letter) => letter,
-            Err(e) => {
-                return Ok(Prepared::Broken(format!(
-                    "a QR code could not be made: {e}"
-                )));
-            }
-        };
-        let id = kind.message_id(mail.reservation_id, self.config.domain());
-        Ok(
-            match letter::message(composed, &self.config.from, to, &id) {
-                Ok(message) => Prepared::Send {
-                    message: Box::new(message),
-                    to: email,
-                },
-                Err(e) => Prepared::Broken(format!("the message could not be built: {e}")),
-            },
-        )
+        Ok(Prepared::Ready(Box::new(Ready {
+            kind,
+            subject,
+            seats,
+            to,
+            email,
+        })))
     }
 
+    /// Composes a ready mail (its QR codes drawn while other mails of the
+    /// round wait on the network) and sends it.
     async fn send(&self, prepared: Prepared) -> Sending {
-        let (message, to) = match prepared {
-            Prepared::Send { message, to } => (message, to),
+        let ready = match prepared {
+            Prepared::Ready(ready) => ready,
             Prepared::Skip(why) => return Sending::Skipped(why),
             Prepared::Broken(error) => {
                 return Sending::Refused {
@@ -214,8 +208,36 @@ impl MailRelay {
                 };
             }
         };
-        match self.transport.send(*message).await {
-            Ok(_) => Sending::Sent(to),
+        let Ready {
+            kind,
+            subject,
+            seats,
+            to,
+            email,
+        } = *ready;
+        let stationery = letter::Stationery {
+            keys: &self.config.keys,
+            public_url: self.config.public_url.as_deref(),
+            domain: self.config.domain(),
+        };
+        let id = kind.message_id(subject.reservation_id, self.config.domain());
+        let message = letter::compose(kind, &subject, &seats, &stationery)
+            .map_err(|e| format!("a QR code could not be made: {e}"))
+            .and_then(|composed| {
+                letter::message(composed, &self.config.from, to, &id)
+                    .map_err(|e| format!("the message could not be built: {e}"))
+            });
+        let message = match message {
+            Ok(message) => message,
+            Err(error) => {
+                return Sending::Refused {
+                    error,
+                    for_good: true,
+                };
+            }
+        };
+        match self.transport.send(message).await {
+            Ok(_) => Sending::Sent(email),
             Err(e) => Sending::Refused {
                 for_good: refused_for_good(&e),
                 error: e.to_string(),

@@ -44,7 +44,7 @@ pub fn png(text: &str) -> Result<Vec<u8>, qrcode::types::QrError> {
             raw.push(bits);
         }
     }
-    let mut zlib = ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+    let mut zlib = ZlibEncoder::new(Vec::new(), flate2::Compression::default());
     // Writing to a Vec cannot fail.
     let _ = zlib.write_all(&raw);
     let idat = zlib.finish().unwrap_or_default();
