@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -479,6 +479,19 @@ door() {
   stop "$api_pid" "$worker_pid"
 }
 
+# Mail (issue 31): the delivery rate of confirmations with their tickets to
+# aiosmtpd on this host, one relay over 1 and 8 connections, then two relays.
+mail() {
+  local python
+  python="$(scripts/smtp.sh)"
+  echo "## mail to a local SMTP server ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  for args in "--connections 1" "--connections 8" "--relays 2 --connections 8"; do
+    echo "mail $args:"
+    # shellcheck disable=SC2086
+    TICKET_SMTP_PYTHON="$python" RUST_LOG=warn "$bin/ticket-bench" mail --mails "${MAIL_COUNT:-2000}" $args
+  done
+}
+
 pow_page() {
   local url chromedriver
   chromedriver="$(scripts/browser.sh)"
@@ -534,6 +547,7 @@ case "$what" in
   page) page ;;
   pow-page) pow_page ;;
   door) door ;;
+  mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

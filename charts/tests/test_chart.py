@@ -13,7 +13,7 @@ CHART = Path(__file__).resolve().parents[1] / "ticket"
 PRODUCTION = yaml.safe_load((CHART / "ci" / "production-values.yaml").read_text())
 KUBE_VERSION = kubernetes_validate.latest_version()
 # Custom resources have no schema in kubernetes-validate; tested by content.
-CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor"}
+CUSTOM_KINDS = {"ScaledObject", "TriggerAuthentication", "ServiceMonitor", "PrometheusRule"}
 RESTRICTED_POD_KINDS = {"Deployment", "StatefulSet", "Job"}
 
 

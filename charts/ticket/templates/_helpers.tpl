@@ -75,6 +75,22 @@ manage, or the password the chart's Secret holds. */}}
 {{- if and .Values.metrics.serviceMonitor.enabled (or .Values.metrics.serviceMonitor.assumeApiAvailable (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/ServiceMonitor")) -}}true{{- end -}}
 {{- end -}}
 
+{{- define "ticket.prometheusRuleEnabled" -}}
+{{- if and .Values.metrics.prometheusRule.enabled (or .Values.metrics.prometheusRule.assumeApiAvailable (.Capabilities.APIVersions.Has "monitoring.coreos.com/v1/PrometheusRule")) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The labels Prometheus gives this release's series when the
+ServiceMonitor scrapes them (the job is the Service's name). */}}
+{{- define "ticket.apiSeries" -}}
+namespace="{{ .Release.Namespace }}", job="{{ include "ticket.fullname" . }}-api-metrics"
+{{- end -}}
+{{- define "ticket.workerSeries" -}}
+namespace="{{ .Release.Namespace }}", job="{{ include "ticket.fullname" . }}-worker-metrics"
+{{- end -}}
+{{- define "ticket.anySeries" -}}
+namespace="{{ .Release.Namespace }}", job=~"{{ include "ticket.fullname" . }}-(api|worker)-metrics"
+{{- end -}}
+
 {{- define "ticket.kedaEnabled" -}}
 {{- if and .Values.keda.enabled (or .Values.keda.assumeApiAvailable (.Capabilities.APIVersions.Has "keda.sh/v1alpha1")) -}}true{{- end -}}
 {{- end -}}

@@ -1,0 +1,123 @@
+"""The chart's alerts (templates/prometheusrule.yaml) as rendered: checked by
+promtool (Debian's prometheus package, installed by scripts/chart-test.sh),
+unit-tested by `promtool test rules` with alerts-test.yaml, and each linked
+to its entry in docs/runbook.md."""
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import yaml
+
+from test_chart import find, render
+
+HERE = Path(__file__).resolve().parent
+RUNBOOK = HERE.parents[1] / "docs" / "runbook.md"
+ENABLED = {"metrics": {"prometheusRule": {"enabled": True, "assumeApiAvailable": True}}}
+
+
+def promtool():
+    tool = os.environ.get("TICKET_PROMTOOL") or shutil.which("promtool")
+    assert tool, "promtool not found: scripts/chart-test.sh installs Debian's prometheus package"
+    return tool
+
+
+def rules(values=ENABLED):
+    return find(render(values), "PrometheusRule")
+
+
+def alerts():
+    return [rule for group in rules()["spec"]["groups"] for rule in group["rules"]]
+
+
+def run(*args, cwd):
+    done = subprocess.run([promtool(), *args], cwd=cwd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_the_rules_are_off_by_default_and_need_the_operators_api():
+    assert not [d for d in render() if d["kind"] == "PrometheusRule"]
+    asked = {"metrics": {"prometheusRule": {"enabled": True}}}
+    assert not [d for d in render(asked) if d["kind"] == "PrometheusRule"], "no API, no rule"
+
+
+def test_promtool_accepts_the_rules_and_their_templates(tmp_path):
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rules()["spec"]["groups"]}))
+    assert "SUCCESS" in run("check", "rules", "rules.yaml", cwd=tmp_path)
+
+
+def test_every_alert_fires_when_it_should_and_only_then(tmp_path):
+    # promtool compares annotations too; they are checked above (templates
+    # parse) and below (runbook links), so the unit tests see labels only.
+    groups = rules()["spec"]["groups"]
+    for group in groups:
+        for rule in group["rules"]:
+            rule.pop("annotations", None)
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    tests = yaml.safe_load((HERE / "alerts-test.yaml").read_text())
+    tests["rule_files"] = ["rules.yaml"]
+    (tmp_path / "tests.yaml").write_text(yaml.safe_dump(tests))
+    run("test", "rules", "tests.yaml", cwd=tmp_path)
+    firing = {
+        case["alertname"]
+        for test in tests["tests"]
+        for case in test["alert_rule_test"]
+        if case["exp_alerts"]
+    }
+    silent = {
+        case["alertname"]
+        for test in tests["tests"]
+        for case in test["alert_rule_test"]
+        if not case["exp_alerts"]
+    }
+    names = {rule["alert"] for rule in alerts()}
+    assert names - firing == set(), "alerts never shown firing"
+    assert names - silent == set(), "alerts never shown silent"
+
+
+def test_every_alert_has_a_runbook_entry_and_links_it():
+    headings = {
+        line[3:].strip() for line in RUNBOOK.read_text().splitlines() if line.startswith("## ")
+    }
+    for rule in alerts():
+        name = rule["alert"]
+        assert name in headings, f"docs/runbook.md has no '## {name}'"
+        assert rule["annotations"]["runbook_url"].endswith("/docs/runbook.md#" + name.lower())
+        assert rule["annotations"]["summary"]
+        assert rule["labels"]["severity"] in {"critical", "warning"}
+
+
+def test_thresholds_and_labels_come_from_values():
+    values = {
+        "metrics": {
+            "prometheusRule": {
+                "enabled": True,
+                "assumeApiAvailable": True,
+                "labels": {"release": "prometheus"},
+                "runbookBaseUrl": "https://runbooks.example.com/ticket/docs/runbook.md",
+                "thresholds": {
+                    "oldestRequestSeconds": 12,
+                    "decisionP99Seconds": 2,
+                    "unavailableRatio": 0.05,
+                    "holdsOverdueSeconds": 30,
+                    "leaseTakeovers": 3,
+                    "deliveriesFailingFor": "5m",
+                    "poolUsedRatio": 0.9,
+                    "serverConnectionsRatio": 0.85,
+                },
+            }
+        }
+    }
+    rule = rules(values)
+    assert rule["metadata"]["labels"]["release"] == "prometheus"
+    by_name = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    assert re.search(r"> 12$", by_name["TicketRequestsWaitingTooLong"]["expr"])
+    assert re.search(r"> 2$", by_name["TicketDecisionsSlow"]["expr"])
+    assert re.search(r"> 3$", by_name["TicketLeaseTakeovers"]["expr"])
+    assert by_name["TicketMailFailing"]["for"] == "5m"
+    assert by_name["TicketWorkersAbsent"]["annotations"]["runbook_url"] == (
+        "https://runbooks.example.com/ticket/docs/runbook.md#ticketworkersabsent"
+    )
