@@ -1,8 +1,10 @@
-"""The chart's alerts (templates/prometheusrule.yaml) as rendered: checked by
-promtool (Debian's prometheus package, installed by scripts/chart-test.sh),
-unit-tested by `promtool test rules` with alerts-test.yaml, and each linked
-to its entry in docs/runbook.md."""
+"""The chart's alerts (templates/prometheusrule.yaml) and dashboard
+(dashboards/sale.json, templates/dashboard-configmap.yaml) as rendered:
+checked by promtool (Debian's prometheus package, installed by
+scripts/chart-test.sh), the alerts unit-tested by `promtool test rules` with
+alerts-test.yaml and each linked to its entry in docs/runbook.md."""
 
+import json
 import os
 import re
 import shutil
@@ -15,6 +17,7 @@ from test_chart import find, render
 
 HERE = Path(__file__).resolve().parent
 RUNBOOK = HERE.parents[1] / "docs" / "runbook.md"
+DASHBOARD = HERE.parent / "ticket" / "dashboards" / "sale.json"
 ENABLED = {"metrics": {"prometheusRule": {"enabled": True, "assumeApiAvailable": True}}}
 
 
@@ -121,3 +124,44 @@ def test_thresholds_and_labels_come_from_values():
     assert by_name["TicketWorkersAbsent"]["annotations"]["runbook_url"] == (
         "https://runbooks.example.com/ticket/docs/runbook.md#ticketworkersabsent"
     )
+
+
+def dashboard_configmap(values):
+    return find(render(values), "ConfigMap", "-dashboard")
+
+
+def test_the_dashboard_is_a_configmap_for_grafanas_sidecar_when_asked():
+    assert not [d for d in render() if d["metadata"]["name"].endswith("-dashboard")], "off by default"
+    configmap = dashboard_configmap({"metrics": {"dashboard": {"enabled": True}}})
+    assert configmap["metadata"]["labels"]["grafana_dashboard"] == "1"
+    shipped = json.loads(configmap["data"]["ticket-sale.json"])
+    variables = {v["name"]: v for v in shipped["templating"]["list"]}
+    assert variables["namespace"]["current"]["value"] == "tickets"
+    assert variables["release"]["current"]["value"] == "ticket"
+    assert shipped["panels"] == json.loads(DASHBOARD.read_text())["panels"]
+    custom = dashboard_configmap(
+        {"metrics": {"dashboard": {"enabled": True, "labels": {"grafana_dashboard": "sale"}, "annotations": {"grafana_folder": "Box office"}}}}
+    )
+    assert custom["metadata"]["labels"]["grafana_dashboard"] == "sale"
+    assert custom["metadata"]["annotations"] == {"grafana_folder": "Box office"}
+
+
+def panel_queries():
+    dashboard = json.loads(DASHBOARD.read_text())
+    return [
+        (panel["title"], target["expr"])
+        for panel in dashboard["panels"]
+        for target in panel["targets"]
+    ]
+
+
+def test_every_panel_shows_something_and_its_query_parses(tmp_path):
+    dashboard = json.loads(DASHBOARD.read_text())
+    assert all(panel["targets"] for panel in dashboard["panels"])
+    # promtool parses expressions in rules: each query becomes one.
+    recorded = [
+        {"record": f"ticket:panel_{i}", "expr": expr.replace("$namespace", "tickets").replace("$release", "ticket")}
+        for i, (_, expr) in enumerate(panel_queries())
+    ]
+    (tmp_path / "panels.yaml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": recorded}]}))
+    assert "SUCCESS" in run("check", "rules", "panels.yaml", cwd=tmp_path)
