@@ -138,6 +138,9 @@ impl WorkerMetrics {
         // Every outcome is listed from the first scrape on, at zero.
         metrics.webhooks(&crate::relay::Round::default());
         metrics.mails(&crate::mail::Round::default());
+        for outcome in ["success", "seat_taken", "lost", "deferred"] {
+            metrics.decisions.with_label_values(&[outcome]);
+        }
         metrics
     }
 

@@ -1,7 +1,7 @@
 //! What the API measures, registered once per process.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
 use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
@@ -19,7 +19,20 @@ pub struct ApiMetrics {
     pub availability_queries: IntCounter,
     /// Scans at the door, by outcome.
     pub check_ins: IntCounterVec,
+    signals: SignalGauges,
 }
+
+/// What the alerts read from the database (`db::signals`), at scrape time.
+struct SignalGauges {
+    oldest_open_request: IntGauge,
+    holds_overdue: IntGauge,
+    server_connections: IntGauge,
+    server_max_connections: IntGauge,
+}
+
+/// Longest a scrape waits for the database's signals; on failure or
+/// timeout the last values stay (the 503 alert tells of a database away).
+const SIGNALS_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Every outcome a scan is counted under (each is listed from the start).
 pub const CHECK_IN_OUTCOMES: [&str; 6] = [
@@ -77,6 +90,28 @@ impl ApiMetrics {
                 }
                 scans
             },
+            signals: SignalGauges {
+                oldest_open_request: metrics::gauge(
+                    &registry,
+                    "ticket_oldest_open_request_seconds",
+                    "How long the oldest open request has waited for its decision, from its arrival or its sale's opening, on the database's clock (0: nobody waits)",
+                ),
+                holds_overdue: metrics::gauge(
+                    &registry,
+                    "ticket_holds_overdue_seconds",
+                    "How long ago the most overdue hold still written HELD ended (0: none; the expiry sweep looks every second)",
+                ),
+                server_connections: metrics::gauge(
+                    &registry,
+                    "ticket_db_server_connections",
+                    "Connections open on the database server (Threads_connected), all clients",
+                ),
+                server_max_connections: metrics::gauge(
+                    &registry,
+                    "ticket_db_server_max_connections",
+                    "The database server's max_connections",
+                ),
+            },
             registry,
         })
     }
@@ -101,7 +136,27 @@ impl ApiMetrics {
 impl ApiMetrics {
     /// Everything measured, in Prometheus text format, the pool's gauges
     /// brought up to date first.
-    pub fn render(&self, pool: &sqlx::MySqlPool) -> String {
+    pub async fn render(&self, pool: &sqlx::MySqlPool) -> String {
+        let read = tokio::time::timeout(SIGNALS_TIMEOUT, async {
+            let mut conn = pool.acquire().await?;
+            ticket_core::db::signals::read(&mut conn).await
+        })
+        .await;
+        match read {
+            Ok(Ok(signals)) => {
+                let gauges = &self.signals;
+                gauges
+                    .oldest_open_request
+                    .set(signals.oldest_open_request_seconds);
+                gauges.holds_overdue.set(signals.holds_overdue_seconds);
+                gauges.server_connections.set(signals.server_connections);
+                gauges
+                    .server_max_connections
+                    .set(signals.server_max_connections);
+            }
+            Ok(Err(e)) => tracing::warn!(error = %e, "database signals not read"),
+            Err(_) => tracing::warn!("database signals not read in time"),
+        }
         self.pool.update(pool);
         metrics::render(&self.registry)
     }

@@ -22,7 +22,7 @@ pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             HeaderValue::from_static(metrics::CONTENT_TYPE),
         )],
-        state.metrics.render(&state.pool),
+        state.metrics.render(&state.pool).await,
     )
         .into_response()
 }

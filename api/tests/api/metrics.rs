@@ -109,3 +109,87 @@ async fn with_a_metrics_port_the_public_port_serves_no_metrics() {
     let samples = metrics_port.scrape().await;
     assert!(value(&samples, "ticket_db_pool_max_connections", &[]) >= 1.0);
 }
+
+#[tokio::test]
+async fn the_alerts_signals_are_read_from_the_database_at_scrape_time() {
+    let app = spawn_app().await;
+    let quiet = app.scrape().await;
+    assert_eq!(
+        value(&quiet, "ticket_oldest_open_request_seconds", &[]),
+        0.0
+    );
+    assert_eq!(value(&quiet, "ticket_holds_overdue_seconds", &[]), 0.0);
+    let max = value(&quiet, "ticket_db_server_max_connections", &[]);
+    let open = value(&quiet, "ticket_db_server_connections", &[]);
+    assert!(max >= 1.0 && (1.0..=max).contains(&open), "{open} of {max}");
+
+    let concert = app
+        .concert(json!({"rows": 1, "seatsPerRow": 2, "holdSeconds": 600}))
+        .await;
+    let seats = app.seats(concert["id"].as_u64().unwrap()).await;
+    let seat = |i: usize| seats[i]["id"].as_u64().unwrap();
+    let (_, holder) = app.user("holder").await;
+    app.reserve(&holder, seat(0)).await.assert_status(201);
+    app.drain().await;
+    let (_, waiting) = app.user("waiting").await;
+    app.reserve(&waiting, seat(1)).await.assert_status(201);
+    // No worker runs now: the request waits, and the hold is made to have
+    // ended 40 s ago with no sweep to write it down.
+    sqlx::query(
+        "UPDATE reservation_queue SET created_at = NOW(6) - INTERVAL 90 SECOND \
+         WHERE status = 'PENDING'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let held = sqlx::query(
+        "UPDATE reservations SET hold_expires_at = NOW(6) - INTERVAL 40 SECOND \
+         WHERE status = 'HELD'",
+    )
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(held.rows_affected(), 1);
+
+    let busy = app.scrape().await;
+    let oldest = value(&busy, "ticket_oldest_open_request_seconds", &[]);
+    assert!((90.0..120.0).contains(&oldest), "{oldest}");
+    let overdue = value(&busy, "ticket_holds_overdue_seconds", &[]);
+    assert!((40.0..70.0).contains(&overdue), "{overdue}");
+}
+
+/// The metric names an expression uses (ours all begin so).
+fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|word| word.starts_with("ticket_") || word.starts_with("http_server_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test]
+async fn every_metric_an_alert_or_a_panel_uses_is_in_a_real_scrape() {
+    let app = spawn_app().await;
+    app.get("/api/concerts", None).await.assert_status(200);
+    let api = app.scrape().await;
+    let worker = ticket_worker::WorkerMetrics::new().render(&app.pool).await;
+    let worker = ticket_core::testing::prometheus_text::parse(&worker).unwrap();
+    let served: std::collections::BTreeSet<&str> = api
+        .keys()
+        .chain(worker.keys())
+        .map(|series| series.split('{').next().unwrap_or(series))
+        .collect();
+    let charts = concat!(env!("CARGO_MANIFEST_DIR"), "/../charts/ticket");
+    for file in ["templates/prometheusrule.yaml", "dashboards/sale.json"] {
+        let text = std::fs::read_to_string(format!("{charts}/{file}")).unwrap();
+        let used = metric_names(&text);
+        assert!(used.len() >= 10, "{file}: {used:?}");
+        let missing: Vec<&String> = used
+            .iter()
+            .filter(|m| !served.contains(m.as_str()))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{file} uses metrics no process serves: {missing:?}"
+        );
+    }
+}

@@ -28,6 +28,7 @@ pub mod reservations;
 pub mod retention;
 pub mod revocations;
 pub mod seats;
+pub mod signals;
 pub mod spent_challenges;
 pub mod tickets;
 pub mod users;
