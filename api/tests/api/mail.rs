@@ -16,7 +16,7 @@ use ticket_worker::mail::{MailConfig, MailRelay, SmtpServer};
 use ticket_worker::waiting_list::Offers;
 use tokio_util::sync::CancellationToken;
 
-use crate::helpers::{TestApp, concert_with, order, spawn_app};
+use crate::helpers::{TestApp, concert_with, spawn_app, won};
 
 const FROM: &str = "Box Office <tickets@box.example>";
 
@@ -35,16 +35,6 @@ async fn fan(app: &TestApp, nick: &str, email: Option<&str>) -> (u64, String) {
     );
     let id = user["id"].as_u64().unwrap();
     (id, app.login(nick, "password123").await)
-}
-
-async fn won(app: &TestApp, token: &str, seats: &[u64]) -> u64 {
-    let queued = order(app, token, seats).await.assert_status(201)["queueId"]
-        .as_u64()
-        .unwrap();
-    app.drain().await;
-    let status = app.queue_status(token, queued).await;
-    assert_eq!(status["status"], "SUCCESS", "{status}");
-    status["reservationId"].as_u64().unwrap()
 }
 
 fn relay(app: &TestApp, sink: &SmtpSink) -> MailRelay {

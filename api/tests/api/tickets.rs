@@ -6,17 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use ed25519_dalek::{Signature, Verifier as _, VerifyingKey};
 use serde_json::{Value, json};
 
-use crate::helpers::{TestApp, concert_with, order, spawn_app};
-
-async fn won(app: &TestApp, token: &str, seats: &[u64]) -> u64 {
-    let queued = order(app, token, seats).await.assert_status(201)["queueId"]
-        .as_u64()
-        .unwrap();
-    app.drain().await;
-    let status = app.queue_status(token, queued).await;
-    assert_eq!(status["status"], "SUCCESS", "{status}");
-    status["reservationId"].as_u64().unwrap()
-}
+use crate::helpers::{TestApp, concert_with, spawn_app, won};
 
 async fn tickets(app: &TestApp, token: &str, reservation: u64) -> Vec<Value> {
     app.get(

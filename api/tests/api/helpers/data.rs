@@ -23,6 +23,18 @@ pub async fn order(app: &TestApp, token: &str, seats: &[u64]) -> Reply {
         .await
 }
 
+/// Orders `seats` and has a worker decide it; the order must win. Returns
+/// the reservation id.
+pub async fn won(app: &TestApp, token: &str, seats: &[u64]) -> u64 {
+    let queued = order(app, token, seats).await.assert_status(201)["queueId"]
+        .as_u64()
+        .unwrap();
+    app.drain().await;
+    let status = app.queue_status(token, queued).await;
+    assert_eq!(status["status"], "SUCCESS", "{status}");
+    status["reservationId"].as_u64().unwrap()
+}
+
 impl TestApp {
     /// Signs up a user; returns (id, token).
     pub async fn user(&self, nick: &str) -> (u64, String) {

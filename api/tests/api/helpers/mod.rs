@@ -13,7 +13,7 @@ mod workers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
 #[allow(unused_imports)]
-pub use data::{concert_with, order};
+pub use data::{concert_with, order, won};
 #[allow(unused_imports)]
 pub use http::*;
 #[allow(unused_imports)]
