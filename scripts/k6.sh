@@ -53,7 +53,7 @@ source scripts/lib/stack.sh
 stack_build
 stack_database "$(scripts/db.sh)" "ticket_test_k6_${scenario//-/_}_$$"
 export DATABASE_URL="$database_url"
-stack_free_port 18180
+stack_free_port "${TICKET_K6_API_PORT:-18180}"
 export BASE_URL="http://127.0.0.1:$port"
 # A fresh database needs fresh users.
 export TICKET_USERS_FILE="$PWD/$TICKET_SUMMARY_DIR/users-$$.json"
@@ -65,7 +65,8 @@ RUST_LOG=warn "$bin/ticket-api" migrate
 stack_spawn env "${stack_limits_off[@]}" RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" \
   TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" TICKET_CODE_KEYS="$stack_code_keys" \
   TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api"
-stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 "$bin/ticket-worker"
+# TICKET_K6_WORKER_ADDR: a fixed metrics port (scripts/monitoring.sh scrapes it).
+stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR="${TICKET_K6_WORKER_ADDR:-127.0.0.1:0}" "$bin/ticket-worker"
 stack_wait_for "$port"
 
 status=0

@@ -4,7 +4,8 @@
 # scripts/db.sh; each integration test creates and drops a database of its
 # own there) and a real headless Chromium for the page (scripts/browser.sh
 # installs it when missing), then the Helm chart (scripts/chart-test.sh), then short runs of
-# the k6 scenarios 1-3 (scripts/k6.sh), a bounded fuzzing pass
+# the k6 scenarios 1-3, 5 and 6 (scripts/k6.sh), the dashboard and alerts against a real
+# Prometheus (scripts/monitoring.sh), a bounded fuzzing pass
 # (scripts/fuzz.sh), then the fault tests (scripts/fault.sh).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -39,6 +40,9 @@ k6 scripts/k6.sh cancel-rebook
 k6 TICKET_USERS=200 TICKET_SEATS=60 TICKET_VUS=20 TICKET_DURATION=12s TICKET_HOLD_SECONDS=2 scripts/k6.sh checkout
 k6 TICKET_DURATION=12s scripts/k6.sh waiting-list
 echo "k6: $k6_passed passed, $k6_failed failed"
+# The dashboard and the alerts against a real Prometheus scraping the
+# checkout scenario: every panel returns data, every alert evaluates.
+scripts/monitoring.sh || status=$?
 # The whole API fuzzed from its OpenAPI document (schemathesis), bounded.
 scripts/fuzz.sh || status=$?
 # Faults under load, on a private server of their own: the database stopped
