@@ -11,13 +11,23 @@
 #                                 moment it holds claimed rows, each time
 #                                 replaced; its rows wait out their lease and
 #                                 are decided by the next one (which must happen)
+#   scripts/fault.sh db-failover  the sale runs on a three-node Galera cluster
+#                                 behind HAProxy (single writer) with two
+#                                 workers; the writing node is SIGKILLed and
+#                                 later restarted (scripts/lib/galera.sh)
+#   scripts/fault.sh two-writers  the same cluster misconfigured: HAProxy
+#                                 spreads connections over every node and
+#                                 each worker writes to a node of its own, so
+#                                 certification conflicts (1213) happen
 #   scripts/fault.sh all
 #
 # Each passes only if: every request that got a 201 exists and is decided
 # afterwards, every other queue row is decided too (nothing half-written or
 # stuck), no answer is a 5xx other than 503 (which carries Retry-After), no
-# request waits more than 10 s, the processes recover on their own, and
-# `ticket-api check` finds every invariant intact (no seat sold twice). Each
+# request waits more than 10 s (30 s on the cluster), the processes recover on their own, and
+# `ticket-api check` finds every invariant intact (no seat sold twice). On
+# the cluster, every event in the outbox also reaches a real webhook
+# receiver, and the killed node rejoins. Each
 # prints one summary line for docs/reliability.md. PROFILE=debug or release.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -25,12 +35,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what="${1:?usage: scripts/fault.sh db-outage|api-kill|slow-db|worker-kill|all}"
 if [ "$what" = all ]; then
   status=0
-  for fault in db-outage api-kill slow-db worker-kill; do "$0" "$fault" || status=1; done
+  for fault in db-outage api-kill slow-db worker-kill db-failover two-writers; do "$0" "$fault" || status=1; done
   exit "$status"
 fi
-case "$what" in db-outage | api-kill | slow-db | worker-kill) ;; *) echo "unknown fault: $what" >&2; exit 2 ;; esac
-rate="${RATE:-400}"
+case "$what" in db-outage | api-kill | slow-db | worker-kill | db-failover | two-writers) ;; *) echo "unknown fault: $what" >&2; exit 2 ;; esac
+cluster=false
+case "$what" in db-failover | two-writers) cluster=true ;; esac
+# Three database servers share the two cores with the rest: a lighter load.
+rate="${RATE:-$($cluster && echo 200 || echo 400)}"
 seconds="${LOAD_SECONDS:-25}"
+# Galera takes a lost node out of the cluster after evs.suspect_timeout (5 s)
+# and a view change; until then commits wait. On the cluster a request may
+# wait as long as the API's own request timeout (30 s) and the decisions
+# must resume within RESUME_BOUND seconds of the kill.
+answer_within_ms=$($cluster && echo 30000 || echo 10000)
+resume_bound="${RESUME_BOUND:-20}"
 
 source scripts/lib/stack.sh
 stack_build
@@ -50,13 +69,34 @@ http_get() {
 }
 http_status() { http_get "$1" | awk '{print $1}'; }
 
-server_url="$(fault_db)"
+if $cluster; then
+  source scripts/lib/galera.sh
+  trap 'galera_stop' EXIT
+  # two-writers: every node takes writes (the misconfiguration).
+  galera_start "$([ "$what" = two-writers ] && echo every-node || echo single-writer)"
+  server_url="$galera_url"
+else
+  server_url="$(fault_db)"
+fi
 secret="fault-secret-fault-secret-fault-secret"
 url="$(DATABASE_URL="$server_url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue \
   --users $((rate * seconds)) --seats 2000 --out "$work/lines")"
 stack_databases+=("$url")
 stack_free_port 18280
-trap 'stack_stop; fault_db stop 2>/dev/null || true' EXIT
+if $cluster; then
+  trap 'stack_stop; galera_stop' EXIT
+else
+  trap 'stack_stop; fault_db stop 2>/dev/null || true' EXIT
+fi
+# On the cluster, events go to a real receiver: none may be lost.
+webhook_env=()
+if $cluster; then
+  : >"$work/received"
+  stack_spawn python3 -u scripts/lib/webhook_receiver.py "$work/received" >"$work/receiver.out"
+  for _ in $(seq 1 50); do grep -q '^listening' "$work/receiver.out" && break; sleep 0.1; done
+  webhook_env=(TICKET_WEBHOOK_URL="http://127.0.0.1:$(awk '/^listening/ {print $2}' "$work/receiver.out")/hooks"
+    TICKET_WEBHOOK_SECRET=fault-webhook-secret-fault-webhook)
+fi
 
 start_api() {
   stack_spawn env "${stack_limits_off[@]}" DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" \
@@ -73,17 +113,33 @@ start_api
 workers_started=0
 worker_mode=batch
 [ "$what" = worker-kill ] && worker_mode=leased-batch
+worker_pids=()
+# start_worker [DATABASE_URL]: a worker on the sale's database (or on one
+# node of the cluster).
 start_worker() {
   workers_started=$((workers_started + 1))
   worker_id="fault-worker-$workers_started"
-  stack_spawn env DATABASE_URL="$url" TICKET_WORKER_ID="$worker_id" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 \
-    TICKET_WORKER_MODE="$worker_mode" TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn "$bin/ticket-worker" >>"$work/worker.log" 2>&1
+  stack_spawn env DATABASE_URL="${1:-$url}" "${webhook_env[@]}" TICKET_WORKER_ID="$worker_id" \
+    TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 TICKET_WORKER_MODE="$worker_mode" TICKET_WORKER_LEASE_MS=5000 RUST_LOG=warn \
+    "$bin/ticket-worker" >>"$work/worker.log" 2>&1
   worker_pid=$spawned_pid
+  worker_pids+=("$worker_pid")
 }
-start_worker
+if [ "$what" = two-writers ]; then
+  # Each worker on a node of its own: their SKIP LOCKED claims do not see
+  # each other's locks, only certification stops a double decision.
+  start_worker "${galera_node_url[1]%/*}/${url##*/}"
+  start_worker "${galera_node_url[2]%/*}/${url##*/}"
+elif $cluster; then
+  start_worker
+  start_worker
+else
+  start_worker
+fi
 
+# Enough requests in flight for a failover's pause: every one is sent.
 "$bin/ticket-bench" load --url "http://127.0.0.1:$port" --lines "$work/lines" --rate "$rate" \
-  --seconds "$seconds" --record "$work/acknowledged" --timeout-ms 10000 >"$work/load.out" &
+  --seconds "$seconds" --record "$work/acknowledged" --timeout-ms "$answer_within_ms" --max-in-flight 4096 >"$work/load.out" &
 load_pid=$!
 
 # Let the load settle, then inject the fault.
@@ -125,22 +181,69 @@ case "$what" in
       echo "fault: SIGKILL to the worker (${round}/3) while it holds claimed rows, a new one started" >&2
       DATABASE_URL="$url" "$bin/ticket-bench" kill-when-claimed --owner "$worker_id" --kill "$worker_pid" || status=1
       wait "$worker_pid" 2>/dev/null || true
+      worker_pids=()
       start_worker
       sleep 3
     done
     detail="worker killed (SIGKILL) three times mid-batch, 3 s apart, each time replaced; lease 5 s"
+    ;;
+  db-failover)
+    writer="$(galera_writer)"
+    # Single writer: until now no other node committed a transaction of
+    # its own (replicated ones are not counted).
+    for n in 1 2 3; do
+      [ "$n" = "$writer" ] || [ "$(galera_local_commits "$n")" = 0 ] \
+        || { echo "fault: n$n took writes beside the writer n$writer" >&2; status=1; }
+    done
+    echo "fault: SIGKILL to the writing node n$writer" >&2
+    killed_at="$(date +%s%N)"
+    galera_kill "$writer"
+    # HAProxy's view: the first connection that lands on another node.
+    new_writer=""
+    for _ in $(seq 1 600); do
+      new_writer="$(galera_writer)"
+      [ -n "$new_writer" ] && [ "$new_writer" != "$writer" ] && break
+      sleep 0.1
+    done
+    switched_ms=$((($(date +%s%N) - killed_at) / 1000000))
+    sleep 8
+    echo "fault: restarting n$writer" >&2
+    restarted_at="$(date +%s%N)"
+    galera_restart "$writer" || status=1
+    rejoined_ms=$((($(date +%s%N) - restarted_at) / 1000000))
+    still_writer="$(galera_writer)"
+    [ "$(galera_local_commits "$writer")" = 0 ] || { echo "fault: n$writer took writes after it rejoined" >&2; status=1; }
+    [ "$still_writer" = "$new_writer" ] || { echo "fault: writes moved back to n$still_writer when n$writer rejoined" >&2; status=1; }
+    detail="writing node n$writer SIGKILLed; writes through HAProxy on n$new_writer after ${switched_ms} ms; n$writer restarted 8 s later, Synced (IST) in ${rejoined_ms} ms, writes stayed on n$new_writer"
+    ;;
+  two-writers)
+    detail="writes spread over all three nodes, each worker on a node of its own"
     ;;
 esac
 
 wait "$load_pid"
 cat "$work/load.out"
 DATABASE_URL="$url" "$bin/ticket-bench" wait-drained || status=1
-kill -0 "$api_pid" && kill -0 "$worker_pid" || { echo "fault: a process died" >&2; status=1; }
+kill -0 "$api_pid" || { echo "fault: the API died" >&2; status=1; }
+for pid in "${worker_pids[@]}"; do kill -0 "$pid" || { echo "fault: a worker died" >&2; status=1; }; done
 ready_after="$(http_status /readyz)"
 [ "$ready_after" = 200 ] || { echo "fault: /readyz after the fault: $ready_after" >&2; status=1; }
 verdict="$(DATABASE_URL="$url" "$bin/ticket-bench" verify-decided --ids "$work/acknowledged")" || status=1
 echo "$verdict"
 DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" check || status=1
+
+if $cluster; then
+  cluster_verdict="$(galera_verify "${url##*/}" "$work/received")" || status=1
+  echo "$cluster_verdict"
+  pause="$(sed -n 's/.*longest pause between decisions \([0-9.]*\) s.*/\1/p' <<<"$cluster_verdict")"
+  awk -v p="${pause:-999}" -v b="$resume_bound" 'BEGIN { exit !(p <= b) }' \
+    || { echo "fault: decisions paused ${pause} s, more than ${resume_bound} s" >&2; status=1; }
+  if [ "$what" = two-writers ]; then
+    conflicts="$(sed -n 's/.*conflicts=\([0-9]*\).*/\1/p' <<<"$cluster_verdict")"
+    [ "${conflicts:-0}" -gt 0 ] || { echo "fault: no certification conflict happened: the nodes did not both write" >&2; status=1; }
+  fi
+  verdict="$verdict; $cluster_verdict"
+fi
 
 answers="$(grep '^answers:' "$work/load.out")"
 # Only 201s and 503s: a 500, another 5xx or any 4xx is a failure.
@@ -159,7 +262,7 @@ case "$what" in
     [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; }
     ;;
   api-kill) ;; # connections refused while the API is down are the fault itself
-  slow-db | worker-kill) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
+  slow-db | worker-kill | db-failover | two-writers) [ "${failed:-0}" = 0 ] || { echo "fault: $failed requests got no answer" >&2; status=1; } ;;
 esac
 if [ "$what" = worker-kill ]; then
   # Rows the dead workers had claimed were decided by their successors:

@@ -50,6 +50,9 @@ struct Outcomes {
     queue_ids: Vec<u64>,
     /// Status answers that carried a position.
     placed: u64,
+    /// Answers (of any status) that took longer than a second: the
+    /// requests a fault kept waiting.
+    slow: u64,
 }
 
 /// POSTs reservation requests at a fixed rate, each (user, seat) pair once;
@@ -134,7 +137,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                     placed = answer.is_some_and(|v| v["position"].is_u64());
                 }
             }
+            let elapsed = sent.elapsed();
             if let Ok(mut o) = outcomes.lock() {
+                o.slow += u64::from(status.is_some() && elapsed > Duration::from_secs(1));
                 match status {
                     Some(code) => {
                         *o.by_status.entry(code).or_default() += 1;
@@ -147,7 +152,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 o.queue_ids.extend(queue_id);
                 o.placed += u64::from(placed);
             }
-            let elapsed = sent.elapsed();
             drop(permit);
             if ok {
                 created.fetch_add(1, Ordering::Relaxed);
@@ -192,11 +196,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .map(|(code, n)| format!("{code}={n}"))
         .collect();
     println!(
-        "answers: {} (503 with Retry-After: {}); no answer in {} ms or connection failed: {}",
+        "answers: {} (503 with Retry-After: {}); no answer in {} ms or connection failed: {}; answered after more than 1 s: {}",
         statuses.join(" "),
         outcomes.unavailable_with_retry_after,
         args.timeout_ms,
-        outcomes.failed
+        outcomes.failed,
+        outcomes.slow
     );
     if polling {
         println!("answers with a position: {}", outcomes.placed);
