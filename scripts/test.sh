@@ -6,7 +6,8 @@
 # installs it when missing), then the Helm chart (scripts/chart-test.sh), then short runs of
 # the k6 scenarios 1-3, 5 and 6 (scripts/k6.sh), the dashboard and alerts against a real
 # Prometheus (scripts/monitoring.sh), a bounded fuzzing pass
-# (scripts/fuzz.sh), then the fault tests (scripts/fault.sh).
+# (scripts/fuzz.sh), then the fault tests (scripts/fault.sh, the Galera
+# failover among them).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -47,6 +48,8 @@ scripts/monitoring.sh || status=$?
 scripts/fuzz.sh || status=$?
 # Faults under load, on a private server of their own: the database stopped
 # for 10 s, the API SIGKILLed, every seat row locked past the lock-wait
-# timeout, the worker SIGKILLed three times.
+# timeout, the worker SIGKILLed three times; then on a three-node Galera
+# cluster behind HAProxy: the writing node SIGKILLed and restarted, and
+# writes sent to every node at once.
 scripts/fault.sh all || status=$?
 exit "$status"

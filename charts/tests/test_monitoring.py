@@ -165,3 +165,24 @@ def test_every_panel_shows_something_and_its_query_parses(tmp_path):
     ]
     (tmp_path / "panels.yaml").write_text(yaml.safe_dump({"groups": [{"name": "panels", "rules": recorded}]}))
     assert "SUCCESS" in run("check", "rules", "panels.yaml", cwd=tmp_path)
+
+
+def test_the_dashboard_shows_what_a_sale_needs():
+    # Requests/s and 4xx/5xx, the line, decisions/s and their time, holds
+    # and expiries, seats free/held/sold, webhooks, mail, the pool.
+    needed = {
+        "http_server_requests_total",
+        "ticket_queue_depth",
+        "ticket_oldest_open_request_seconds",
+        "ticket_decisions_total",
+        "ticket_decision_latency_seconds_bucket",
+        "ticket_worker_holds_expired_total",
+        "ticket_seats",
+        "ticket_webhook_deliveries_total",
+        "ticket_mail_deliveries_total",
+        "ticket_db_pool_connections",
+    }
+    used = {name for _, expr in panel_queries() for name in re.findall(r"[a-z_]+(?=\{)", expr)}
+    assert needed <= used, needed - used
+    seats = [expr for _, expr in panel_queries() if "ticket_seats" in expr]
+    assert seats and all('state' in expr for expr in seats)

@@ -48,6 +48,9 @@ galera_install() {
   [ -e /usr/lib/galera/libgalera_smm.so ] || [ -e /usr/lib/libgalera_smm.so ] || missing+=(galera-4)
   command -v mariabackup >/dev/null 2>&1 || missing+=(mariadb-backup)
   command -v socat >/dev/null 2>&1 || missing+=(socat)
+  # The SST scripts find listening sockets with ss (or lsof); pgrep stops leftovers.
+  command -v ss >/dev/null 2>&1 || command -v lsof >/dev/null 2>&1 || missing+=(iproute2)
+  command -v pgrep >/dev/null 2>&1 || missing+=(procps)
   galera_find haproxy >/dev/null || missing+=(haproxy)
   [ "${#missing[@]}" = 0 ] || scripts/debian.sh "${missing[@]}"
   galera_server="$(galera_find mariadbd)"

@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::http::StatusCode;
-use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, Registry};
+use prometheus::{HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Registry};
 use ticket_core::metrics::{self, PoolGauges};
 
 pub struct ApiMetrics {
@@ -28,7 +28,12 @@ struct SignalGauges {
     holds_overdue: IntGauge,
     server_connections: IntGauge,
     server_max_connections: IntGauge,
+    /// By concert and state (free, held, sold), for the concerts on sale.
+    seats: IntGaugeVec,
 }
+
+/// Concerts whose seats the scrape counts: those whose sale opened last.
+const SEATS_CONCERTS: u32 = 20;
 
 /// Longest a scrape waits for the database's signals; on failure or
 /// timeout the last values stay (the 503 alert tells of a database away).
@@ -111,6 +116,12 @@ impl ApiMetrics {
                     "ticket_db_server_max_connections",
                     "The database server's max_connections",
                 ),
+                seats: metrics::gauge_vec(
+                    &registry,
+                    "ticket_seats",
+                    "Seats by state (free, held, sold) of the 20 concerts on sale whose sale opened last",
+                    &["concert", "state"],
+                ),
             },
             registry,
         })
@@ -133,17 +144,39 @@ impl ApiMetrics {
     }
 }
 
+impl SignalGauges {
+    /// Only the concerts counted now: one whose sale ended drops out.
+    fn show_seats(&self, seats: &[ticket_core::db::signals::SeatCounts]) {
+        self.seats.reset();
+        for concert in seats {
+            let id = concert.concert_id.to_string();
+            for (state, count) in [
+                ("free", concert.free),
+                ("held", concert.held),
+                ("sold", concert.sold),
+            ] {
+                self.seats
+                    .with_label_values(&[id.as_str(), state])
+                    .set(count);
+            }
+        }
+    }
+}
+
 impl ApiMetrics {
     /// Everything measured, in Prometheus text format, the pool's gauges
     /// brought up to date first.
     pub async fn render(&self, pool: &sqlx::MySqlPool) -> String {
         let read = tokio::time::timeout(SIGNALS_TIMEOUT, async {
             let mut conn = pool.acquire().await?;
-            ticket_core::db::signals::read(&mut conn).await
+            let signals = ticket_core::db::signals::read(&mut conn).await?;
+            let seats = ticket_core::db::signals::seats_on_sale(&mut conn, SEATS_CONCERTS).await?;
+            Ok::<_, sqlx::Error>((signals, seats))
         })
         .await;
         match read {
-            Ok(Ok(signals)) => {
+            Ok(Ok((signals, seats))) => {
+                self.signals.show_seats(&seats);
                 let gauges = &self.signals;
                 gauges
                     .oldest_open_request

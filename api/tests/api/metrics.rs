@@ -130,6 +130,12 @@ async fn the_alerts_signals_are_read_from_the_database_at_scrape_time() {
     let seat = |i: usize| seats[i]["id"].as_u64().unwrap();
     let (_, holder) = app.user("holder").await;
     app.reserve(&holder, seat(0)).await.assert_status(201);
+    // A sale without holds beside it: its seat is sold at once.
+    let direct = app.concert(json!({"rows": 1, "seatsPerRow": 3})).await;
+    let direct_seat = app.seats(direct["id"].as_u64().unwrap()).await[0]["id"]
+        .as_u64()
+        .unwrap();
+    app.reserve(&holder, direct_seat).await.assert_status(201);
     app.drain().await;
     let (_, waiting) = app.user("waiting").await;
     app.reserve(&waiting, seat(1)).await.assert_status(201);
@@ -156,6 +162,19 @@ async fn the_alerts_signals_are_read_from_the_database_at_scrape_time() {
     assert!((90.0..120.0).contains(&oldest), "{oldest}");
     let overdue = value(&busy, "ticket_holds_overdue_seconds", &[]);
     assert!((40.0..70.0).contains(&overdue), "{overdue}");
+
+    let seats_of = |concert: &serde_json::Value| {
+        let id = concert["id"].to_string();
+        ["free", "held", "sold"].map(|state| {
+            value(
+                &busy,
+                "ticket_seats",
+                &[("concert", id.as_str()), ("state", state)],
+            )
+        })
+    };
+    assert_eq!(seats_of(&concert), [1.0, 1.0, 0.0]);
+    assert_eq!(seats_of(&direct), [2.0, 0.0, 1.0]);
 }
 
 /// The metric names an expression uses (ours all begin so).
@@ -169,6 +188,8 @@ fn metric_names(text: &str) -> std::collections::BTreeSet<String> {
 #[tokio::test]
 async fn every_metric_an_alert_or_a_panel_uses_is_in_a_real_scrape() {
     let app = spawn_app().await;
+    // A concert on sale, whose seats the sale's dashboard shows.
+    app.concert(json!({"rows": 1, "seatsPerRow": 2})).await;
     app.get("/api/concerts", None).await.assert_status(200);
     let api = app.scrape().await;
     let worker = ticket_worker::WorkerMetrics::new().render(&app.pool).await;

@@ -101,6 +101,11 @@ percent-encoded, so that `@`, `/`, `:` or `%` in it cannot break the URL
 {{- define "ticket.databaseUrl" -}}
 {{- if .Values.mysql.enabled -}}
 {{- printf "mysql://%s:%s@%s-mysql:3306/%s" .Values.mysql.user (include "ticket.urlEncode" .Values.mysql.password) (include "ticket.fullname" .) .Values.mysql.database -}}
+{{- else if .Values.galera.enabled -}}
+{{- if .Values.galera.existingSecret -}}
+{{- fail "galera.existingSecret: the chart cannot read that password, so give the URL too as database.existingSecret (mysql://user:password@RELEASE-maxscale:3306/ticket)" -}}
+{{- end -}}
+{{- printf "mysql://%s:%s@%s-maxscale:3306/%s" .Values.galera.user (include "ticket.urlEncode" .Values.galera.password) (include "ticket.fullname" .) .Values.galera.database -}}
 {{- else -}}
 {{- .Values.database.url -}}
 {{- end -}}
@@ -164,11 +169,17 @@ max_connections, or pods fail at the worst moment, under load. */}}
 {{- end }}
 {{- end -}}
 
-{{/* With the bundled MySQL, pods migrate before they start (see
-migrate-job.yaml): waiting for MySQL with backoff, then applying what is
-pending under the migrations' lock. */}}
+{{/* The database is made by this release (the bundled MySQL, or Galera by
+mariadb-operator): it cannot exist before the release's hooks run. */}}
+{{- define "ticket.databaseInRelease" -}}
+{{- if or .Values.mysql.enabled .Values.galera.enabled -}}true{{- end -}}
+{{- end -}}
+
+{{/* With a database made by the release, pods migrate before they start
+(see migrate-job.yaml): waiting for the database with backoff, then
+applying what is pending under the migrations' lock. */}}
 {{- define "ticket.waitForMigrations" -}}
-{{- if and .Values.mysql.enabled .Values.migrations.enabled }}
+{{- if and (include "ticket.databaseInRelease" .) .Values.migrations.enabled }}
 initContainers:
   - name: migrate
     image: {{ include "ticket.image" . }}

@@ -179,7 +179,9 @@ pub fn is_transient_conflict(err: &sqlx::Error) -> bool {
 }
 
 /// The database could not be reached or the pool had no connection to give:
-/// the request may succeed later, nothing about it was wrong.
+/// the request may succeed later, nothing about it was wrong. 1047 is a
+/// Galera node outside the primary component ("WSREP has not yet prepared
+/// node for application use"): it will answer again once it rejoins.
 pub fn is_unavailable(err: &sqlx::Error) -> bool {
     matches!(
         err,
@@ -189,6 +191,6 @@ pub fn is_unavailable(err: &sqlx::Error) -> bool {
             | sqlx::Error::PoolClosed
     ) || matches!(
         error_number(err),
-        Some(2002 | 2003 | 2006 | 2013 | 1040 | 1053)
+        Some(2002 | 2003 | 2006 | 2013 | 1040 | 1047 | 1053)
     )
 }

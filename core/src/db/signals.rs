@@ -60,3 +60,46 @@ pub async fn read(conn: &mut MySqlConnection) -> Result<Signals, sqlx::Error> {
         server_max_connections: max_connections,
     })
 }
+
+/// One concert's seats by state, for the sale's dashboard.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SeatCounts {
+    pub concert_id: u64,
+    pub free: i64,
+    pub held: i64,
+    pub sold: i64,
+}
+
+/// Seats free, held and sold of the `limit` concerts whose sale opened
+/// last and whose date has not passed: ticket-open day's concerts, not the
+/// whole catalogue. Counted on `idx_seats_concert_status`, so the cost is
+/// those concerts' seats, not the table's.
+pub async fn seats_on_sale(
+    conn: &mut MySqlConnection,
+    limit: u32,
+) -> Result<Vec<SeatCounts>, sqlx::Error> {
+    let rows: Vec<(u64, String, i64)> = sqlx::query_as(
+        "SELECT s.concert_id, s.status, CAST(COUNT(*) AS SIGNED) FROM seats s \
+         JOIN (SELECT id FROM concerts WHERE concert_date > NOW(6) \
+               AND (opens_at IS NULL OR opens_at <= NOW(6)) \
+               ORDER BY opens_at DESC, id DESC LIMIT ?) c ON c.id = s.concert_id \
+         GROUP BY s.concert_id, s.status",
+    )
+    .bind(limit)
+    .fetch_all(&mut *conn)
+    .traced("SELECT", "seats")
+    .await?;
+    let mut counts = std::collections::BTreeMap::<u64, SeatCounts>::new();
+    for (concert_id, status, count) in rows {
+        let concert = counts.entry(concert_id).or_insert(SeatCounts {
+            concert_id,
+            ..SeatCounts::default()
+        });
+        match status.as_str() {
+            "AVAILABLE" => concert.free += count,
+            "HELD" => concert.held += count,
+            _ => concert.sold += count,
+        }
+    }
+    Ok(counts.into_values().collect())
+}
