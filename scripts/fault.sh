@@ -139,7 +139,8 @@ fi
 
 # Enough requests in flight for a failover's pause: every one is sent.
 "$bin/ticket-bench" load --url "http://127.0.0.1:$port" --lines "$work/lines" --rate "$rate" \
-  --seconds "$seconds" --record "$work/acknowledged" --timeout-ms "$answer_within_ms" --max-in-flight 4096 >"$work/load.out" &
+  --seconds "$seconds" --record "$work/acknowledged" --timeout-ms "$answer_within_ms" --max-in-flight 4096 \
+  --timeline "$work/timeline" >"$work/load.out" &
 load_pid=$!
 
 # Let the load settle, then inject the fault.
@@ -198,6 +199,7 @@ case "$what" in
     echo "fault: SIGKILL to the writing node n$writer" >&2
     killed_at="$(date +%s%N)"
     galera_kill "$writer"
+    killed_ms=$((killed_at / 1000000))
     # HAProxy's view: the first connection that lands on another node.
     new_writer=""
     for _ in $(seq 1 600); do
@@ -223,6 +225,13 @@ esac
 
 wait "$load_pid"
 cat "$work/load.out"
+if [ "$what" = db-failover ]; then
+  # The requests sent before the kill and not answered by then, and what
+  # each got in the end.
+  in_flight="$(awk -v k="$killed_ms" '$1 <= k && $2 > k { n++; by[$3]++ }
+    END { printf "%d in flight at the kill (then 201: %d, 503: %d, unanswered: %d)", n, by[201], by[503], by[0] }' "$work/timeline")"
+  detail="$detail; $in_flight"
+fi
 DATABASE_URL="$url" "$bin/ticket-bench" wait-drained || status=1
 kill -0 "$api_pid" || { echo "fault: the API died" >&2; status=1; }
 for pid in "${worker_pids[@]}"; do kill -0 "$pid" || { echo "fault: a worker died" >&2; status=1; }; done

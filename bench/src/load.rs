@@ -33,6 +33,11 @@ pub struct Args {
     /// not a storm of TCP handshakes in its first second.
     #[arg(long, default_value_t = 0)]
     connections: usize,
+    /// Write every request's `sent answered status` to this file, in
+    /// milliseconds since the Unix epoch (status 0: no answer), so that a
+    /// fault test can count the requests in flight at the moment it struck.
+    #[arg(long)]
+    timeline: Option<std::path::PathBuf>,
     /// Poll statuses instead: lines are `token queueId` (prepare-enqueue
     /// --queued) and each request is GET /api/reservations/status/{id}.
     #[arg(long)]
@@ -53,6 +58,13 @@ struct Outcomes {
     /// Answers (of any status) that took longer than a second: the
     /// requests a fault kept waiting.
     slow: u64,
+    /// (sent, answered, status) per request, in ms since the epoch.
+    timeline: Vec<(u128, u128, u16)>,
+}
+
+fn unix_ms(at: std::time::SystemTime) -> u128 {
+    at.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// POSTs reservation requests at a fixed rate, each (user, seat) pair once;
@@ -112,6 +124,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let outcomes = outcomes.clone();
         tasks.push(tokio::spawn(async move {
             let sent = Instant::now();
+            let sent_at = std::time::SystemTime::now();
             let request = if polling {
                 client.get(format!("{base}/api/reservations/status/{seat}"))
             } else {
@@ -140,6 +153,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             let elapsed = sent.elapsed();
             if let Ok(mut o) = outcomes.lock() {
                 o.slow += u64::from(status.is_some() && elapsed > Duration::from_secs(1));
+                o.timeline.push((
+                    unix_ms(sent_at),
+                    unix_ms(sent_at + elapsed),
+                    status.unwrap_or(0),
+                ));
                 match status {
                     Some(code) => {
                         *o.by_status.entry(code).or_default() += 1;
@@ -205,6 +223,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     if polling {
         println!("answers with a position: {}", outcomes.placed);
+    }
+    if let Some(path) = &args.timeline {
+        let lines: Vec<String> = outcomes
+            .timeline
+            .iter()
+            .map(|(sent, answered, status)| format!("{sent} {answered} {status}"))
+            .collect();
+        std::fs::write(path, lines.join("\n") + "\n")?;
     }
     if let Some(path) = &args.record {
         let ids: Vec<String> = outcomes.queue_ids.iter().map(u64::to_string).collect();
