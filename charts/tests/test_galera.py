@@ -66,6 +66,14 @@ def test_the_galera_cluster_and_maxscale_are_valid_under_the_operators_crds():
     assert not [m for m in report["messages"] if m["severity"] >= 2] and not report["errors"]
 
 
+def test_galera_provider_options_reach_the_cluster_and_fit_the_crd():
+    fast = {"galera": {**GALERA["galera"], "providerOptions": {"evs.suspect_timeout": "PT2S", "evs.keepalive_period": "PT0.5S"}}}
+    mariadb = find(render(fast), "MariaDB")
+    assert mariadb["spec"]["galera"]["providerOptions"] == {"evs.suspect_timeout": "PT2S", "evs.keepalive_period": "PT0.5S"}
+    assert not list(validator(mariadb).iter_errors(mariadb))
+    assert "providerOptions" not in find(render(GALERA), "MariaDB")["spec"]["galera"]
+
+
 def test_the_crd_check_catches_a_field_the_operator_does_not_know():
     mariadb = find(render(GALERA), "MariaDB")
     mariadb["spec"]["galera"]["enabeld"] = True

@@ -106,7 +106,9 @@ wsrep-cluster-name=ticket-fault
 wsrep-cluster-address=gcomm://$members
 wsrep-node-name=n$n
 wsrep-node-address=127.0.0.1:${galera_gcomm[$n]}
-wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${galera_gcomm[$n]};ist.recv_addr=127.0.0.1:${galera_ist[$n]};gcache.size=512M
+# TICKET_GALERA_PROVIDER_OPTIONS: more of them, e.g. evs.suspect_timeout=PT2S
+# to measure a shorter failure detection (docs/scaling.md).
+wsrep-provider-options=gmcast.listen_addr=tcp://127.0.0.1:${galera_gcomm[$n]};ist.recv_addr=127.0.0.1:${galera_ist[$n]};gcache.size=512M${TICKET_GALERA_PROVIDER_OPTIONS:+;$TICKET_GALERA_PROVIDER_OPTIONS}
 wsrep-sst-method=mariabackup
 wsrep-sst-auth=sst:sst
 wsrep-sst-receive-address=127.0.0.1:${galera_sst[$n]}
