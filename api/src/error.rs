@@ -1,5 +1,7 @@
 //! The API's one error type: every failure leaves as an RFC 9457
-//! `application/problem+json` body with a stable `code`.
+//! `application/problem+json` body with a stable `code`. Long because it is
+//! the one place where every code, its status and every database error's
+//! mapping (409 by constraint name) are said.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

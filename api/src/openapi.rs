@@ -33,7 +33,7 @@ use crate::state::AppState;
         crate::proof_of_work::routes::challenge,
         crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,
-        crate::check_in::routes::create_scanner, crate::check_in::routes::list_scanners, crate::check_in::routes::revoke_scanner,
+        crate::check_in::scanners::create_scanner, crate::check_in::scanners::list_scanners, crate::check_in::scanners::revoke_scanner,
         crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,

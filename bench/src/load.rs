@@ -55,11 +55,20 @@ struct Outcomes {
     queue_ids: Vec<u64>,
     /// Status answers that carried a position.
     placed: u64,
-    /// Answers (of any status) that took longer than a second: the
-    /// requests a fault kept waiting.
-    slow: u64,
-    /// (sent, answered, status) per request, in ms since the epoch.
+    /// (sent, answered, status) per request, in ms since the epoch; status
+    /// 0: no answer.
     timeline: Vec<(u128, u128, u16)>,
+}
+
+impl Outcomes {
+    /// Answers (of any status) that took longer than a second: the requests
+    /// a fault kept waiting.
+    fn slow(&self) -> usize {
+        self.timeline
+            .iter()
+            .filter(|(sent, answered, status)| *status != 0 && answered - sent > 1000)
+            .count()
+    }
 }
 
 fn unix_ms(at: std::time::SystemTime) -> u128 {
@@ -152,7 +161,6 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             }
             let elapsed = sent.elapsed();
             if let Ok(mut o) = outcomes.lock() {
-                o.slow += u64::from(status.is_some() && elapsed > Duration::from_secs(1));
                 o.timeline.push((
                     unix_ms(sent_at),
                     unix_ms(sent_at + elapsed),
@@ -219,7 +227,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         outcomes.unavailable_with_retry_after,
         args.timeout_ms,
         outcomes.failed,
-        outcomes.slow
+        outcomes.slow()
     );
     if polling {
         println!("answers with a position: {}", outcomes.placed);

@@ -7,7 +7,8 @@
 #
 #   galera_start [MODE]     bootstrap node 1, join 2 and 3 (mariabackup), start
 #                           HAProxy: single-writer (the default) or every-node
-#                           (round robin: writes on all three); sets galera_url (through HAProxy) and
+#                           (round robin: writes on all three); sets
+#                           galera_url (through HAProxy) and
 #                           galera_node_url[1..3] (each node directly)
 #   galera_kill N           SIGKILL node N
 #   galera_restart N        start node N again after a crash (recovers its
@@ -272,7 +273,7 @@ galera_restart() {
 }
 
 galera_verify() {
-  local db="$1" received="$2" n node="" failed=0 synced=yes conflicts=0 cert=0 aborts=0 pending _
+  local db="$1" received="$2" n node="" failed=0 synced=yes cert=0 aborts=0 pending _
   for n in 1 2 3; do
     if [ "$(galera_state "$n")" != Synced ] || [ "$(galera_cluster_size "$n")" != 3 ]; then
       echo "galera: node $n is $(galera_state "$n") in a cluster of $(galera_cluster_size "$n")" >&2
@@ -290,7 +291,7 @@ galera_verify() {
     [ "$pending" = 0 ] && break
     sleep 0.1
   done
-  local events delivered missing duplicates pause
+  local events delivered missing duplicates pause conflicts
   galera_sql "$node" "$db" -e "SELECT id FROM outbox" | sort -u >"$received.expected"
   sort -u "$received" | grep -v '^$' >"$received.unique" || true
   events="$(wc -l <"$received.expected")"
@@ -322,12 +323,6 @@ galera_stop() {
 
 # Servers an earlier run left behind (killed before its trap ran).
 galera_stop_leftovers() {
-  local pidfile pid
-  for pidfile in "$galera_root"/n*/mysqld.pid; do
-    [ -f "$pidfile" ] || continue
-    pid="$(cat "$pidfile" 2>/dev/null || true)"
-    [ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null || true
-  done
   pkill -KILL -f "$galera_root/n./my.cnf" 2>/dev/null || true
   pkill -KILL -f "$galera_root/proxy/haproxy.cfg" 2>/dev/null || true
 }

@@ -4,6 +4,7 @@
 
 pub mod door_staff;
 pub mod routes;
+pub mod scanners;
 pub mod verdict;
 
 pub use routes::router;

@@ -1,5 +1,7 @@
 //! What an operator sends to create or change a concert, parsed into the
 //! domain's types: every field checked, every failure listed in one answer.
+//! Long because it is every field of both requests (seats, holds, caps,
+//! the opening and lottery, prices) in the one place that parses them.
 
 use chrono::Utc;
 use serde::Deserialize;

@@ -5,6 +5,10 @@
 //!
 //! A hold past its end reads as EXPIRED everywhere at once, before the sweep
 //! writes it: nobody is shown, or can confirm, a hold that has run out.
+//!
+//! Long because every statement of a reservation's life (make, read, hold,
+//! confirm, cancel, expire, move its seats) is here, each a small function,
+//! so that its status rules are read in one file.
 
 use std::collections::HashMap;
 

@@ -2,6 +2,7 @@
 //! each a name, a price in the currency's minor units (no floating point
 //! anywhere) and the rows it covers; one currency per concert. A seat's
 //! category is its row's; seats of rows no category names go to the first.
+//! A quarter of the file is its unit tests, at the end.
 
 use std::collections::HashSet;
 
