@@ -18,10 +18,9 @@
 #   scripts/fault.sh two-writers  the same cluster misconfigured: HAProxy
 #                                 spreads connections over every node and
 #                                 each worker writes to a node of its own, so
-#                                 certification conflicts (1213) happen; it
-#                                 passes on no seat sold twice and nothing
-#                                 acknowledged lost, and reports the other
-#                                 invariants it found broken
+#                                 certification conflicts (1213) happen and
+#                                 are retried, with every check of the
+#                                 single-writer cases
 #   scripts/fault.sh all
 #
 # Each passes only if: every request that got a 201 exists and is decided
@@ -59,6 +58,7 @@ source scripts/lib/stack.sh
 stack_build
 work=".local/fault/$what"
 mkdir -p "$work"
+rm -f "$work/worker.log" "$work/api.log"
 
 fault_db() { env -u DATABASE_URL TICKET_DB_DIR="$PWD/.local/fault-db" scripts/db.sh "$@"; }
 # GET $1 on the API as "STATUS BODY" (no curl needed; HTTP/1.0, so the
@@ -243,21 +243,13 @@ ready_after="$(http_status /readyz)"
 [ "$ready_after" = 200 ] || { echo "fault: /readyz after the fault: $ready_after" >&2; status=1; }
 verdict="$(DATABASE_URL="$url" "$bin/ticket-bench" verify-decided --ids "$work/acknowledged")" || status=1
 echo "$verdict"
+DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" check || status=1
 if [ "$what" = two-writers ]; then
-  # Writes on several nodes are not a supported layout; this case shows what
-  # they break. No seat may be sold twice and no acknowledged request or
-  # event lost; the other invariants have been seen broken now and then (a
-  # seat left RESERVED with no claim: docs/scaling.md) and are reported.
-  checked="$(DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" check 2>/dev/null || true)"
-  echo "$checked"
-  if grep -Eq 'more than one live|made by more than one request' <<<"$checked"; then
-    echo "fault: a seat was sold twice" >&2
-    status=1
-  fi
-  broken="$(sed -n 's/^VIOLATED: //p' <<<"$checked" | paste -sd ';' -)"
-  detail="$detail; invariants broken: ${broken:-none}"
-else
-  DATABASE_URL="$url" RUST_LOG=warn "$bin/ticket-api" check || status=1
+  # Transactions Galera ended without telling (a brute-force abort whose
+  # error never reached the client): each was caught at its commit and what
+  # ran after its end rolled back (core/src/db/whole.rs, docs/scaling.md).
+  silent="$(cat "$work/worker.log" "$work/api.log" 2>/dev/null | grep -c 'ended a transaction without telling' || true)"
+  detail="$detail; transactions ended silently and rolled back: ${silent:-0}"
 fi
 
 if $cluster; then

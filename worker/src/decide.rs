@@ -5,8 +5,10 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, MySql, MySqlConnection, MySqlPool, Transaction};
+use sqlx::pool::PoolConnection;
+use sqlx::{MySql, MySqlConnection, MySqlPool};
 use ticket_core::db::queue::{Fence, TraceContext};
+use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{ConcertId, QueueId, SeatId};
 
@@ -82,24 +84,41 @@ pub struct Report {
 /// without holds it is CONFIRMED at once, as the original flow. A request of
 /// a sale that has not opened yet (its opening moved, or the API's clock ran
 /// ahead) is handed back until the opening: nothing is decided before it.
-pub async fn batch(
-    conn: &mut MySqlConnection,
+pub async fn batch<C: db::whole::Held>(
+    conn: C,
     ids: &[QueueId],
     token: u64,
     defer_for: Duration,
 ) -> Result<Report, DecideError> {
     let lock_started = SystemTime::now();
     let fence = Fence::Lease(token);
-    let mut tx = conn.begin().await?;
-    let locked = queue::lock_leased(&mut tx, ids, fence).await?;
-    let lock = (lock_started, SystemTime::now());
-    decide_rows(tx, ids.len(), locked, fence, defer_for, lock).await
+    let mut tx = Whole::begin(conn).await?;
+    let decided = async {
+        let locked = queue::lock_leased(&mut tx, ids, fence).await?;
+        let lock = (lock_started, SystemTime::now());
+        decide_rows(&mut tx, ids.len(), locked, fence, defer_for, lock).await
+    }
+    .await;
+    finish(tx, decided).await
+}
+
+/// Commits a decision that went through (and times its commit), rolls back
+/// one that did not.
+async fn finish<C: db::whole::Held>(
+    tx: Whole<C>,
+    decided: Result<Report, DecideError>,
+) -> Result<Report, DecideError> {
+    let mut report = tx.end(decided).await?;
+    if let Some(phases) = &mut report.phases {
+        phases.commit.1 = SystemTime::now();
+    }
+    Ok(report)
 }
 
 /// Rows claimed in a transaction that stays open for their decision (see
 /// [`claim`] and [`decide_claimed`]).
 pub struct Claimed {
-    tx: Transaction<'static, MySql>,
+    tx: Whole<PoolConnection<MySql>>,
     ids: Vec<QueueId>,
     rows: Vec<queue::LeasedRow>,
     /// When the claim began and had its rows.
@@ -128,7 +147,7 @@ impl Claimed {
 /// transaction holds are skipped. `None` when no row was due.
 pub async fn claim(pool: &MySqlPool, limit: u32) -> Result<Option<Claimed>, DecideError> {
     let started = SystemTime::now();
-    let mut tx = pool.begin().await?;
+    let mut tx = Whole::begin(pool.acquire().await?).await?;
     let ids = queue::lock_pending(&mut tx, limit).await?;
     if ids.is_empty() {
         tx.commit().await?;
@@ -148,25 +167,34 @@ pub async fn claim(pool: &MySqlPool, limit: u32) -> Result<Option<Claimed>, Deci
 /// claimed while an earlier batch was being decided see its outcome.
 pub async fn decide_claimed(claimed: Claimed, defer_for: Duration) -> Result<Report, DecideError> {
     let Claimed {
-        tx,
+        mut tx,
         ids,
         rows,
         lock,
     } = claimed;
-    decide_rows(tx, ids.len(), rows, Fence::InTransaction, defer_for, lock).await
+    let decided = decide_rows(
+        &mut tx,
+        ids.len(),
+        rows,
+        Fence::InTransaction,
+        defer_for,
+        lock,
+    )
+    .await;
+    finish(tx, decided).await
 }
 
 /// The decision of `locked`, the rows of the `wanted` that `fence` says are
-/// still ours, in `tx`, committed.
+/// still ours, in the caller's transaction `tx`, which commits it.
 async fn decide_rows(
-    mut tx: Transaction<'_, MySql>,
+    tx: &mut MySqlConnection,
     wanted: usize,
     locked: Vec<queue::LeasedRow>,
     fence: Fence,
     defer_for: Duration,
     lock: (SystemTime, SystemTime),
 ) -> Result<Report, DecideError> {
-    let now = db::now(&mut tx).await?;
+    let now = db::now(tx).await?;
     let lease_lost = wanted - locked.len();
     let (rows, early): (Vec<_>, Vec<_>) = locked
         .into_iter()
@@ -179,37 +207,30 @@ async fn decide_rows(
     }
     let mut held_until_open = 0;
     for (opens_at, ids) in &not_open {
-        held_until_open += queue::hand_back(
-            &mut tx,
-            ids,
-            fence,
-            *opens_at,
-            queue::Attempt::Refunded,
-            now,
-        )
-        .await?;
+        held_until_open +=
+            queue::hand_back(tx, ids, fence, *opens_at, queue::Attempt::Refunded, now).await?;
     }
 
     let seats_started = SystemTime::now();
-    let plan = plan(&mut tx, &rows, now).await?;
-    reservations::end_expired_claims(&mut tx, &plan.reclaimed).await?;
+    let plan = plan(tx, &rows, now).await?;
+    reservations::end_expired_claims(tx, &plan.reclaimed).await?;
     let mut marked = 0;
     for (status, until, seats) in plan.seat_changes() {
-        marked += seats::mark(&mut tx, &seats, status, until, now).await?;
+        marked += seats::mark(tx, &seats, status, until, now).await?;
     }
     let seats_done = (seats_started, SystemTime::now());
     let reservation_ids =
-        reservations::insert_many(&mut tx, &plan.reservations, &plan.prices, now).await?;
+        reservations::insert_many(tx, &plan.reservations, &plan.prices, now).await?;
     let insert = (seats_done.1, SystemTime::now());
     let winners: Vec<QueueId> = plan.reservations.iter().map(|r| r.queue_id).collect();
-    let succeeded = queue::mark_succeeded(&mut tx, &winners, fence, now).await?;
+    let succeeded = queue::mark_succeeded(tx, &winners, fence, now).await?;
     let mut refused = 0;
     for (reason, ids) in plan.refusals() {
-        refused += queue::mark_failed(&mut tx, ids, fence, reason, now).await?;
+        refused += queue::mark_failed(tx, ids, fence, reason, now).await?;
     }
     let retry_at = now + chrono::Duration::from_std(defer_for).unwrap_or_default();
     let deferred = queue::hand_back(
-        &mut tx,
+        tx,
         &plan.deferred,
         fence,
         retry_at,
@@ -218,7 +239,7 @@ async fn decide_rows(
     )
     .await?;
     let events = plan.events(&reservation_ids, now);
-    let recorded = outbox::record(&mut tx, &events, now).await?;
+    let recorded = outbox::record(tx, &events, now).await?;
     let mark = (insert.1, SystemTime::now());
     // Every statement must have touched exactly the rows decided above; any
     // difference means the model above is wrong, and nothing is committed.
@@ -240,8 +261,8 @@ async fn decide_rows(
             plan.deferred.len()
         )));
     }
-    tx.commit().await?;
-    let commit = (mark.1, SystemTime::now());
+    // The commit's end is set once the caller has committed.
+    let commit = (mark.1, mark.1);
     let won: HashSet<QueueId> = winners.iter().copied().collect();
     let held_back: HashSet<QueueId> = plan.deferred.iter().copied().collect();
     Ok(Report {

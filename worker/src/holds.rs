@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use sqlx::{Connection, MySqlPool};
-use ticket_core::db::{self, holds};
+use sqlx::MySqlPool;
+use ticket_core::db::{self, holds, whole};
 use tokio_util::sync::CancellationToken;
 
 /// Holds expired per transaction: a short transaction on one concert.
@@ -54,9 +54,7 @@ impl HoldSweeper {
         if due.is_empty() {
             return Ok(Expired::default());
         }
-        let mut tx = conn.begin().await?;
-        let expired = holds::expire(&mut tx, &due, now).await?;
-        tx.commit().await?;
+        let expired = whole::run(&mut conn, async |tx| holds::expire(tx, &due, now).await).await?;
         // A full batch of which nothing could be taken is another sweeper's
         // (or a decision's) right now: wait like an idle sweep rather than
         // spin against it.

@@ -10,8 +10,8 @@
 
 use std::time::Duration;
 
-use sqlx::{Connection as _, MySqlConnection};
-use ticket_core::db::line;
+use sqlx::MySqlConnection;
+use ticket_core::db::{line, whole};
 
 /// How often a worker looks after the opened lotteries: a lottery's
 /// positions are known at most about this long after its count.
@@ -23,9 +23,10 @@ pub const LOOK_EVERY: Duration = Duration::from_millis(200);
 pub async fn look_after_opened(conn: &mut MySqlConnection) -> Result<u64, sqlx::Error> {
     let mut counted = 0;
     for concert in line::lotteries_to_count(conn).await? {
-        let mut tx = conn.begin().await?;
-        let n = line::count_lottery(&mut tx, concert).await?;
-        tx.commit().await?;
+        let n = whole::run(&mut *conn, async |tx| {
+            line::count_lottery(tx, concert).await
+        })
+        .await?;
         counted += n;
         tracing::info!(
             concert = concert.get(),
@@ -34,9 +35,10 @@ pub async fn look_after_opened(conn: &mut MySqlConnection) -> Result<u64, sqlx::
         );
     }
     for in_line in line::concerts_in_line(conn).await? {
-        let mut tx = conn.begin().await?;
-        line::leave_if_empty(&mut tx, in_line.concert_id).await?;
-        tx.commit().await?;
+        whole::run(&mut *conn, async |tx| {
+            line::leave_if_empty(tx, in_line.concert_id).await
+        })
+        .await?;
     }
     Ok(counted)
 }

@@ -16,10 +16,11 @@ use std::time::Duration;
 use chrono::{DateTime, Utc};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
-use sqlx::{Connection, MySqlPool};
+use sqlx::MySqlPool;
 use ticket_core::db::{
     self,
     outbox::{self, Deliverable, Delivery},
+    whole,
 };
 use ticket_core::secret::Secret;
 use tokio_util::sync::CancellationToken;
@@ -145,10 +146,11 @@ impl Relay {
         let mut conn = self.pool.acquire().await?;
         let now = db::now(&mut conn).await?;
         let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
-        let mut tx = conn.begin().await?;
-        let events =
-            outbox::claim_deliverable(&mut tx, token, lease_until, self.config.batch, now).await?;
-        tx.commit().await?;
+        let batch = self.config.batch;
+        let events = whole::run(&mut conn, async |tx| {
+            outbox::claim_deliverable(tx, token, lease_until, batch, now).await
+        })
+        .await?;
         let mut round = Round {
             claimed: events.len(),
             ..Round::default()

@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use sqlx::{Connection, MySqlPool};
+use sqlx::MySqlPool;
 use ticket_core::db::retention::{self as kept, Walked};
+use ticket_core::db::whole;
 use ticket_core::domain::QueueId;
 use tokio_util::sync::CancellationToken;
 
@@ -125,18 +126,20 @@ impl Sweeper {
                 .filter(|r| decided_before(r, Some(cutoff)))
                 .map(|r| r.id)
                 .collect();
-            let mut tx = conn.begin().await?;
-            swept.requests_deleted = kept::delete_decided(&mut tx, &decided, cutoff).await?;
-            swept.events_deleted =
-                kept::delete_events(&mut tx, cutoff, self.retention.events, BATCH).await?;
-            swept.mails_deleted = ticket_core::db::mails::delete_old(
-                &mut tx,
-                cutoff,
-                self.retention.mails == kept::EventsKept::ForTheRetentionOnly,
-                BATCH,
-            )
+            let events = self.retention.events;
+            let mails_too = self.retention.mails == kept::EventsKept::ForTheRetentionOnly;
+            (
+                swept.requests_deleted,
+                swept.events_deleted,
+                swept.mails_deleted,
+            ) = whole::run(&mut conn, async |tx| {
+                Ok::<_, sqlx::Error>((
+                    kept::delete_decided(tx, &decided, cutoff).await?,
+                    kept::delete_events(tx, cutoff, events, BATCH).await?,
+                    ticket_core::db::mails::delete_old(tx, cutoff, mails_too, BATCH).await?,
+                ))
+            })
             .await?;
-            tx.commit().await?;
             if let Some(last) = older.last() {
                 self.rows_after = last.id;
             }
@@ -154,9 +157,10 @@ impl Sweeper {
                 .filter(|r| r.has_key && !decided_before(r, deletions_cutoff))
                 .map(|r| r.id)
                 .collect();
-            let mut tx = conn.begin().await?;
-            swept.keys_forgotten = kept::forget_idempotency_keys(&mut tx, &keyed).await?;
-            tx.commit().await?;
+            swept.keys_forgotten = whole::run(&mut conn, async |tx| {
+                kept::forget_idempotency_keys(tx, &keyed).await
+            })
+            .await?;
             if let Some(last) = older.last() {
                 self.keys_after = last.id;
             }

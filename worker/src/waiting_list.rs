@@ -6,8 +6,8 @@
 
 use std::time::Duration;
 
-use sqlx::{Connection, MySqlPool};
-use ticket_core::db::{self, waiting_list};
+use sqlx::MySqlPool;
+use ticket_core::db::{self, waiting_list, whole};
 use tokio_util::sync::CancellationToken;
 
 /// Lists looked at per pass.
@@ -44,10 +44,11 @@ impl Offers {
             if !waiting_list::has_free_seat(&mut conn, concert).await? {
                 continue;
             }
-            let mut tx = conn.begin().await?;
-            let now = db::now(&mut tx).await?;
-            let offered = waiting_list::offer_step(&mut tx, concert, now).await?;
-            tx.commit().await?;
+            let offered = whole::run(&mut conn, async |tx| {
+                let now = db::now(tx).await?;
+                waiting_list::offer_step(tx, concert, now).await
+            })
+            .await?;
             made.extend(offered);
         }
         if let Some(metrics) = &self.metrics {

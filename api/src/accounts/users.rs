@@ -5,7 +5,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, users::UserRow};
+use ticket_core::db::{self, users::UserRow, whole};
 use ticket_core::domain::{EmailAddress, FieldError, NickName, Password, Role, UserId, keep};
 use utoipa::ToSchema;
 
@@ -261,20 +261,23 @@ pub async fn update(
         ),
         None => None,
     };
-    let mut tx = state.pool.begin().await?;
-    if !db::users::lock(&mut tx, id).await? {
-        return Err(ApiError::user_not_found());
-    }
-    let now = db::now(&mut tx).await?;
-    db::users::update(&mut tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
-    if let Some(email) = &changes.email {
-        db::users::set_email(&mut tx, id, email.as_ref(), now).await?;
-    }
-    if hash.is_some() {
-        db::revocations::record(&mut tx, id, now).await?;
-    }
-    let user = load(&mut tx, id).await?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    let (user, now) = whole::run(&mut conn, async |tx| {
+        if !db::users::lock(tx, id).await? {
+            return Err(ApiError::user_not_found());
+        }
+        let now = db::now(tx).await?;
+        db::users::update(tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
+        if let Some(email) = &changes.email {
+            db::users::set_email(tx, id, email.as_ref(), now).await?;
+        }
+        if hash.is_some() {
+            db::revocations::record(tx, id, now).await?;
+        }
+        let user = load(tx, id).await?;
+        Ok::<_, ApiError>((user, now))
+    })
+    .await?;
     if hash.is_some() {
         state.revocations.apply(id, now);
     }
@@ -325,20 +328,23 @@ pub async fn remove(
     ApiPath(id): ApiPath<UserId>,
 ) -> ApiResult<StatusCode> {
     caller.ensure_can_act_on(id)?;
-    let mut tx = state.pool.begin().await?;
-    if !db::users::lock(&mut tx, id).await? {
-        return Err(ApiError::user_not_found());
-    }
-    if db::users::holds_tickets_or_requests(&mut tx, id).await? {
-        return Err(ApiError::new(
-            ErrorCode::UserDeleteForbidden,
-            "the user holds confirmed reservations or pending requests; cancel them first",
-        ));
-    }
-    db::users::delete_with_history(&mut tx, id).await?;
-    let now = db::now(&mut tx).await?;
-    db::revocations::record(&mut tx, id, now).await?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    let now = whole::run(&mut conn, async |tx| {
+        if !db::users::lock(tx, id).await? {
+            return Err(ApiError::user_not_found());
+        }
+        if db::users::holds_tickets_or_requests(tx, id).await? {
+            return Err(ApiError::new(
+                ErrorCode::UserDeleteForbidden,
+                "the user holds confirmed reservations or pending requests; cancel them first",
+            ));
+        }
+        db::users::delete_with_history(tx, id).await?;
+        let now = db::now(tx).await?;
+        db::revocations::record(tx, id, now).await?;
+        Ok::<_, ApiError>(now)
+    })
+    .await?;
     state.revocations.apply(id, now);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -5,7 +5,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use ticket_core::db::{self, concerts::ConcertRow};
+use ticket_core::db::{self, concerts::ConcertRow, whole};
 use ticket_core::domain::{ConcertId, OpensAt, PageRequest, PresaleStartsAt, PriceCategories};
 use utoipa::ToSchema;
 
@@ -133,24 +133,27 @@ pub async fn create(
     ApiJson(req): ApiJson<CreateConcertRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let new = NewConcert::try_from(req)?;
-    let mut tx = state.pool.begin().await?;
-    let now = db::now(&mut tx).await?;
-    let id = db::concerts::insert_with_seats(
-        &mut tx,
-        &new.title,
-        &new.venue,
-        new.date,
-        new.layout,
-        new.settings,
-        now,
-    )
+    let mut conn = state.pool.acquire().await?;
+    let (id, concert) = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        let id = db::concerts::insert_with_seats(
+            tx,
+            &new.title,
+            &new.venue,
+            new.date,
+            new.layout,
+            new.settings,
+            now,
+        )
+        .await?;
+        if let Some(categories) = &new.categories {
+            // Nobody sees the new seats before the commit: no lock to take first.
+            db::prices::replace(tx, id, categories).await?;
+        }
+        let concert = load(tx, id).await?;
+        Ok::<_, ApiError>((id, concert))
+    })
     .await?;
-    if let Some(categories) = &new.categories {
-        // Nobody sees the new seats before the commit: no lock to take first.
-        db::prices::replace(&mut tx, id, categories).await?;
-    }
-    let concert = load(&mut tx, id).await?;
-    tx.commit().await?;
     let location = format!("/api/concerts/{id}");
     Ok((
         StatusCode::CREATED,
@@ -225,29 +228,32 @@ pub async fn update(
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
     let ConcertChanges(changes, new_categories) = ConcertChanges::try_from(req)?;
-    let mut tx = state.pool.begin().await?;
-    if new_categories.is_some() {
-        // Seats before the concert, in id order, as a deciding worker takes
-        // them: no decision reads a price halfway through the change.
-        db::concerts::lock_seats(&mut tx, id).await?;
-    }
-    if db::concerts::lock(&mut tx, id).await?.is_none() {
-        return Err(ApiError::concert_not_found());
-    }
-    let now = db::now(&mut tx).await?;
-    db::concerts::update(&mut tx, id, &changes, now).await?;
-    if let Some(categories) = &new_categories {
-        db::prices::replace(&mut tx, id, categories).await?;
-    }
-    let concert = load(&mut tx, id).await?;
-    let categories = db::prices::of_concert(&mut tx, id).await?;
-    // Checked against what the concert is now, the change included; the
-    // transaction is rolled back on refusal.
-    if let Some(presale) = concert.presale_starts_at {
-        let opening = concert.opens_at.map(OpensAt::from_stored);
-        input::presale_before_opening(PresaleStartsAt::from_stored(presale), opening)?;
-    }
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    let (concert, categories) = whole::run(&mut conn, async |tx| {
+        if new_categories.is_some() {
+            // Seats before the concert, in id order, as a deciding worker takes
+            // them: no decision reads a price halfway through the change.
+            db::concerts::lock_seats(tx, id).await?;
+        }
+        if db::concerts::lock(tx, id).await?.is_none() {
+            return Err(ApiError::concert_not_found());
+        }
+        let now = db::now(tx).await?;
+        db::concerts::update(tx, id, &changes, now).await?;
+        if let Some(categories) = &new_categories {
+            db::prices::replace(tx, id, categories).await?;
+        }
+        let concert = load(tx, id).await?;
+        let categories = db::prices::of_concert(tx, id).await?;
+        // Checked against what the concert is now, the change included; the
+        // transaction is rolled back on refusal.
+        if let Some(presale) = concert.presale_starts_at {
+            let opening = concert.opens_at.map(OpensAt::from_stored);
+            input::presale_before_opening(PresaleStartsAt::from_stored(presale), opening)?;
+        }
+        Ok::<_, ApiError>((concert, categories))
+    })
+    .await?;
     Ok(Json(ConcertResponse::new(concert, categories.as_ref())))
 }
 
@@ -261,31 +267,34 @@ pub async fn remove(
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
-    let mut tx = state.pool.begin().await?;
-    // Seats first, in id order, then the concert: the order a deciding
-    // worker takes them in (its reservation's foreign key reads the
-    // concert). With the seats locked, no request for them can be written
-    // behind the check below: the enqueue waits, then finds no seat. The
-    // line before them, as every writer of requests takes it.
-    db::line::lock_line_of(&mut tx, id).await?;
-    let locked = db::concerts::lock_seats(&mut tx, id).await?;
-    let Some(concert) = db::concerts::lock(&mut tx, id).await? else {
-        return Err(ApiError::concert_not_found());
-    };
-    if concert.seat_count != locked {
-        return Err(ApiError::new(
-            ErrorCode::ConcertDeleteForbidden,
-            "seats were added to the concert meanwhile; try again",
-        ));
-    }
-    if db::concerts::has_history(&mut tx, id).await? {
-        return Err(ApiError::new(
-            ErrorCode::ConcertDeleteForbidden,
-            "the concert has reservation requests or reservations; it can no longer be deleted",
-        ));
-    }
-    db::concerts::delete_with_seats(&mut tx, id).await?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    whole::run(&mut conn, async |tx| {
+        // Seats first, in id order, then the concert: the order a deciding
+        // worker takes them in (its reservation's foreign key reads the
+        // concert). With the seats locked, no request for them can be written
+        // behind the check below: the enqueue waits, then finds no seat. The
+        // line before them, as every writer of requests takes it.
+        db::line::lock_line_of(tx, id).await?;
+        let locked = db::concerts::lock_seats(tx, id).await?;
+        let Some(concert) = db::concerts::lock(tx, id).await? else {
+            return Err(ApiError::concert_not_found());
+        };
+        if concert.seat_count != locked {
+            return Err(ApiError::new(
+                ErrorCode::ConcertDeleteForbidden,
+                "seats were added to the concert meanwhile; try again",
+            ));
+        }
+        if db::concerts::has_history(tx, id).await? {
+            return Err(ApiError::new(
+                ErrorCode::ConcertDeleteForbidden,
+                "the concert has reservation requests or reservations; it can no longer be deleted",
+            ));
+        }
+        db::concerts::delete_with_seats(tx, id).await?;
+        Ok::<_, ApiError>(())
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

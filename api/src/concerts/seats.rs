@@ -4,7 +4,7 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, seats::SeatRow};
+use ticket_core::db::{self, seats::SeatRow, whole};
 use ticket_core::domain::{
     ConcertId, FieldError, PageRequest, PriceCategories, ReservationStatus, SeatId, SeatNumber,
     SeatStatus, keep,
@@ -245,21 +245,24 @@ pub async fn create(
 ) -> ApiResult<impl IntoResponse> {
     let number = SeatNumber::parse(&req.seat_number)?;
     let concert = ConcertId(req.concert_id);
-    let mut tx = state.pool.begin().await?;
-    if db::concerts::lock(&mut tx, concert).await?.is_none() {
-        return Err(ApiError::concert_not_found());
-    }
-    let now = db::now(&mut tx).await?;
-    let id = db::seats::insert(&mut tx, concert, &number, now).await?;
-    db::concerts::adjust_seat_count(&mut tx, concert, 1).await?;
-    if let Some(categories) = db::prices::of_concert(&mut tx, concert).await? {
-        let seat = [(id, number.as_str().to_owned())];
-        db::prices::assign(&mut tx, &categories, &seat).await?;
-    }
-    let seat = db::seats::find(&mut tx, id)
-        .await?
-        .ok_or_else(ApiError::seat_not_found)?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    let (id, seat) = whole::run(&mut conn, async |tx| {
+        if db::concerts::lock(tx, concert).await?.is_none() {
+            return Err(ApiError::concert_not_found());
+        }
+        let now = db::now(tx).await?;
+        let id = db::seats::insert(tx, concert, &number, now).await?;
+        db::concerts::adjust_seat_count(tx, concert, 1).await?;
+        if let Some(categories) = db::prices::of_concert(tx, concert).await? {
+            let seat = [(id, number.as_str().to_owned())];
+            db::prices::assign(tx, &categories, &seat).await?;
+        }
+        let seat = db::seats::find(tx, id)
+            .await?
+            .ok_or_else(ApiError::seat_not_found)?;
+        Ok((id, seat))
+    })
+    .await?;
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/seats/{id}"))],
@@ -282,60 +285,63 @@ pub async fn update(
     ApiJson(req): ApiJson<UpdateSeatRequest>,
 ) -> ApiResult<Json<SeatResponse>> {
     let changes = SeatChanges::try_from(req)?;
-    let mut tx = state.pool.begin().await?;
-    let locked = db::seats::find_for_update(&mut tx, id)
-        .await?
-        .ok_or_else(ApiError::seat_not_found)?;
-    let now = db::now(&mut tx).await?;
-    let claim = db::seats::live_claim(&mut tx, id, now).await?;
-    let sold = claim.is_some();
-    let consistent = match claim {
-        Some(ReservationStatus::Held) => SeatStatus::Held,
-        Some(_) => SeatStatus::Reserved,
-        None => SeatStatus::Available,
-    };
-    // A waiting request must get the seat it asked for, by the number it saw.
-    if changes.number.is_some() && db::seats::has_open_requests(&mut tx, id).await? {
-        return Err(ApiError::new(
-            ErrorCode::SeatStatusConflict,
-            "the seat has pending requests: its number cannot change until they are decided",
-        ));
-    }
-    if changes.status.is_some_and(|s| s != consistent) || (sold && changes.number.is_some()) {
-        return Err(ApiError::new(
-            ErrorCode::SeatStatusConflict,
-            format!(
-                "the seat is {}: that change would contradict its reservations",
-                match claim {
-                    Some(ReservationStatus::Held) => "held",
-                    Some(_) => "sold",
-                    None => "neither held nor sold",
-                }
-            ),
-        ));
-    }
-    if let Some(name) = &changes.category {
-        // A held or sold seat keeps the price it was decided at; moving it
-        // would change what the map says it cost.
-        if sold {
+    let mut conn = state.pool.acquire().await?;
+    let seat = whole::run(&mut conn, async |tx| {
+        let locked = db::seats::find_for_update(tx, id)
+            .await?
+            .ok_or_else(ApiError::seat_not_found)?;
+        let now = db::now(tx).await?;
+        let claim = db::seats::live_claim(tx, id, now).await?;
+        let sold = claim.is_some();
+        let consistent = match claim {
+            Some(ReservationStatus::Held) => SeatStatus::Held,
+            Some(_) => SeatStatus::Reserved,
+            None => SeatStatus::Available,
+        };
+        // A waiting request must get the seat it asked for, by the number it saw.
+        if changes.number.is_some() && db::seats::has_open_requests(tx, id).await? {
             return Err(ApiError::new(
                 ErrorCode::SeatStatusConflict,
-                "the seat is held or sold: only an unsold seat changes category",
+                "the seat has pending requests: its number cannot change until they are decided",
             ));
         }
-        let position = db::prices::of_concert(&mut tx, locked.concert_id)
+        if changes.status.is_some_and(|s| s != consistent) || (sold && changes.number.is_some()) {
+            return Err(ApiError::new(
+                ErrorCode::SeatStatusConflict,
+                format!(
+                    "the seat is {}: that change would contradict its reservations",
+                    match claim {
+                        Some(ReservationStatus::Held) => "held",
+                        Some(_) => "sold",
+                        None => "neither held nor sold",
+                    }
+                ),
+            ));
+        }
+        if let Some(name) = &changes.category {
+            // A held or sold seat keeps the price it was decided at; moving it
+            // would change what the map says it cost.
+            if sold {
+                return Err(ApiError::new(
+                    ErrorCode::SeatStatusConflict,
+                    "the seat is held or sold: only an unsold seat changes category",
+                ));
+            }
+            let position = db::prices::of_concert(tx, locked.concert_id)
+                .await?
+                .and_then(|c| c.position_of(name))
+                .ok_or_else(|| {
+                    FieldError::new("category", format!("the concert has no category {name:?}"))
+                })?;
+            db::prices::move_seat(tx, id, position).await?;
+        }
+        db::seats::update(tx, id, changes.number.as_ref(), changes.status, now).await?;
+        let seat = db::seats::find(tx, id)
             .await?
-            .and_then(|c| c.position_of(name))
-            .ok_or_else(|| {
-                FieldError::new("category", format!("the concert has no category {name:?}"))
-            })?;
-        db::prices::move_seat(&mut tx, id, position).await?;
-    }
-    db::seats::update(&mut tx, id, changes.number.as_ref(), changes.status, now).await?;
-    let seat = db::seats::find(&mut tx, id)
-        .await?
-        .ok_or_else(ApiError::seat_not_found)?;
-    tx.commit().await?;
+            .ok_or_else(ApiError::seat_not_found)?;
+        Ok(seat)
+    })
+    .await?;
     Ok(Json(seat.into()))
 }
 
@@ -348,22 +354,25 @@ pub async fn remove(
     _: Admin,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {
-    let mut tx = state.pool.begin().await?;
-    // Seat before concert: the order in which a whole concert is deleted
-    // and a deciding worker takes them.
-    let seat = db::seats::find_for_update(&mut tx, id)
-        .await?
-        .ok_or_else(ApiError::seat_not_found)?;
-    let concert = seat.concert_id;
-    db::concerts::lock(&mut tx, concert).await?;
-    if seat.status != SeatStatus::Available || db::seats::has_history(&mut tx, id).await? {
-        return Err(ApiError::new(
-            ErrorCode::SeatDeleteForbidden,
-            "the seat has reservation requests or reservations; it can no longer be deleted",
-        ));
-    }
-    db::seats::delete(&mut tx, id).await?;
-    db::concerts::adjust_seat_count(&mut tx, concert, -1).await?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    whole::run(&mut conn, async |tx| {
+        // Seat before concert: the order in which a whole concert is deleted
+        // and a deciding worker takes them.
+        let seat = db::seats::find_for_update(tx, id)
+            .await?
+            .ok_or_else(ApiError::seat_not_found)?;
+        let concert = seat.concert_id;
+        db::concerts::lock(tx, concert).await?;
+        if seat.status != SeatStatus::Available || db::seats::has_history(tx, id).await? {
+            return Err(ApiError::new(
+                ErrorCode::SeatDeleteForbidden,
+                "the seat has reservation requests or reservations; it can no longer be deleted",
+            ));
+        }
+        db::seats::delete(tx, id).await?;
+        db::concerts::adjust_seat_count(tx, concert, -1).await?;
+        Ok(())
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

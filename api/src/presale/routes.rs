@@ -4,7 +4,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, access_codes};
+use ticket_core::db::{self, access_codes, whole};
 use ticket_core::domain::{AccessCode, AccessCodeId, CodeBatch, ConcertId};
 use utoipa::ToSchema;
 
@@ -96,13 +96,16 @@ pub async fn create(
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| ApiError::internal(anyhow::anyhow!("no randomness for access codes: {e}")))?;
     let hashes: Vec<[u8; 32]> = codes.iter().map(AccessCode::hash).collect();
-    let mut tx = state.pool.begin().await?;
-    if db::concerts::lock(&mut tx, concert).await?.is_none() {
-        return Err(ApiError::concert_not_found());
-    }
-    let now = db::now(&mut tx).await?;
-    let ids = access_codes::insert_many(&mut tx, concert, batch, &hashes, now).await?;
-    tx.commit().await?;
+    let mut conn = state.pool.acquire().await?;
+    let ids = whole::run(&mut conn, async |tx| {
+        if db::concerts::lock(tx, concert).await?.is_none() {
+            return Err(ApiError::concert_not_found());
+        }
+        let now = db::now(tx).await?;
+        let ids = access_codes::insert_many(tx, concert, batch, &hashes, now).await?;
+        Ok::<_, ApiError>(ids)
+    })
+    .await?;
     let made: Vec<NewCode> = ids
         .iter()
         .zip(&codes)

@@ -3,7 +3,7 @@
 //! with an access code (the code's row is locked while what it has taken is
 //! counted, so that two instances cannot both spend its last use).
 
-use sqlx::Connection;
+use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, access_codes, queue, request_seats};
 use ticket_core::domain::{AccessCode, AccessCodeId, IdempotencyKey};
 
@@ -21,7 +21,6 @@ pub(super) async fn place(
     key: Option<IdempotencyKey>,
     code: Option<AccessCode>,
 ) -> ApiResult<(Queued, bool)> {
-    let user = request.user;
     let mut conn = state.pool.acquire().await?;
     if let Some(key) = &key
         && let Some(replayed) = replay(&mut conn, &request, key).await?
@@ -29,45 +28,14 @@ pub(super) async fn place(
         return Ok((replayed, true));
     }
     let limit = state.limits.max_open_requests_per_user();
-    let mut tx = conn.begin().await?;
-    if limit > 0 {
-        // One such request of a user at a time, counted after its own
-        // write: concurrent ones cannot all pass a count taken before.
-        db::users::lock(&mut tx, user).await?;
-    }
-    let now = db::now(&mut tx).await?;
-    if let Some(code) = &code
-        && request.sale.in_presale(now)
-    {
-        request.access_code = Some(take_code(&mut tx, &request, code, now).await?);
-    }
-    let Some(line) = request.line_at(now) else {
-        return Err(EnqueueError::not_taken(&request, now).into());
-    };
-    match queue::enqueue(&mut tx, &request, line, key.as_ref(), now).await {
-        Ok(id) => {
-            // Counted with its own write; rolled back as it is dropped.
-            let fans = db::fans::seats_of(&mut tx, &[user]).await?;
-            let seats = fans.get(&request.fan()).copied().unwrap_or(0);
-            if seats > u64::from(request.max_seats_per_user.get()) {
-                let without = seats.saturating_sub(request.seats.len() as u64);
-                return Err(ApiError::user_limit_reached(
-                    request.max_seats_per_user,
-                    without,
-                ));
-            }
-            if limit > 0 {
-                let open = request_seats::open_counts(&mut tx, &[user]).await?;
-                if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {
-                    // Rolled back as it is dropped: a replay of this key
-                    // is refused the same way while the user is at the limit.
-                    return Err(EnqueueError::TooManyOpen.into());
-                }
-            }
+    let mut tx = Whole::begin(&mut conn).await?;
+    let written = write(&mut tx, &mut request, key.as_ref(), code.as_ref(), limit).await;
+    match written {
+        Ok(Ok(queued)) => {
             tx.commit().await?;
-            Ok((Queued::new(id, line), false))
+            Ok((queued, false))
         }
-        Err(e) => {
+        Ok(Err(e)) => {
             tx.rollback().await?;
             // The same key at the same time (the server may name either
             // key it broke): answer as the first, if it was the same request.
@@ -81,7 +49,61 @@ pub(super) async fn place(
                 .await
                 .into())
         }
+        Err(refused) => {
+            tx.rollback().await?;
+            Err(refused)
+        }
     }
+}
+
+/// The request's write in `tx`: its id and place in line, the insert's own
+/// error (a key or seat it broke, told apart by the caller once `tx` has
+/// rolled back), or why it is refused (then `tx` must roll back).
+async fn write(
+    tx: &mut sqlx::MySqlConnection,
+    request: &mut queue::NewRequest,
+    key: Option<&IdempotencyKey>,
+    code: Option<&AccessCode>,
+    limit: u32,
+) -> ApiResult<Result<Queued, sqlx::Error>> {
+    let user = request.user;
+    if limit > 0 {
+        // One such request of a user at a time, counted after its own
+        // write: concurrent ones cannot all pass a count taken before.
+        db::users::lock(tx, user).await?;
+    }
+    let now = db::now(tx).await?;
+    if let Some(code) = code
+        && request.sale.in_presale(now)
+    {
+        request.access_code = Some(take_code(tx, request, code, now).await?);
+    }
+    let Some(line) = request.line_at(now) else {
+        return Err(EnqueueError::not_taken(request, now).into());
+    };
+    let id = match queue::enqueue(tx, request, line, key, now).await {
+        Ok(id) => id,
+        Err(e) => return Ok(Err(e)),
+    };
+    // Counted with its own write, rolled back if it is too many.
+    let fans = db::fans::seats_of(tx, &[user]).await?;
+    let seats = fans.get(&request.fan()).copied().unwrap_or(0);
+    if seats > u64::from(request.max_seats_per_user.get()) {
+        let without = seats.saturating_sub(request.seats.len() as u64);
+        return Err(ApiError::user_limit_reached(
+            request.max_seats_per_user,
+            without,
+        ));
+    }
+    if limit > 0 {
+        let open = request_seats::open_counts(tx, &[user]).await?;
+        if open.get(&user).copied().unwrap_or(0) > u64::from(limit) {
+            // Rolled back: a replay of this key is refused the same way
+            // while the user is at the limit.
+            return Err(EnqueueError::TooManyOpen.into());
+        }
+    }
+    Ok(Ok(Queued::new(id, line)))
 }
 
 /// The request written before with `key`, if the same request; 409

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
 use ticket_core::db::outbox;
 use ticket_core::db::reservations::{self, LockedReservation};
-use ticket_core::db::{self, seats};
+use ticket_core::db::{self, seats, whole};
 use ticket_core::domain::events::EventKind;
 use ticket_core::domain::{
     IdempotencyKey, PaymentReference, ReservationId, ReservationStatus, SeatId, SeatStatus,
@@ -80,62 +80,64 @@ pub async fn confirm(
         Some(v) => Some(IdempotencyKey::parse(v.to_str().unwrap_or("\u{0}"))?),
         None => None,
     };
-    let mut tx = state.pool.begin().await?;
-    let locked = lock_own(&mut tx, caller, id).await?;
-    let now = db::now(&mut tx).await?;
-    let replayed = match locked.status {
-        ReservationStatus::Confirmed => {
-            let same_key = key.as_ref().map(IdempotencyKey::as_str)
-                == locked.confirm_key.as_deref()
-                && key.is_some();
-            if same_key
-                && payment.as_ref().map(PaymentReference::as_str)
-                    != locked.payment_reference.as_deref()
-            {
+    let mut conn = state.pool.acquire().await?;
+    let (confirmed, replayed) = whole::run(&mut conn, async |tx| {
+        let locked = lock_own(tx, caller, id).await?;
+        let now = db::now(tx).await?;
+        let replayed = match locked.status {
+            ReservationStatus::Confirmed => {
+                let same_key = key.as_ref().map(IdempotencyKey::as_str)
+                    == locked.confirm_key.as_deref()
+                    && key.is_some();
+                if same_key
+                    && payment.as_ref().map(PaymentReference::as_str)
+                        != locked.payment_reference.as_deref()
+                {
+                    return Err(ApiError::new(
+                        ErrorCode::IdempotencyKeyReused,
+                        "this Idempotency-Key confirmed the reservation with another paymentReference",
+                    ));
+                }
+                same_key
+            }
+            ReservationStatus::Held if locked.is_live_hold(now) => {
+                let confirmed = reservations::confirm(
+                    tx,
+                    id,
+                    locked.seats.len(),
+                    payment.as_ref(),
+                    key.as_ref().map(IdempotencyKey::as_str),
+                    now,
+                )
+                .await?;
+                if !confirmed {
+                    return Err(hold_expired());
+                }
+                seats::mark(tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
+                announce(
+                    tx,
+                    EventKind::Confirmed,
+                    &locked,
+                    payment.as_ref().map(PaymentReference::as_str),
+                    now,
+                )
+                .await?;
+                false
+            }
+            ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
+            ReservationStatus::Cancelled => {
                 return Err(ApiError::new(
-                    ErrorCode::IdempotencyKeyReused,
-                    "this Idempotency-Key confirmed the reservation with another paymentReference",
+                    ErrorCode::ReservationNotHeld,
+                    "the reservation was cancelled; only a HELD reservation can be confirmed",
                 ));
             }
-            same_key
-        }
-        ReservationStatus::Held if locked.is_live_hold(now) => {
-            let confirmed = reservations::confirm(
-                &mut tx,
-                id,
-                locked.seats.len(),
-                payment.as_ref(),
-                key.as_ref().map(IdempotencyKey::as_str),
-                now,
-            )
-            .await?;
-            if !confirmed {
-                // The transaction rolls back as it is dropped.
-                return Err(hold_expired());
-            }
-            seats::mark(&mut tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
-            announce(
-                &mut tx,
-                EventKind::Confirmed,
-                &locked,
-                payment.as_ref().map(PaymentReference::as_str),
-                now,
-            )
-            .await?;
-            false
-        }
-        ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
-        ReservationStatus::Cancelled => {
-            return Err(ApiError::new(
-                ErrorCode::ReservationNotHeld,
-                "the reservation was cancelled; only a HELD reservation can be confirmed",
-            ));
-        }
-    };
-    let confirmed = reservations::find(&mut tx, id, now)
-        .await?
-        .ok_or_else(ApiError::reservation_not_found)?;
-    tx.commit().await?;
+        };
+        let confirmed = reservations::find(tx, id, now)
+            .await?
+            .ok_or_else(ApiError::reservation_not_found)?;
+        Ok((confirmed, replayed))
+    })
+    .await?;
     let mut response = Json(ReservationResponse::from(confirmed)).into_response();
     if replayed {
         response
@@ -179,37 +181,40 @@ async fn cancel_reservation(
     caller: AuthUser,
     id: ReservationId,
 ) -> ApiResult<Json<CancelResponse>> {
-    let mut tx = state.pool.begin().await?;
-    let locked = lock_own(&mut tx, caller, id).await?;
-    let now = db::now(&mut tx).await?;
-    match locked.status {
-        ReservationStatus::Confirmed => {}
-        ReservationStatus::Held if locked.is_live_hold(now) => {}
-        ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
-        ReservationStatus::Cancelled => {
+    let mut conn = state.pool.acquire().await?;
+    whole::run(&mut conn, async |tx| {
+        let locked = lock_own(tx, caller, id).await?;
+        let now = db::now(tx).await?;
+        match locked.status {
+            ReservationStatus::Confirmed => {}
+            ReservationStatus::Held if locked.is_live_hold(now) => {}
+            ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
+            ReservationStatus::Cancelled => {
+                return Err(ApiError::new(
+                    ErrorCode::ReservationCancelForbidden,
+                    "the reservation is already cancelled",
+                ));
+            }
+        }
+        if db::check_ins::any_admitted(tx, id).await? {
             return Err(ApiError::new(
                 ErrorCode::ReservationCancelForbidden,
-                "the reservation is already cancelled",
+                "a ticket of this reservation was used at the door: it can no longer be cancelled",
             ));
         }
-    }
-    if db::check_ins::any_admitted(&mut tx, id).await? {
-        return Err(ApiError::new(
-            ErrorCode::ReservationCancelForbidden,
-            "a ticket of this reservation was used at the door: it can no longer be cancelled",
-        ));
-    }
-    reservations::end(&mut tx, &[id], ReservationStatus::Cancelled, now).await?;
-    seats::free_unclaimed(&mut tx, &seat_ids(&locked), now).await?;
-    announce(
-        &mut tx,
-        EventKind::Cancelled,
-        &locked,
-        locked.payment_reference.as_deref(),
-        now,
-    )
+        reservations::end(tx, &[id], ReservationStatus::Cancelled, now).await?;
+        seats::free_unclaimed(tx, &seat_ids(&locked), now).await?;
+        announce(
+            tx,
+            EventKind::Cancelled,
+            &locked,
+            locked.payment_reference.as_deref(),
+            now,
+        )
+        .await?;
+        Ok(())
+    })
     .await?;
-    tx.commit().await?;
     Ok(Json(CancelResponse {
         reservation_id: id.get(),
         status: ReservationStatus::Cancelled.as_str(),

@@ -4,8 +4,7 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use sqlx::Connection as _;
-use ticket_core::db::{self, waiting_list};
+use ticket_core::db::{self, waiting_list, whole};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{
     ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest, WaitingSeats,
@@ -102,9 +101,10 @@ pub async fn join(
     // list's history is read against one clock.
     let now = db::now(&mut conn).await?;
     waiting_list::ensure_list(&mut conn, concert, now).await?;
-    let mut tx = conn.begin().await?;
-    waiting_list::join(&mut tx, concert, caller.id, seats, now).await?;
-    tx.commit().await?;
+    whole::run(&mut conn, async |tx| {
+        waiting_list::join(tx, concert, caller.id, seats, now).await
+    })
+    .await?;
     let entry = entry_of(&mut conn, concert, caller).await?;
     Ok((StatusCode::CREATED, Json(entry)))
 }

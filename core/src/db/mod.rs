@@ -1,6 +1,7 @@
 //! Every SQL statement of the system, as small functions over a connection.
-//! Callers own the transaction boundaries: pass `&mut *tx` to compose several
-//! of these into one transaction.
+//! Callers own the transaction boundaries: pass the connection of a
+//! [`whole`] transaction to compose several of these into one (never a bare
+//! `BEGIN`: see [`whole`] for why).
 //!
 //! A locking read of rows by a list of ids says `FORCE INDEX (PRIMARY)`
 //! (unless it skips locked rows). On a small table (a sale's first seconds)
@@ -33,6 +34,7 @@ pub mod spent_challenges;
 pub mod tickets;
 pub mod users;
 pub mod waiting_list;
+pub mod whole;
 
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{MigrateError, Migrator};
@@ -173,9 +175,10 @@ pub fn error_number(err: &sqlx::Error) -> Option<u16> {
 }
 
 /// Errors a caller may retry as they are: deadlock (1213), lock wait timeout
-/// (1205), and MariaDB's "record has changed since last read" (1020).
+/// (1205), MariaDB's "record has changed since last read" (1020), and a
+/// [`whole`] transaction the database had ended before its commit.
 pub fn is_transient_conflict(err: &sqlx::Error) -> bool {
-    matches!(error_number(err), Some(1213 | 1205 | 1020))
+    matches!(error_number(err), Some(1213 | 1205 | 1020)) || whole::lost(err)
 }
 
 /// The database could not be reached or the pool had no connection to give:

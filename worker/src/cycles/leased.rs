@@ -4,8 +4,7 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, SystemTime};
 
-use sqlx::Connection;
-use ticket_core::db::{self, queue};
+use ticket_core::db::{self, queue, whole};
 use ticket_core::domain::QueueId;
 
 use super::*;
@@ -47,17 +46,18 @@ impl Worker {
         };
         let look_for_expired = self.expired_look.due();
         self.run_errands(&mut conn, self.errands_due(), now).await?;
-        let mut tx = conn.begin().await?;
-        let claim = queue::claim(
-            &mut tx,
-            &lease,
-            config.batch_size,
-            config.max_attempts,
-            look_for_expired,
-            now,
-        )
+        let claim = whole::run(&mut conn, async |tx| {
+            queue::claim(
+                tx,
+                &lease,
+                config.batch_size,
+                config.max_attempts,
+                look_for_expired,
+                now,
+            )
+            .await
+        })
         .await?;
-        tx.commit().await?;
         self.connections.keep(conn);
         if claim.more_expired {
             self.expired_look.again();

@@ -25,10 +25,11 @@ use chrono::{DateTime, Utc};
 use futures::StreamExt as _;
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport as _, Tokio1Executor};
-use sqlx::{Connection, MySqlConnection, MySqlPool};
+use sqlx::{MySqlConnection, MySqlPool};
 use ticket_core::db::{
     self,
     mails::{self, Claimed, Ending},
+    whole,
 };
 use ticket_core::domain::mail::MailKind;
 use tokio_util::sync::CancellationToken;
@@ -104,9 +105,11 @@ impl MailRelay {
         let mut conn = self.pool.acquire().await?;
         let now = db::now(&mut conn).await?;
         let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
-        let mut tx = conn.begin().await?;
-        let claimed = mails::claim_due(&mut tx, token, lease_until, self.config.batch, now).await?;
-        tx.commit().await?;
+        let batch = self.config.batch;
+        let claimed = whole::run(&mut conn, async |tx| {
+            mails::claim_due(tx, token, lease_until, batch, now).await
+        })
+        .await?;
         let mut prepared = Vec::with_capacity(claimed.len());
         for mail in &claimed {
             prepared.push(self.prepare(&mut conn, mail, now).await?);

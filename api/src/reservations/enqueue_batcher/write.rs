@@ -2,10 +2,12 @@
 //! the multi-row insert retried on transient conflicts, one by one when a
 //! group fails for a reason in its rows.
 
-use sqlx::{Connection, MySqlPool};
+use sqlx::pool::PoolConnection;
+use sqlx::{MySql, MySqlPool};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use ticket_core::db::kept::KeptConnections;
+use ticket_core::db::whole::{self, Whole};
 use ticket_core::db::{self, fans, line, queue, request_seats};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{LineKey, UserId};
@@ -94,77 +96,78 @@ pub(super) async fn insert_group_retrying(
 /// limit). The open seats come with the INSERT's read-back; the fans'
 /// seats take one more statement, counted after the group's own write.
 pub(super) async fn insert_group(
-    conn: &mut sqlx::MySqlConnection,
+    conn: &mut PoolConnection<MySql>,
     requests: &[queue::NewRequest],
     limit: u32,
 ) -> Result<Vec<Answer>, sqlx::Error> {
-    let mut tx = conn.begin().await?;
-    let time = group_time(&mut tx, requests).await?;
-    let mut written = queue::enqueue_many(&mut tx, requests, time).await?;
-    let mut entered = written.entered(requests, time);
-    let mut answers: Vec<Answer> = written
-        .outcomes
-        .iter()
-        .zip(requests)
-        .map(|(outcome, request)| match *outcome {
-            queue::Outcome::Queued(id) => Answer::Ready(Ok(Queued::new(
-                id,
-                request
-                    .line_at(time.admitted_at)
-                    .unwrap_or(LineKey::AFTER_OPENING),
-            ))),
-            queue::Outcome::SaleNotOpen => {
-                Answer::Ready(Err(EnqueueError::not_taken(request, time.admitted_at)))
-            }
-            queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
-            queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
-            queue::Outcome::UserNotFound => Answer::Ready(Err(EnqueueError::UserGone)),
-            queue::Outcome::Unsettled => Answer::Alone,
-        })
-        .collect();
-    let fan_seats = std::mem::take(&mut written.fan_seats);
-    withdraw_over_cap(&mut tx, requests, fan_seats, &mut answers).await?;
-    if limit > 0 {
-        // Counted in this transaction, after the group's own write and
-        // withdrawals: no user keeps more than `limit` open, so the read is
-        // as short as the limit.
-        let mut users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
-        users.sort_unstable();
-        users.dedup();
-        let open_seats_per_user = request_seats::open_counts(&mut tx, &users).await?;
-        let mut excess: HashMap<_, u64> = open_seats_per_user
+    whole::run(conn, async |tx| {
+        let time = group_time(tx, requests).await?;
+        let mut written = queue::enqueue_many(tx, requests, time).await?;
+        let mut entered = written.entered(requests, time);
+        let mut answers: Vec<Answer> = written
+            .outcomes
             .iter()
-            .filter(|(_, open)| **open > u64::from(limit))
-            .map(|(user, open)| (*user, open - u64::from(limit)))
-            .collect();
-        if !excess.is_empty() {
-            // The group's newest requests of each such user go back.
-            let mut withdrawn = Vec::new();
-            for (i, request) in requests.iter().enumerate().rev() {
-                if let Some(over) = excess.get_mut(&request.user)
-                    && *over > 0
-                    && let queue::Outcome::Queued(id) = written.outcomes[i]
-                    && matches!(answers[i], Answer::Ready(Ok(_)))
-                {
-                    *over = over.saturating_sub(request.seats.len() as u64);
-                    withdrawn.push(id);
-                    answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
+            .zip(requests)
+            .map(|(outcome, request)| match *outcome {
+                queue::Outcome::Queued(id) => Answer::Ready(Ok(Queued::new(
+                    id,
+                    request
+                        .line_at(time.admitted_at)
+                        .unwrap_or(LineKey::AFTER_OPENING),
+                ))),
+                queue::Outcome::SaleNotOpen => {
+                    Answer::Ready(Err(EnqueueError::not_taken(request, time.admitted_at)))
                 }
+                queue::Outcome::Duplicate(id) => Answer::Ready(Err(EnqueueError::Duplicate(id))),
+                queue::Outcome::SeatNotFound => Answer::Ready(Err(EnqueueError::SeatNotFound)),
+                queue::Outcome::UserNotFound => Answer::Ready(Err(EnqueueError::UserGone)),
+                queue::Outcome::Unsettled => Answer::Alone,
+            })
+            .collect();
+        let fan_seats = std::mem::take(&mut written.fan_seats);
+        withdraw_over_cap(tx, requests, fan_seats, &mut answers).await?;
+        if limit > 0 {
+            // Counted in this transaction, after the group's own write and
+            // withdrawals: no user keeps more than `limit` open, so the read is
+            // as short as the limit.
+            let mut users: Vec<UserId> = requests.iter().map(|r| r.user).collect();
+            users.sort_unstable();
+            users.dedup();
+            let open_seats_per_user = request_seats::open_counts(tx, &users).await?;
+            let mut excess: HashMap<_, u64> = open_seats_per_user
+                .iter()
+                .filter(|(_, open)| **open > u64::from(limit))
+                .map(|(user, open)| (*user, open - u64::from(limit)))
+                .collect();
+            if !excess.is_empty() {
+                // The group's newest requests of each such user go back.
+                let mut withdrawn = Vec::new();
+                for (i, request) in requests.iter().enumerate().rev() {
+                    if let Some(over) = excess.get_mut(&request.user)
+                        && *over > 0
+                        && let queue::Outcome::Queued(id) = written.outcomes[i]
+                        && matches!(answers[i], Answer::Ready(Ok(_)))
+                    {
+                        *over = over.saturating_sub(request.seats.len() as u64);
+                        withdrawn.push(id);
+                        answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
+                    }
+                }
+                queue::withdraw(tx, &withdrawn).await?;
             }
-            queue::withdraw(&mut tx, &withdrawn).await?;
         }
-    }
-    let kept: std::collections::HashSet<_> = answers
-        .iter()
-        .filter_map(|answer| match answer {
-            Answer::Ready(Ok(queued)) => Some(queued.id),
-            _ => None,
-        })
-        .collect();
-    entered.retain(|e| kept.contains(&e.id));
-    line::rank_entered(&mut tx, &entered).await?;
-    tx.commit().await?;
-    Ok(answers)
+        let kept: std::collections::HashSet<_> = answers
+            .iter()
+            .filter_map(|answer| match answer {
+                Answer::Ready(Ok(queued)) => Some(queued.id),
+                _ => None,
+            })
+            .collect();
+        entered.retain(|e| kept.contains(&e.id));
+        line::rank_entered(tx, &entered).await?;
+        Ok(answers)
+    })
+    .await
 }
 
 /// Withdraws the group's requests that take their fan past the concert's
@@ -211,9 +214,10 @@ pub(super) async fn insert_one(
             return Err(EnqueueError::TooManyOpen);
         }
     }
-    let mut tx = conn.begin().await?;
+    let mut tx = Whole::begin(&mut conn).await?;
     let now = db::now(&mut tx).await?;
     let Some(line) = r.line_at(now) else {
+        tx.rollback().await?;
         return Err(EnqueueError::not_taken(r, now));
     };
     match queue::enqueue(&mut tx, r, line, None, now).await {
