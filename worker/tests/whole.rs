@@ -38,7 +38,7 @@ async fn statuses(pool: &MySqlPool, seats: &[SeatId]) -> Vec<String> {
 }
 
 async fn autocommit(conn: &mut MySqlConnection) -> i64 {
-    let (on,): (i64,) = sqlx::query_as("SELECT @@autocommit")
+    let (on,): (i64,) = sqlx::query_as("SELECT CAST(@@autocommit AS SIGNED)")
         .fetch_one(conn)
         .await
         .unwrap();
@@ -116,7 +116,7 @@ async fn a_whole_dropped_open_closes_its_connection() {
     let (db, _pool, seats) = hall().await;
     let pool = db.pool(1).await;
     let mut conn = pool.acquire().await.unwrap();
-    let (first,): (u64,) = sqlx::query_as("SELECT CONNECTION_ID()")
+    let (first,): (u64,) = sqlx::query_as("SELECT CAST(CONNECTION_ID() AS UNSIGNED)")
         .fetch_one(&mut *conn)
         .await
         .unwrap();
@@ -124,7 +124,7 @@ async fn a_whole_dropped_open_closes_its_connection() {
     reserve(&mut tx, seats[0]).await.unwrap();
     drop(tx);
     let mut again = pool.acquire().await.unwrap();
-    let (second,): (u64,) = sqlx::query_as("SELECT CONNECTION_ID()")
+    let (second,): (u64,) = sqlx::query_as("SELECT CAST(CONNECTION_ID() AS UNSIGNED)")
         .fetch_one(&mut *again)
         .await
         .unwrap();
