@@ -146,9 +146,8 @@ impl Relay {
         let mut conn = self.pool.acquire().await?;
         let now = db::now(&mut conn).await?;
         let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
-        let batch = self.config.batch;
         let events = whole::run(&mut conn, async |tx| {
-            outbox::claim_deliverable(tx, token, lease_until, batch, now).await
+            outbox::claim_deliverable(tx, token, lease_until, self.config.batch, now).await
         })
         .await?;
         let mut round = Round {

@@ -126,18 +126,18 @@ impl Sweeper {
                 .filter(|r| decided_before(r, Some(cutoff)))
                 .map(|r| r.id)
                 .collect();
-            let events = self.retention.events;
-            let mails_too = self.retention.mails == kept::EventsKept::ForTheRetentionOnly;
-            (
-                swept.requests_deleted,
-                swept.events_deleted,
-                swept.mails_deleted,
-            ) = whole::run(&mut conn, async |tx| {
-                Ok::<_, sqlx::Error>((
-                    kept::delete_decided(tx, &decided, cutoff).await?,
-                    kept::delete_events(tx, cutoff, events, BATCH).await?,
-                    ticket_core::db::mails::delete_old(tx, cutoff, mails_too, BATCH).await?,
-                ))
+            whole::run(&mut conn, async |tx| {
+                swept.requests_deleted = kept::delete_decided(tx, &decided, cutoff).await?;
+                swept.events_deleted =
+                    kept::delete_events(tx, cutoff, self.retention.events, BATCH).await?;
+                swept.mails_deleted = ticket_core::db::mails::delete_old(
+                    tx,
+                    cutoff,
+                    self.retention.mails == kept::EventsKept::ForTheRetentionOnly,
+                    BATCH,
+                )
+                .await?;
+                Ok::<_, sqlx::Error>(())
             })
             .await?;
             if let Some(last) = older.last() {

@@ -1,7 +1,9 @@
 //! A real headless Chromium driven over WebDriver (Debian's `chromium` and
 //! `chromium-driver`; `scripts/browser.sh` installs them): the few commands
 //! the page's tests and benchmark need, and waits for conditions on the
-//! page (polled, as WebDriver has no push).
+//! page (polled, as WebDriver has no push). Long because it is the whole
+//! client: starting the driver, the session, each command and its waits,
+//! with no WebDriver crate to lean on.
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;

@@ -105,9 +105,8 @@ impl MailRelay {
         let mut conn = self.pool.acquire().await?;
         let now = db::now(&mut conn).await?;
         let lease_until = now + chrono::Duration::from_std(self.config.lease).unwrap_or_default();
-        let batch = self.config.batch;
         let claimed = whole::run(&mut conn, async |tx| {
-            mails::claim_due(tx, token, lease_until, batch, now).await
+            mails::claim_due(tx, token, lease_until, self.config.batch, now).await
         })
         .await?;
         let mut prepared = Vec::with_capacity(claimed.len());
