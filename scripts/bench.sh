@@ -397,6 +397,9 @@ million_line() {
     --url "$api1_url" --url "$api_url" --api-pid "$api1_pid" --api-pid "$api_pid" \
     --through-api "${MILLION_THROUGH_API:-100000}" --follow-sale "${MILLION_FOLLOW_SALE:-0}" \
     --sweep-seconds "${MILLION_SWEEP:-0}" || status=$?
+  stack_peak_memory "million $n: API 1" "$api1_pid" api || status=1
+  stack_peak_memory "million $n: API 2" "$api_pid" api || status=1
+  stack_peak_memory "million $n: worker" "$worker_pid" worker || status=1
   stop "$worker_pid" "$api1_pid" "$api_pid"
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
   return "$status"

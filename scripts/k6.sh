@@ -9,7 +9,9 @@
 # and drops the database. Exits non-zero when k6 fails (a broken check or
 # threshold exits 99) or, on a private stack, when `ticket-api check` finds
 # a violated invariant in the database afterwards (checkout, waiting-list: also every two
-# seconds while it runs). Sizes and durations:
+# seconds while it runs), or when the API's or the worker's peak RSS passes
+# 70 % of the chart's memory limit for it (appended to TICKET_MEMORY_LOG
+# when set). Sizes and durations:
 # TICKET_VUS, TICKET_DURATION, TICKET_USERS, TICKET_SEATS (see each script;
 # not K6_*, which k6 itself reads). Summaries go to TICKET_SUMMARY_DIR
 # (.local/k6).
@@ -65,8 +67,10 @@ RUST_LOG=warn "$bin/ticket-api" migrate
 stack_spawn env "${stack_limits_off[@]}" RUST_LOG=warn TICKET_API_ADDR="127.0.0.1:$port" \
   TICKET_AUTH_SECRET="k6-secret-$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')" TICKET_CODE_KEYS="$stack_code_keys" \
   TICKET_ADMIN_NICKNAME="$ADMIN_NICK" TICKET_ADMIN_PASSWORD="$ADMIN_PASSWORD" "$bin/ticket-api"
+api_pid=$spawned_pid
 # TICKET_K6_WORKER_ADDR: a fixed metrics port (scripts/monitoring.sh scrapes it).
 stack_spawn env RUST_LOG=warn TICKET_WORKER_HEALTH_ADDR="${TICKET_K6_WORKER_ADDR:-127.0.0.1:0}" "$bin/ticket-worker"
+worker_pid=$spawned_pid
 stack_wait_for "$port"
 
 status=0
@@ -98,4 +102,7 @@ fi
 # The database itself must agree: no seat sold twice, seats and reservations
 # consistent, every SUCCESS with its reservation and event, nothing stuck.
 RUST_LOG=warn "$bin/ticket-api" check || status=1
+# Each process's peak memory against the chart's limit for it.
+stack_peak_memory "k6 $scenario: API" "$api_pid" api || status=1
+stack_peak_memory "k6 $scenario: worker" "$worker_pid" worker || status=1
 exit "$status"

@@ -31,6 +31,9 @@ cargo test --workspace --locked --no-fail-fast "$@" || status=$?
 scripts/chart-test.sh || status=$?
 # Short versions of the k6 scenarios 1-3, 5 and 6 against a private stack: they fail
 # on any broken invariant or threshold.
+# Each scenario's API and worker peak memory, against the chart's limits.
+export TICKET_MEMORY_LOG=".local/k6/memory-$$.log"
+mkdir -p .local/k6 && : >"$TICKET_MEMORY_LOG"
 k6_passed=0 k6_failed=0
 k6() {
   if env "$@"; then k6_passed=$((k6_passed + 1)); else k6_failed=$((k6_failed + 1)); status=1; fi
@@ -40,6 +43,7 @@ k6 TICKET_USERS=100 TICKET_SEATS=20 scripts/k6.sh distributed
 k6 scripts/k6.sh cancel-rebook
 k6 TICKET_USERS=200 TICKET_SEATS=60 TICKET_VUS=20 TICKET_DURATION=12s TICKET_HOLD_SECONDS=2 scripts/k6.sh checkout
 k6 TICKET_DURATION=12s scripts/k6.sh waiting-list
+cat "$TICKET_MEMORY_LOG"
 echo "k6: $k6_passed passed, $k6_failed failed"
 # The dashboard and the alerts against a real Prometheus scraping the
 # checkout scenario: every panel returns data, every alert evaluates.

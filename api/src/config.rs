@@ -85,8 +85,9 @@ pub struct ServerArgs {
     #[arg(long, env = "TICKET_ADMIN_NICKNAME")]
     pub admin_nickname: Option<String>,
 
-    /// Most password hashes computed at once (Argon2id takes ~19 MiB and tens
-    /// of milliseconds of one core each); 0 means one per CPU core.
+    /// Most password hashes computed at once (Argon2id takes tens of
+    /// milliseconds of one core each, and each permit keeps a 19 MiB working
+    /// area once used); 0 means one per CPU core, at most 4.
     #[arg(long, env = "TICKET_MAX_CONCURRENT_HASHES", default_value_t = 0)]
     pub max_concurrent_hashes: usize,
 

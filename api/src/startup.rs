@@ -55,8 +55,10 @@ impl Application {
     pub async fn build(settings: Settings, pool: MySqlPool) -> anyhow::Result<Self> {
         let tokens = TokenKeys::new(&settings.auth_secret, settings.token_ttl)?;
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        // Each permit keeps a 19 MiB working area: the default stays within
+        // the pod's memory whatever the node's core count.
         let hashes = match settings.max_concurrent_hashes {
-            0 => cores,
+            0 => cores.min(4),
             n => n,
         };
         let passwords = PasswordHasher::new(hashes)?;

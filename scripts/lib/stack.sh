@@ -59,3 +59,37 @@ stack_stop() {
     DATABASE_URL="$url" "$bin/ticket-bench" drop-database >/dev/null 2>&1 || true
   done
 }
+
+# chart_memory_limit_mib COMPONENT: the chart's resources.limits.memory of
+# the api or worker section of charts/ticket/values.yaml, in MiB.
+chart_memory_limit_mib() {
+  awk -v section="$1:" '
+    /^[a-z]/ { inside = ($1 == section) }
+    inside && /limits:/ && match($0, /memory: *[0-9]+(Mi|Gi)/) {
+      value = substr($0, RSTART, RLENGTH); sub(/memory: */, "", value)
+      n = value + 0; if (value ~ /Gi/) n *= 1024; print n; exit
+    }' charts/ticket/values.yaml
+}
+
+# stack_peak_memory LABEL PID COMPONENT: prints the process's peak RSS
+# (VmHWM) beside 70 % of the chart's memory limit for COMPONENT (api or
+# worker), appends the line to TICKET_MEMORY_LOG when set, and fails when
+# the peak passes that share: a pod that peaks there on a test's load is
+# one busy day away from being OOM-killed.
+stack_peak_memory() {
+  local label="$1" pid="$2" component="$3" peak_kib limit budget line
+  peak_kib="$(awk '/^VmHWM:/ { print $2 }' "/proc/$pid/status" 2>/dev/null)"
+  if [ -z "$peak_kib" ]; then
+    echo "memory: $label (pid $pid) is not running: no peak to read" >&2
+    return 1
+  fi
+  limit="$(chart_memory_limit_mib "$component")"
+  budget=$((limit * 70 / 100))
+  line="memory: $label peak RSS $((peak_kib / 1024)) MiB (chart limit ${limit} Mi, 70 % = ${budget} MiB)"
+  echo "$line" >&2
+  [ -z "${TICKET_MEMORY_LOG:-}" ] || echo "$line" >>"$TICKET_MEMORY_LOG"
+  if [ $((peak_kib / 1024)) -gt "$budget" ]; then
+    echo "memory: $label passed 70 % of the chart's limit" >&2
+    return 1
+  fi
+}

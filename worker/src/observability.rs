@@ -89,7 +89,7 @@ impl WorkerMetrics {
             retention_removed: metrics::counter_vec(
                 &registry,
                 "ticket_worker_retention_removed_total",
-                "What the sweeper removed past the retention: requests (decided), events (delivered), mails (ended), idempotency_keys (forgotten)",
+                "What the sweeper removed past the retention: requests (decided), events (delivered), mails (ended), idempotency_keys (forgotten), challenges (spent, ended), waiting_list_entries (left a day before)",
                 &["kind"],
             ),
             holds_expired: metrics::counter(
@@ -166,6 +166,8 @@ impl WorkerMetrics {
             ("events", swept.events_deleted),
             ("mails", swept.mails_deleted),
             ("idempotency_keys", swept.keys_forgotten),
+            ("challenges", swept.challenges_forgotten),
+            ("waiting_list_entries", swept.left_entries_forgotten),
         ] {
             self.retention_removed.with_label_values(&[kind]).inc_by(n);
         }

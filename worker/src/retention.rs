@@ -1,7 +1,9 @@
 //! The sweeper: removes what the retention says is no longer needed
 //! (decided requests and delivered events after the retention period,
-//! idempotency keys after a day), beside the claim loop and never in its
-//! way: small batches, short transactions, rows held by anyone skipped.
+//! idempotency keys after a day), and whatever serves nothing once ended
+//! whatever the retention (spent challenges past their end, entries of fans
+//! who left a waiting list), beside the claim loop and never in its way:
+//! small batches, short transactions, rows held by anyone skipped.
 
 use std::time::Duration;
 
@@ -36,6 +38,10 @@ const BATCH_PAUSE: Duration = Duration::from_millis(50);
 const IDLE_SHARE: u32 = 9;
 /// Pause between passes.
 const PASS_PAUSE: Duration = Duration::from_secs(60);
+/// How long the entry of a fan who left a waiting list is kept: it records
+/// no decision (an offered entry is kept with its reservation), only a
+/// support question's answer for a day.
+const LEFT_ENTRIES_KEPT: chrono::Duration = chrono::Duration::days(1);
 
 /// What one batch did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +52,8 @@ pub struct Swept {
     pub mails_deleted: u64,
     /// Spent proof-of-work challenges past their end (useless then).
     pub challenges_forgotten: u64,
+    /// Entries of fans who left a waiting list, a day after.
+    pub left_entries_forgotten: u64,
     /// The pass has more to look at.
     pub more: bool,
 }
@@ -57,6 +65,7 @@ impl std::ops::AddAssign for Swept {
         self.events_deleted += other.events_deleted;
         self.mails_deleted += other.mails_deleted;
         self.challenges_forgotten += other.challenges_forgotten;
+        self.left_entries_forgotten += other.left_entries_forgotten;
         self.more = other.more;
     }
 }
@@ -116,7 +125,11 @@ impl Sweeper {
             BATCH,
         )
         .await?;
-        swept.more |= swept.challenges_forgotten == u64::from(BATCH);
+        swept.left_entries_forgotten =
+            ticket_core::db::waiting_list::forget_left(&mut conn, now - LEFT_ENTRIES_KEPT, BATCH)
+                .await?;
+        swept.more |= swept.challenges_forgotten == u64::from(BATCH)
+            || swept.left_entries_forgotten == u64::from(BATCH);
         let deletions_cutoff = self.retention.decided.map(|keep| now - keep);
         if let Some(cutoff) = deletions_cutoff {
             let rows = kept::queue_rows_after(&mut conn, self.rows_after, BATCH).await?;
@@ -196,11 +209,9 @@ impl Sweeper {
     }
 
     /// A pass every minute until `shutdown`; a failed pass is logged and
-    /// the next one starts over.
+    /// the next one starts over. It runs whatever the retention: what ends
+    /// for good is removed even when decisions are kept for ever.
     pub async fn run(mut self, shutdown: CancellationToken) {
-        if self.retention.decided.is_none() && self.retention.idempotency_keys.is_none() {
-            return;
-        }
         loop {
             let pass = tokio::select! {
                 () = shutdown.cancelled() => return,

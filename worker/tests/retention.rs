@@ -300,3 +300,89 @@ async fn spent_challenges_are_forgotten_a_minute_after_their_end() {
         2
     );
 }
+
+/// With decisions and idempotency keys kept for ever (TICKET_RETENTION_DAYS=0,
+/// TICKET_IDEMPOTENCY_KEY_HOURS=0) the sweeper still runs: spent challenges
+/// past their end and the entries of fans who left a waiting list a day
+/// ago go; a fan still waiting and one who left an hour ago stay.
+#[tokio::test]
+async fn what_ends_for_good_goes_even_when_decisions_are_kept_for_ever() {
+    let (_db, pool) = ticket_core::testing::TestDatabase::migrated().await;
+    let mut conn = pool.acquire().await.unwrap();
+    let seats = ticket_core::testing::seed::concert(&mut conn, 1, 1)
+        .await
+        .unwrap();
+    let concert = ticket_core::testing::seed::concerts_of(&mut conn, seats.iter().copied())
+        .await
+        .unwrap()[&seats[0]];
+    let fans = ticket_core::testing::seed::users(&mut conn, "fan", 3)
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO spent_challenges (concert_id, challenge, expires_at) \
+         VALUES (?, ?, UTC_TIMESTAMP(6) - INTERVAL 2 MINUTE)",
+    )
+    .bind(concert)
+    .bind([7u8; 32].as_slice())
+    .execute(&mut *conn)
+    .await
+    .unwrap();
+    sqlx::query("INSERT INTO waiting_lists (concert_id, created_at) VALUES (?, UTC_TIMESTAMP(6))")
+        .bind(concert)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    // Left two days ago, left an hour ago, still waiting.
+    for (fan, status, ended_hours_ago) in [
+        (fans[0], "LEFT", Some(48)),
+        (fans[1], "LEFT", Some(1)),
+        (fans[2], "WAITING", None),
+    ] {
+        sqlx::query(
+            "INSERT INTO waiting_list_entries (concert_id, user_id, seats, status, created_at, ended_at) \
+             VALUES (?, ?, 1, ?, UTC_TIMESTAMP(6) - INTERVAL 3 DAY, \
+                     UTC_TIMESTAMP(6) - INTERVAL ? HOUR)",
+        )
+        .bind(concert)
+        .bind(fan)
+        .bind(status)
+        .bind(ended_hours_ago)
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    }
+    drop(conn);
+    let kept_for_ever = Retention {
+        decided: None,
+        idempotency_keys: None,
+        events: ticket_core::db::retention::EventsKept::UntilDelivered,
+        mails: ticket_core::db::retention::EventsKept::UntilDelivered,
+    };
+    let shutdown = tokio_util::sync::CancellationToken::new();
+    let running = tokio::spawn(Sweeper::new(pool.clone(), kept_for_ever).run(shutdown.clone()));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let remaining = || async {
+        (
+            scalar(&pool, "SELECT COUNT(*) FROM spent_challenges").await,
+            scalar(&pool, "SELECT COUNT(*) FROM waiting_list_entries").await,
+        )
+    };
+    while remaining().await != (0, 2) {
+        assert!(
+            !running.is_finished(),
+            "the sweeper stopped with nothing kept but decisions"
+        );
+        assert!(Instant::now() < deadline, "left {:?}", remaining().await);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    shutdown.cancel();
+    running.await.unwrap();
+    assert_eq!(
+        scalar(
+            &pool,
+            "SELECT COUNT(*) FROM waiting_list_entries WHERE status = 'LEFT' AND ended_at < UTC_TIMESTAMP(6) - INTERVAL 1 DAY"
+        )
+        .await,
+        0
+    );
+}

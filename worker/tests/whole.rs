@@ -133,3 +133,51 @@ async fn a_whole_dropped_open_closes_its_connection() {
     drop(again);
     assert_eq!(statuses(&pool, &seats[..1]).await, ["AVAILABLE"]);
 }
+
+/// Every transaction of the product goes through `db::whole`: a plain
+/// `begin()` would commit whatever ran after a silent end. The benchmark
+/// baselines (bench/) reproduce the original system and keep theirs; tests
+/// may hold plain transactions to play another client.
+#[test]
+fn no_product_code_begins_a_transaction_outside_whole() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut found = Vec::new();
+    let mut folders: Vec<std::path::PathBuf> = ["api/src", "core/src", "worker/src"]
+        .iter()
+        .map(|folder| root.join(folder))
+        .collect();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") || path.ends_with("db/whole.rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            for (number, line) in text.lines().enumerate() {
+                let code = line.split("//").next().unwrap_or_default();
+                let plain = code.contains("begin()")
+                    || code.contains("Connection::begin(")
+                    || code.contains("Acquire::begin(")
+                    || code.contains("START TRANSACTION")
+                    || code.contains("\"BEGIN");
+                if plain {
+                    found.push(format!(
+                        "{}:{}: {}",
+                        path.display(),
+                        number + 1,
+                        line.trim()
+                    ));
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "transactions begun outside db::whole:\n{}",
+        found.join("\n")
+    );
+}

@@ -49,11 +49,13 @@ pub async fn admin(
             return Ok(());
         }
         let hash = passwords.hash(password.expose()).await?;
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let now = db::now(&mut tx).await?;
-        db::users::update(&mut tx, user.id, None, Some(&hash), now).await?;
-        db::revocations::record(&mut tx, user.id, now).await?;
-        tx.commit().await.context("updating the admin password")?;
+        db::whole::run(&mut conn, async |tx| {
+            let now = db::now(tx).await?;
+            db::users::update(tx, user.id, None, Some(&hash), now).await?;
+            db::revocations::record(tx, user.id, now).await
+        })
+        .await
+        .context("updating the admin password")?;
         return Ok(());
     }
     anyhow::bail!("the admin account kept changing while it was being created; start again")

@@ -6,7 +6,7 @@ use axum::routing::{delete, post};
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, check_ins::Scan};
+use ticket_core::db::{self, check_ins::Scan, whole};
 use ticket_core::domain::{FieldError, ScannerId, keep};
 use utoipa::ToSchema;
 
@@ -77,12 +77,10 @@ pub async fn check_in(
         gate: &gate,
         scanned_at: now,
     };
-    let admitted = {
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let admitted = db::check_ins::admit(&mut tx, &identity, &scan, now).await?;
-        tx.commit().await?;
-        admitted
-    };
+    let admitted = whole::run(&mut conn, async |tx| {
+        db::check_ins::admit(tx, &identity, &scan, now).await
+    })
+    .await?;
     let ticket = db::tickets::find(&mut conn, identity.ticket)
         .await?
         .ok_or_else(verdict::invalid)?;
@@ -219,10 +217,11 @@ pub async fn check_in_batch(
             gate: &gate,
             scanned_at,
         };
-        let mut tx = sqlx::Connection::begin(&mut *conn).await?;
-        let now = db::now(&mut tx).await?;
-        let outcome = verdict::upload(&mut tx, &identity, &scan, now).await?;
-        tx.commit().await?;
+        let outcome = whole::run(&mut conn, async |tx| {
+            let now = db::now(tx).await?;
+            verdict::upload(tx, &identity, &scan, now).await
+        })
+        .await?;
         result.status = verdict::status_of_outcome(outcome.as_str());
         state
             .metrics

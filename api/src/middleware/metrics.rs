@@ -30,10 +30,20 @@ struct SignalGauges {
     server_max_connections: IntGauge,
     /// By concert and state (free, held, sold), for the concerts on sale.
     seats: IntGaugeVec,
+    /// Reads of these from the database (one per SIGNALS_MAX_AGE at most).
+    reads: IntCounter,
+    /// When they were last read; held while a read runs, so that
+    /// concurrent scrapes wait for it instead of reading again.
+    last_read: tokio::sync::Mutex<Option<Instant>>,
 }
 
 /// Concerts whose seats the scrape counts: those whose sale opened last.
 const SEATS_CONCERTS: u32 = 20;
+
+/// How long the database's signals serve every scrape of this instance
+/// before they are read again: anyone who can reach `/metrics` on the
+/// public port could otherwise make it run five statements per request.
+const SIGNALS_MAX_AGE: Duration = Duration::from_secs(1);
 
 /// Longest a scrape waits for the database's signals; on failure or
 /// timeout the last values stay (the 503 alert tells of a database away).
@@ -122,6 +132,12 @@ impl ApiMetrics {
                     "Seats by state (free, held, sold) of the 20 concerts on sale whose sale opened last",
                     &["concert", "state"],
                 ),
+                reads: metrics::counter(
+                    &registry,
+                    "ticket_api_signal_reads_total",
+                    "Reads of the database signals above (at most one a second per instance, whatever the scrapes)",
+                ),
+                last_read: tokio::sync::Mutex::new(None),
             },
             registry,
         })
@@ -167,6 +183,21 @@ impl ApiMetrics {
     /// Everything measured, in Prometheus text format, the pool's gauges
     /// brought up to date first.
     pub async fn render(&self, pool: &sqlx::MySqlPool) -> String {
+        self.read_signals(pool).await;
+        self.pool.update(pool);
+        metrics::render(&self.registry)
+    }
+
+    /// The database's signals into their gauges, unless read less than
+    /// SIGNALS_MAX_AGE ago (a failed read counts: a database away is not
+    /// asked again by every scrape).
+    async fn read_signals(&self, pool: &sqlx::MySqlPool) {
+        let mut last_read = self.signals.last_read.lock().await;
+        if last_read.is_some_and(|at| at.elapsed() < SIGNALS_MAX_AGE) {
+            return;
+        }
+        *last_read = Some(Instant::now());
+        self.signals.reads.inc();
         let read = tokio::time::timeout(SIGNALS_TIMEOUT, async {
             let mut conn = pool.acquire().await?;
             let signals = ticket_core::db::signals::read(&mut conn).await?;
@@ -190,7 +221,5 @@ impl ApiMetrics {
             Ok(Err(e)) => tracing::warn!(error = %e, "database signals not read"),
             Err(_) => tracing::warn!("database signals not read in time"),
         }
-        self.pool.update(pool);
-        metrics::render(&self.registry)
     }
 }

@@ -29,13 +29,15 @@ pub(crate) async fn timeout(limit: Duration, request: Request, next: Next) -> Re
 /// verified caller goes on in the request's extensions, so extractors only
 /// read it and the token is checked once. Probes and the page's assets are
 /// never limited: the kubelet and the load balancer ask from one address.
+/// `/metrics` on this port is (a scrape reads the database); the metrics
+/// port of its own, which only Prometheus reaches, is not behind this.
 pub(crate) async fn limit_every_caller(
     axum::extract::State(state): axum::extract::State<AppState>,
     mut request: Request,
     next: Next,
 ) -> Response {
     let path = request.uri().path();
-    if matches!(path, "/healthz" | "/readyz" | "/metrics") || crate::web::is_page(path) {
+    if matches!(path, "/healthz" | "/readyz") || crate::web::is_page(path) {
         return next.run(request).await;
     }
     let caller = crate::extract::bearer(request.headers())

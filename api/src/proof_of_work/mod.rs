@@ -63,7 +63,7 @@ impl Challenges {
         let (low, high) = level
             .counters()
             .or_else(|| ProofOfWork::parse(1).ok().and_then(ProofOfWork::counters))
-            .unwrap_or((500, 1000));
+            .unwrap_or((1, 1500));
         let mut bytes = [0u8; 4];
         getrandom::getrandom(&mut bytes)
             .map_err(|e| ApiError::internal(anyhow::anyhow!("no randomness: {e}")))?;

@@ -3,13 +3,13 @@
 //! hold ends and when a sale opens, because both read the database's.
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use serde_json::json;
 
-use crate::helpers::{SECRET, TestApp, executable, spawn_app};
+use crate::helpers::{Running, SECRET, TestApp, executable, spawn_app};
 
 /// libfaketime, as `scripts/faketime.sh` installs it (its path in
 /// `TICKET_LIBFAKETIME`), or where Debian's package puts it.
@@ -36,16 +36,6 @@ fn skewed(name: &str, database_url: &str, offset: &str) -> Command {
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     cmd
-}
-
-/// A child process killed when the test ends, however it ends.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// A started process, its log lines after the first, and how far its clock

@@ -405,6 +405,9 @@ async fn requests_without_a_valid_token_are_limited_per_client_address() {
         assert_ne!(reply.status, 429, "{path}");
     }
     assert_limited(&get_from(&app, crowd, "/api/concerts", None).await);
+    // `/metrics` on the public port (the default) is a route like any
+    // other: each scrape reads the database.
+    assert_limited(&get_from(&app, crowd, "/metrics", None).await);
     // A token that does not verify buys nothing.
     assert_limited(&get_from(&app, crowd, "/api/concerts", Some("not-a-token")).await);
     // A signed-in user behind the same address has a budget of their own,

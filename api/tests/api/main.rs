@@ -18,6 +18,7 @@ mod helpers;
 mod limits;
 mod lottery;
 mod mail;
+mod memory;
 mod metrics;
 mod openapi;
 mod otlp;

@@ -157,7 +157,7 @@ async fn the_alerts_signals_are_read_from_the_database_at_scrape_time() {
     .unwrap();
     assert_eq!(held.rows_affected(), 1);
 
-    let busy = app.scrape().await;
+    let busy = fresh_scrape(&app, &quiet).await;
     let oldest = value(&busy, "ticket_oldest_open_request_seconds", &[]);
     assert!((90.0..120.0).contains(&oldest), "{oldest}");
     let overdue = value(&busy, "ticket_holds_overdue_seconds", &[]);
@@ -175,6 +175,51 @@ async fn the_alerts_signals_are_read_from_the_database_at_scrape_time() {
     };
     assert_eq!(seats_of(&concert), [1.0, 1.0, 0.0]);
     assert_eq!(seats_of(&direct), [2.0, 0.0, 1.0]);
+}
+
+const SIGNAL_READS: &str = "ticket_api_signal_reads_total";
+
+/// A scrape whose database signals were read after those of `before`
+/// (they serve every scrape for a second).
+async fn fresh_scrape(
+    app: &crate::helpers::TestApp,
+    before: &ticket_core::testing::prometheus_text::Samples,
+) -> ticket_core::testing::prometheus_text::Samples {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let samples = app.scrape().await;
+        if value(&samples, SIGNAL_READS, &[]) > value(before, SIGNAL_READS, &[]) {
+            return samples;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the signals were not read again in 10 s"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
+
+/// Scrapes as fast as they come read the database once a second at most:
+/// `/metrics` on the public port cannot be made to run statements per request.
+#[tokio::test]
+async fn the_database_signals_are_read_once_a_second_whatever_the_scrapes() {
+    let app = spawn_app().await;
+    let started = std::time::Instant::now();
+    let first = app.scrape().await;
+    assert_eq!(value(&first, SIGNAL_READS, &[]), 1.0);
+    let mut last = first;
+    for _ in 0..30 {
+        let scrapes: Vec<_> = (0..5).map(|_| app.scrape()).collect();
+        for samples in futures::future::join_all(scrapes).await {
+            last = samples;
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let reads = value(&last, SIGNAL_READS, &[]);
+    assert!(
+        reads <= seconds.ceil() + 1.0,
+        "{reads} reads for 151 scrapes in {seconds:.1} s"
+    );
 }
 
 /// The metric names an expression uses (ours all begin so).

@@ -3,7 +3,7 @@
 //! API's and the worker's spans of one reservation arrive there in one trace.
 
 use std::collections::HashMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -14,7 +14,7 @@ use opentelemetry_proto::tonic::common::v1::any_value::Value;
 use prost::Message as _;
 use ticket_core::testing::{TestDatabase, seed};
 
-use crate::helpers::{ChildLog, SECRET, TestApp, executable};
+use crate::helpers::{ChildLog, Running, SECRET, TestApp, executable};
 
 const TRACE: &str = "4bf92f3577b34da6a3ce929d0e0e4736";
 
@@ -72,16 +72,6 @@ async fn start_collector() -> (String, Arc<Mutex<Vec<Exported>>>) {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Kills the process if the test fails before stopping it.
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 impl Running {

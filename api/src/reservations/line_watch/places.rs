@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 
 use ticket_core::db::line::{self, LineState};
+use ticket_core::db::whole::Whole;
 use ticket_core::domain::{ConcertId, LineKey, LinePart, LineRank, QueueId};
 
 use super::LineWatch;
@@ -65,7 +66,7 @@ impl LineWatch {
             .map(|(concert, _)| *concert)
             .collect();
         for concert in uncounted {
-            let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+            let mut tx = Whole::begin(&mut *conn).await?;
             // Another process counting a long lottery holds its line for
             // seconds: its count will do, and this read goes on without.
             if let Err(e) = line::count_lottery(&mut tx, concert).await {

@@ -132,3 +132,13 @@ pub fn executable(name: &str, database_url: &str) -> std::process::Command {
         .stdin(std::process::Stdio::null());
     cmd
 }
+
+/// A child process killed when the test ends, however it ends.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

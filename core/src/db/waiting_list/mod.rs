@@ -105,6 +105,25 @@ pub async fn leave(
     Ok(done.rows_affected() == 1)
 }
 
+/// Removes the entries of fans who left a list before `before`; how many.
+/// Nothing refers to them (an offered entry stays: it is its reservation's
+/// record of where it came from).
+pub async fn forget_left(
+    conn: &mut MySqlConnection,
+    before: DateTime<Utc>,
+    limit: u32,
+) -> Result<u64, sqlx::Error> {
+    let done = sqlx::query(
+        "DELETE FROM waiting_list_entries WHERE status = 'LEFT' AND ended_at < ? LIMIT ?",
+    )
+    .bind(before.naive_utc())
+    .bind(limit)
+    .execute(conn)
+    .traced("DELETE", "waiting_list_entries")
+    .await?;
+    Ok(done.rows_affected())
+}
+
 /// A fan's latest entry on a concert's list.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct Entry {
