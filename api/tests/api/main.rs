@@ -15,6 +15,7 @@ mod enqueue_groups;
 mod fan_cap;
 mod health;
 mod helpers;
+mod leaving;
 mod limits;
 mod lottery;
 mod mail;

@@ -350,13 +350,20 @@ pub async fn delete_with_seats(
 ) -> Result<bool, sqlx::Error> {
     async move {
         // A list can only have offered seats of a concert with history,
-        // which is never deleted; one without offers goes with it.
+        // which is never deleted; one without offers goes with it. So do
+        // its door's scanners (no ticket, so no scan), a lottery's counts,
+        // the challenges spent on requests that were refused, and rates.
         for table in [
             "access_codes",
             "waiting_list_entries",
             "waiting_lists",
             "sale_lines",
             "price_categories",
+            "scanners",
+            "lottery_buckets",
+            "spent_challenges",
+            "request_rates",
+            "decision_rates",
         ] {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "DELETE FROM {table} WHERE concert_id = ?"

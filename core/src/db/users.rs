@@ -152,10 +152,17 @@ pub async fn delete_with_history(
             .bind(id)
             .execute(&mut *conn)
             .await?;
-        sqlx::query("DELETE FROM mails WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
+        // What refers to the account's reservations and tickets goes first:
+        // its waiting-list entries (left, waiting, or offers that ended) and
+        // the scans of its void tickets at the door.
+        for statement in [
+            "DELETE FROM mails WHERE user_id = ?",
+            "DELETE FROM waiting_list_entries WHERE user_id = ?",
+            "DELETE c FROM check_ins c JOIN tickets t ON t.id = c.ticket_id \
+              JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
+        ] {
+            sqlx::query(statement).bind(id).execute(&mut *conn).await?;
+        }
         sqlx::query(
             "DELETE t FROM tickets t JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
         )
