@@ -11,6 +11,21 @@ use ticket_core::domain::{Role, UserId};
 use crate::error::{ApiError, ErrorCode, ProblemField};
 use crate::state::AppState;
 
+/// The most a route reads of a request body, when it is not the API's
+/// [`crate::routes::MAX_BODY_BYTES`]: its 413 says which.
+#[derive(Debug, Clone, Copy)]
+pub struct BodyLimit(pub usize);
+
+/// `route` reading bodies of up to `bytes`.
+pub fn with_body_limit<S: Clone + Send + Sync + 'static>(
+    route: axum::routing::MethodRouter<S>,
+    bytes: usize,
+) -> axum::routing::MethodRouter<S> {
+    route
+        .layer::<_, std::convert::Infallible>(axum::extract::DefaultBodyLimit::max(bytes))
+        .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
+}
+
 /// A JSON body, parsed strictly: the right content type, well-formed JSON,
 /// right types, no unknown fields. Errors name the offending field's path.
 pub struct ApiJson<T>(pub T);
@@ -66,11 +81,18 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
                 "send the body as Content-Type: application/json",
             ));
         }
+        let limit = req
+            .extensions()
+            .get::<BodyLimit>()
+            .map_or(crate::routes::MAX_BODY_BYTES, |limit| limit.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
                     ErrorCode::PayloadTooLarge,
-                    "the request body is larger than 64 KiB",
+                    format!(
+                        "the request body is larger than {} KiB, the most this route reads",
+                        limit / 1024
+                    ),
                 )
             } else {
                 ApiError::new(

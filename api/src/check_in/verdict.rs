@@ -82,8 +82,14 @@ pub fn refusal(ticket: &TicketRow, identity: &TicketIdentity) -> (ApiError, &'st
     }
 }
 
+/// Scans of one ticket by one scanner that are recorded: past them, the
+/// same code scanned again (a lost scanner looping, a holder waving it
+/// twice) is answered as before and adds no row.
+pub const RECORDED_SCANS_PER_SCANNER: u64 = 3;
+
 /// Records a scan a scanner admitted offline: the ticket's first admission,
-/// or a conflict (admitted before), or a void ticket let in.
+/// or a conflict (admitted before), or a void ticket let in (each recorded
+/// up to [`RECORDED_SCANS_PER_SCANNER`] times per scanner).
 pub async fn upload(
     tx: &mut MySqlConnection,
     identity: &TicketIdentity,
@@ -99,7 +105,13 @@ pub async fn upload(
         }
         _ => Outcome::Void,
     };
-    check_ins::record(tx, scan, outcome, now).await?;
+    let recorded = match scan.scanner {
+        Some(scanner) => check_ins::lock_and_count_scans_by(tx, identity.ticket, scanner).await?,
+        None => 0,
+    };
+    if recorded < RECORDED_SCANS_PER_SCANNER {
+        check_ins::record(tx, scan, outcome, now).await?;
+    }
     Ok(outcome)
 }
 

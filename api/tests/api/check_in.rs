@@ -427,3 +427,141 @@ async fn a_cancel_racing_a_check_in_lets_exactly_one_win() {
     }
     app.assert_invariants().await;
 }
+
+/// The documented batch of 1,000 scans fits (~220 KB against the other
+/// routes' 64 KiB); past the route's 512 KiB the answer is 413 in words.
+/// A thousand scans of ten tickets admit each once, report each ticket's
+/// conflict once, and add no more than three rows per ticket for the
+/// scanner, however often it scanned the same code.
+#[tokio::test]
+async fn a_full_batch_fits_and_a_looping_scanner_cannot_flood_the_door() {
+    let app = spawn_app().await;
+    let (concert, codes) = sold_out(&app, 10).await;
+    let (_, south) = scanner(&app, concert, "South").await;
+    let scans: Vec<Value> = (0..1_000)
+        .map(|i| offline(&format!("loop-{i}"), &codes[i % codes.len()].1, "S"))
+        .collect();
+    let batch = json!({ "scans": scans });
+    let size = batch.to_string().len();
+    assert!(size > 200_000, "a full batch of real codes is {size} bytes");
+    let uploaded = app.post("/api/check-ins/batch", Some(&south), batch).await;
+    let uploaded = uploaded.assert_status(200);
+    let results = uploaded["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1_000);
+    let admitted = results.iter().filter(|r| r["status"] == "ADMITTED").count();
+    assert_eq!(admitted, 10, "each ticket's first scan admits it");
+    assert!(
+        results[10..]
+            .iter()
+            .all(|r| r["status"] == "ALREADY_CHECKED_IN")
+    );
+    let conflicts = uploaded["conflicts"].as_array().unwrap();
+    assert_eq!(conflicts.len(), 10, "once per ticket");
+    for conflict in conflicts {
+        assert_eq!(conflict["scansRecorded"], 3);
+        assert_eq!(conflict["scans"].as_array().unwrap().len(), 3);
+    }
+    let rows = |app: &TestApp| {
+        let pool = app.pool.clone();
+        async move {
+            sqlx::query_scalar::<_, i64>("SELECT COUNT(*) FROM check_ins")
+                .fetch_one(&pool)
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        rows(&app).await,
+        30,
+        "three rows per ticket for one scanner"
+    );
+
+    // The same code re-uploaded under new scan ids: no new rows, and the
+    // answer does not grow.
+    let mut sizes = Vec::new();
+    for upload in 0..3 {
+        let scans: Vec<Value> = (0..300)
+            .map(|i| offline(&format!("again-{upload}-{i}"), &codes[0].1, "S"))
+            .collect();
+        let reply = app
+            .client
+            .post(format!("{}/api/check-ins/batch", app.base))
+            .bearer_auth(&south)
+            .json(&json!({ "scans": scans }))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(reply.status(), 200);
+        sizes.push(reply.bytes().await.unwrap().len());
+    }
+    assert_eq!(rows(&app).await, 30);
+    assert!(
+        sizes.windows(2).all(|pair| pair[0] == pair[1]),
+        "answers grew: {sizes:?}"
+    );
+
+    // Past the route's limit: 413, saying the limit.
+    let padding = "x".repeat(600 * 1024);
+    let too_large = app
+        .post(
+            "/api/check-ins/batch",
+            Some(&south),
+            json!({"scans": [offline("big", &padding, "S")]}),
+        )
+        .await;
+    let problem = too_large.assert_problem(413, "PAYLOAD_TOO_LARGE");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("512 KiB"),
+        "{problem}"
+    );
+    // Every other route still reads 64 KiB at most.
+    let elsewhere = app
+        .post(
+            "/api/users",
+            None,
+            json!({"nickName": "big", "password": "x".repeat(70 * 1024)}),
+        )
+        .await;
+    let problem = elsewhere.assert_problem(413, "PAYLOAD_TOO_LARGE");
+    assert!(
+        problem["detail"].as_str().unwrap().contains("64 KiB"),
+        "{problem}"
+    );
+}
+
+/// Uploads of one scanner at once still record three scans of a ticket at
+/// most: each counts under the ticket's lock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn uploads_at_once_record_no_more_scans_of_a_ticket_than_one_upload() {
+    let app = spawn_app().await;
+    let (concert, codes) = sold_out(&app, 1).await;
+    let (_, south) = scanner(&app, concert, "South").await;
+    let start = Arc::new(Barrier::new(4));
+    let uploads: Vec<_> = (0..4)
+        .map(|upload| {
+            let app = TestApp::at(app.base.clone(), app.pool.clone());
+            let (south, code, start) = (south.clone(), codes[0].1.clone(), start.clone());
+            tokio::spawn(async move {
+                let scans: Vec<Value> = (0..50)
+                    .map(|i| offline(&format!("u{upload}-{i}"), &code, "S"))
+                    .collect();
+                start.wait().await;
+                app.post(
+                    "/api/check-ins/batch",
+                    Some(&south),
+                    json!({ "scans": scans }),
+                )
+                .await
+                .assert_status(200);
+            })
+        })
+        .collect();
+    for upload in uploads {
+        upload.await.unwrap();
+    }
+    let rows: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM check_ins")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(rows, 3, "one admission and two conflicts");
+}

@@ -182,6 +182,30 @@ pub async fn record(
     }
 }
 
+/// Locks the ticket's row and counts the scans `scanner` has recorded of
+/// it: two uploads of one scanner at once count one after the other.
+pub async fn lock_and_count_scans_by(
+    conn: &mut MySqlConnection,
+    ticket: TicketId,
+    scanner: ScannerId,
+) -> Result<u64, sqlx::Error> {
+    async move {
+        sqlx::query("SELECT id FROM tickets WHERE id = ? FOR UPDATE")
+            .bind(ticket)
+            .execute(&mut *conn)
+            .await?;
+        let (n,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM check_ins WHERE ticket_id = ? AND scanner_id = ?")
+                .bind(ticket)
+                .bind(scanner)
+                .fetch_one(&mut *conn)
+                .await?;
+        Ok(u64::try_from(n).unwrap_or_default())
+    }
+    .traced("SELECT", "check_ins")
+    .await
+}
+
 /// A recorded scan, as a conflict report shows it.
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct RecordedScan {
@@ -210,17 +234,34 @@ pub async fn recorded(
     .await
 }
 
-/// Every recorded scan of the ticket, in the order recorded.
+/// What a conflict report shows of a ticket: its admission and its
+/// `latest` other scans, in the order recorded, and how many it has.
 pub async fn scans_of(
     conn: &mut MySqlConnection,
     ticket: TicketId,
-) -> Result<Vec<RecordedScan>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT ticket_id, scanner_id, scan_id, gate, outcome, scanned_at FROM check_ins \
-          WHERE ticket_id = ? ORDER BY id",
-    )
-    .bind(ticket)
-    .fetch_all(conn)
+    latest: u32,
+) -> Result<(Vec<RecordedScan>, u64), sqlx::Error> {
+    async move {
+        let scans = sqlx::query_as(
+            "SELECT ticket_id, scanner_id, scan_id, gate, outcome, scanned_at FROM ( \
+               (SELECT id, ticket_id, scanner_id, scan_id, gate, outcome, scanned_at FROM check_ins \
+                 WHERE ticket_id = ? AND outcome = 'ADMITTED' ORDER BY id LIMIT 1) \
+               UNION ALL \
+               (SELECT id, ticket_id, scanner_id, scan_id, gate, outcome, scanned_at FROM check_ins \
+                 WHERE ticket_id = ? AND outcome <> 'ADMITTED' ORDER BY id DESC LIMIT ?) \
+             ) AS shown ORDER BY id",
+        )
+        .bind(ticket)
+        .bind(ticket)
+        .bind(latest)
+        .fetch_all(&mut *conn)
+        .await?;
+        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM check_ins WHERE ticket_id = ?")
+            .bind(ticket)
+            .fetch_one(&mut *conn)
+            .await?;
+        Ok((scans, u64::try_from(total).unwrap_or_default()))
+    }
     .traced("SELECT", "check_ins")
     .await
 }
