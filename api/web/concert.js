@@ -36,7 +36,14 @@ export async function concertView(main, { signal, params }) {
       waiting.counts(c.available);
     },
   });
-  const waiting = new WaitingList(concert, { signal, onOffer: (offer) => showReservation(offer) });
+  // Joining the list asks what reserving asks: the presale's code, the
+  // concert's proof of work.
+  const waiting = new WaitingList(concert, {
+    signal,
+    onOffer: (offer) => showReservation(offer),
+    accessCode: () => (!codeField.hidden && code.value.trim()) || undefined,
+    proof,
+  });
   map.element.addEventListener("seatmap-message", (e) => tell(e.detail, "info"));
   let busy = false;
 

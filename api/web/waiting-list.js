@@ -10,10 +10,12 @@ import { fill, h, tell } from "./dom.js";
 const POLL_MS = 3000;
 
 export class WaitingList {
-  constructor(concert, { signal, onOffer }) {
+  constructor(concert, { signal, onOffer, accessCode, proof }) {
     this.concert = concert;
     this.signal = signal;
     this.onOffer = onOffer;
+    this.accessCode = accessCode;
+    this.proof = proof;
     this.element = h("section", { class: "waiting-list", "aria-live": "polite", "aria-label": "Waiting list", hidden: true });
     this.soldOut = false;
     this.entry = null;
@@ -93,9 +95,14 @@ export class WaitingList {
     }
     button.disabled = true;
     try {
-      this.entry = await api("POST", `/api/concerts/${this.concert.id}/waiting-list`, { seats });
+      const body = { seats };
+      const code = this.accessCode?.();
+      if (code) body.accessCode = code;
+      const headers = this.proof ? { "Proof-Of-Work": await this.proof.solve(this.signal) } : {};
+      this.entry = await api("POST", `/api/concerts/${this.concert.id}/waiting-list`, body, { headers });
       this.refresh();
     } catch (e) {
+      if (e.name === "AbortError") return;
       button.disabled = false;
       tell(e instanceof Problem ? (REFUSALS[e.code] || e.message) : e.message);
     }
@@ -117,4 +124,6 @@ export class WaitingList {
 const REFUSALS = {
   SEATS_AVAILABLE: "Seats are free again: pick one on the map and reserve it.",
   ALREADY_ON_WAITING_LIST: "You are on the waiting list already (or seats from it are held for you).",
+  ACCESS_CODE_REQUIRED: "The presale is on: enter your access code above to join the waiting list.",
+  SALE_NOT_OPEN: "The sale has not opened yet: the waiting list opens with it.",
 };

@@ -21,6 +21,36 @@ use ticket_core::domain::{ConcertId, ProofOfWork, UserId};
 
 use crate::error::{ApiError, ErrorCode};
 
+/// Checks the solution in `headers` for `user` in `concert` and spends
+/// it, before anything else is written: a request refused later (a
+/// duplicate, a full cap) has spent its work all the same.
+pub async fn pay(
+    state: &crate::state::AppState,
+    headers: &axum::http::HeaderMap,
+    user: UserId,
+    concert: ConcertId,
+) -> Result<(), ApiError> {
+    let solved = state
+        .challenges
+        .check(headers.get("proof-of-work"), user, concert)?;
+    let mut conn = state.pool.acquire().await?;
+    match ticket_core::db::spent_challenges::spend(
+        &mut conn,
+        concert,
+        &solved.id,
+        solved.expires_at,
+    )
+    .await?
+    {
+        ticket_core::db::spent_challenges::Spend::Fresh => Ok(()),
+        ticket_core::db::spent_challenges::Spend::Expired
+        | ticket_core::db::spent_challenges::Spend::Replayed => Err(ApiError::new(
+            ErrorCode::ChallengeInvalid,
+            "this proof of work has expired or was spent: solve a new challenge",
+        )),
+    }
+}
+
 /// How long a challenge may be solved and spent.
 pub const CHALLENGE_LIFETIME: chrono::Duration = chrono::Duration::seconds(60);
 

@@ -5,7 +5,7 @@
 
 use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, access_codes, queue, request_seats};
-use ticket_core::domain::{AccessCode, AccessCodeId, IdempotencyKey};
+use ticket_core::domain::{AccessCode, AccessCodeId, ConcertId, IdempotencyKey, UserId};
 
 use super::enqueue_batcher::{EnqueueError, Queued};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -76,7 +76,9 @@ async fn write(
     if let Some(code) = code
         && request.sale.in_presale(now)
     {
-        request.access_code = Some(take_code(tx, request, code, now).await?);
+        let seats = request.seats.len() as u64;
+        request.access_code =
+            Some(take_code(tx, request.concert, request.user, seats, code, now).await?);
     }
     let Some(line) = request.line_at(now) else {
         return Err(EnqueueError::not_taken(request, now).into());
@@ -126,27 +128,28 @@ async fn replay(
     Ok(Some(Queued::new(original.id, original.line_key)))
 }
 
-/// Locks the concert's code and takes a use of it for `request`: binds it
-/// to the first account that uses it, and refuses it when revoked, another
-/// account's, or out of uses or seats.
-async fn take_code(
+/// Locks the concert's code and takes a use of it for `user` asking for
+/// `seats`: binds it to the first account that uses it, and refuses it
+/// when revoked, another account's, or out of uses or seats.
+pub(crate) async fn take_code(
     tx: &mut sqlx::MySqlConnection,
-    request: &queue::NewRequest,
+    concert: ConcertId,
+    user: UserId,
+    seats: u64,
     code: &AccessCode,
     now: chrono::DateTime<chrono::Utc>,
 ) -> ApiResult<AccessCodeId> {
-    let Some(found) = access_codes::lock(tx, request.concert, &code.hash(), now).await? else {
+    let Some(found) = access_codes::lock(tx, concert, &code.hash(), now).await? else {
         return Err(ApiError::access_code_invalid());
     };
     if found.revoked {
         return Err(ApiError::access_code_invalid());
     }
-    if found.user.is_some_and(|owner| owner != request.user) {
+    if found.user.is_some_and(|owner| owner != user) {
         return Err(ApiError::access_code_used(
             "this access code has been used by another account",
         ));
     }
-    let seats = request.seats.len() as u64;
     if found.uses >= u64::from(found.uses_per_code) {
         return Err(ApiError::access_code_used(format!(
             "this access code has been used {} times, all it may be",
@@ -161,7 +164,7 @@ async fn take_code(
         )));
     }
     if found.user.is_none() {
-        access_codes::bind(tx, found.id, request.user).await?;
+        access_codes::bind(tx, found.id, user).await?;
     }
     Ok(found.id)
 }

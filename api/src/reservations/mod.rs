@@ -2,7 +2,7 @@
 //! enqueue batcher), its status and place are read from the line watch or
 //! pushed as events, and a won hold is confirmed or cancelled (checkout).
 
-mod alone;
+pub(crate) mod alone;
 pub mod checkout;
 pub mod enqueue_batcher;
 pub mod events;

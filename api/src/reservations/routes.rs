@@ -18,7 +18,7 @@ use utoipa::ToSchema;
 use super::alone;
 use super::status::{LineFields, QueueStatusResponse, own_request};
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
-use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::enqueue_batcher::Queued;
@@ -122,22 +122,7 @@ pub async fn enqueue(
     // the line, is decided when it is written, by the database's clock.
     let terms = state.sales.terms(&state.pool, concert).await?;
     if terms.proof_of_work.is_on() {
-        // Checked and spent before anything is written: a request refused
-        // later (a duplicate, a full cap) has spent its work all the same.
-        let solved = state
-            .challenges
-            .check(headers.get("proof-of-work"), caller.id, concert)?;
-        let mut conn = state.pool.acquire().await?;
-        match db::spent_challenges::spend(&mut conn, concert, &solved.id, solved.expires_at).await?
-        {
-            db::spent_challenges::Spend::Fresh => {}
-            db::spent_challenges::Spend::Expired | db::spent_challenges::Spend::Replayed => {
-                return Err(ApiError::new(
-                    ErrorCode::ChallengeInvalid,
-                    "this proof of work has expired or was spent: solve a new challenge",
-                ));
-            }
-        }
+        crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
     }
     let order = Order {
         user: caller.id,

@@ -1,5 +1,5 @@
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
@@ -7,12 +7,13 @@ use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, waiting_list, whole};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{
-    ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest, WaitingSeats,
+    AccessCode, Admission, ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest, WaitingSeats,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::reservations::alone::take_code;
 use crate::reservations::view::ReservationResponse;
 use crate::state::AppState;
 
@@ -32,6 +33,10 @@ pub struct JoinRequest {
     #[serde(deserialize_with = "integral::required")]
     #[schema(minimum = 1, maximum = 10)]
     seats: u64,
+    /// During the concert's presale: an access code, as a reservation
+    /// needs then (it binds to the first account that uses it).
+    #[schema(max_length = 64, example = "ABCD-EFGH-JKMN-PQRS")]
+    access_code: Option<String>,
 }
 
 /// The caller's place on a concert's waiting list, and the offer made to
@@ -53,14 +58,19 @@ pub struct WaitingListEntryResponse {
 
 /// Joins the concert's waiting list (signed in, when no seat is free): when
 /// seats come back that nobody in line wants, the first fan whose count
-/// they meet is offered them as a hold of theirs.
+/// they meet is offered them as a hold of theirs. Joining asks what
+/// reserving asks at that moment: the sale open, or in the presale an
+/// access code; a solved challenge (`Proof-Of-Work`) when the concert asks
+/// for one.
 #[utoipa::path(post, path = "/api/concerts/{id}/waiting-list", tag = "waiting-list", security(("bearer" = [])),
     params(("id" = u64, Path)), request_body = JoinRequest,
     responses((status = 201, body = WaitingListEntryResponse), (status = 400, body = Problem),
-              (status = 401, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+              (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
+              (status = 409, body = Problem)))]
 pub async fn join(
     State(state): State<AppState>,
     caller: AuthUser,
+    headers: HeaderMap,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<JoinRequest>,
 ) -> ApiResult<(StatusCode, Json<WaitingListEntryResponse>)> {
@@ -73,6 +83,28 @@ pub async fn join(
         MaxSeatsPerOrder::parse(row.max_seats_per_order.into()).unwrap_or_default(),
     )
     .map_err(|e| ApiError::from(vec![e]))?;
+    // A code that cannot be one is as unknown as a wrong one.
+    let access_code = match req.access_code.as_deref().map(AccessCode::parse) {
+        None => None,
+        Some(Ok(code)) => Some(code),
+        Some(Err(_)) => return Err(ApiError::access_code_invalid()),
+    };
+    let terms = state.sales.terms(&state.pool, concert).await?;
+    let now = db::now(&mut conn).await?;
+    let admission = match access_code {
+        Some(_) => terms.window.admission_with_code(now),
+        None => terms.window.admission(now),
+    };
+    match admission {
+        Admission::Open | Admission::Presale => {}
+        Admission::CodeRequired { .. } => return Err(ApiError::access_code_required()),
+        Admission::NotYet { .. } | Admission::Lottery { .. } => {
+            return Err(ApiError::sale_not_open(terms.window));
+        }
+    }
+    if terms.proof_of_work.is_on() {
+        crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
+    }
     if waiting_list::has_free_seat(&mut conn, concert).await? {
         return Err(ApiError::new(
             ErrorCode::SeatsAvailable,
@@ -99,10 +131,16 @@ pub async fn join(
     }
     // Join and leave times are the database's, as the offers' are: the
     // list's history is read against one clock.
-    let now = db::now(&mut conn).await?;
     waiting_list::ensure_list(&mut conn, concert, now).await?;
     whole::run(&mut conn, async |tx| {
-        waiting_list::join(tx, concert, caller.id, seats, now).await
+        // In the presale the code is taken as a reservation takes it (the
+        // offer, later, asks for a code with a use left again).
+        if let (Admission::Presale, Some(code)) = (admission, &access_code) {
+            let seats = u64::from(seats.get());
+            take_code(tx, concert, caller.id, seats, code, now).await?;
+        }
+        waiting_list::join(tx, concert, caller.id, seats, now).await?;
+        Ok::<_, ApiError>(())
     })
     .await?;
     let entry = entry_of(&mut conn, concert, caller).await?;

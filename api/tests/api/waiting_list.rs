@@ -677,3 +677,138 @@ async fn a_request_decided_during_an_offer_to_its_fan_counts_the_offer() {
     assert_eq!(held, 1, "the fan holds the offer only");
     app.assert_invariants().await;
 }
+
+/// Presale access codes for `concert` (as many as asked, two uses and four
+/// seats each).
+async fn codes(app: &TestApp, concert: u64, count: u32) -> Vec<String> {
+    app.post(
+        &format!("/api/concerts/{concert}/access-codes"),
+        Some(&app.admin_token),
+        json!({"count": count, "usesPerCode": 2, "seatsPerCode": 4}),
+    )
+    .await
+    .assert_status(201)["codes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["code"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Joining asks what reserving asks: in the presale a code, and an offer
+/// goes only to a fan who could reserve when it is made (a code with a use
+/// left in the presale; anyone once the sale opens).
+#[tokio::test]
+async fn the_presales_list_keeps_the_presales_rules() {
+    let app = spawn_app().await;
+    let opens = chrono::Utc::now() + chrono::Duration::days(2);
+    let presale = chrono::Utc::now() - chrono::Duration::hours(1);
+    let (concert, seats) = concert_with(
+        &app,
+        2,
+        json!({"opensAt": opens.to_rfc3339(), "presaleStartsAt": presale.to_rfc3339(),
+               "waitingListOfferSeconds": 600}),
+    )
+    .await;
+    let codes = codes(&app, concert, 3).await;
+    let (_, bob) = app.user("bob").await;
+    let mut reservations = Vec::new();
+    for seat in &seats {
+        let queued = app
+            .post(
+                "/api/reservations",
+                Some(&bob),
+                json!({"seatId": seat, "accessCode": codes[0]}),
+            )
+            .await;
+        let queue_id = queued.assert_status(201)["queueId"].as_u64().unwrap();
+        app.drain().await;
+        reservations.push(reservation_of(&app, &bob, queue_id).await);
+    }
+    // Sold out to a code holder. A fan without a code may not wait.
+    let (alice_id, alice) = app.user("alice").await;
+    join(&app, &alice, concert, 1)
+        .await
+        .assert_problem(403, "ACCESS_CODE_REQUIRED");
+    app.post(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        Some(&alice),
+        json!({"seats": 1, "accessCode": "NOT-A-CODE-AT-ALL"}),
+    )
+    .await
+    .assert_problem(403, "ACCESS_CODE_INVALID");
+    assert_eq!(app.count("waiting_list_entries").await, 0);
+    // Alice is on the list all the same, as a fan who joined before these
+    // rules were kept would be; Carol joins after her with a code.
+    sqlx::query(
+        "INSERT INTO waiting_list_entries (concert_id, user_id, seats, created_at) \
+         VALUES (?, ?, 1, UTC_TIMESTAMP(6))",
+    )
+    .bind(concert)
+    .bind(alice_id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let (_, carol) = app.user("carol").await;
+    app.post(
+        &format!("/api/concerts/{concert}/waiting-list"),
+        Some(&carol),
+        json!({"seats": 1, "accessCode": codes[1]}),
+    )
+    .await
+    .assert_status(201);
+
+    // A seat back in the presale: Carol (a code) is offered it, not Alice.
+    let offers = Offers::new(app.pool.clone());
+    cancel(&app, &bob, reservations[0]).await;
+    let made = offers.offer_once().await.unwrap();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(
+        mine(&app, &carol, concert).await.assert_status(200)["status"],
+        "OFFERED"
+    );
+    assert_eq!(
+        mine(&app, &alice, concert).await.assert_status(200)["status"],
+        "WAITING"
+    );
+    // Another back while the presale runs: Alice still cannot reserve.
+    cancel(&app, &bob, reservations[1]).await;
+    assert!(offers.offer_once().await.unwrap().is_empty());
+    // The sale opens: now she could, and is offered it.
+    sqlx::query(
+        "UPDATE concerts SET opens_at = UTC_TIMESTAMP(6) - INTERVAL 1 SECOND, \
+                presale_starts_at = UTC_TIMESTAMP(6) - INTERVAL 2 HOUR WHERE id = ?",
+    )
+    .bind(concert)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let made = offers.offer_once().await.unwrap();
+    assert_eq!(made.len(), 1, "{made:?}");
+    assert_eq!(
+        mine(&app, &alice, concert).await.assert_status(200)["status"],
+        "OFFERED"
+    );
+    app.assert_invariants().await;
+}
+
+/// A concert that asks for proof of work asks it of those who wait too;
+/// one whose sale has not opened has no list to join.
+#[tokio::test]
+async fn joining_pays_the_proof_of_work_and_waits_for_the_sale() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(&app, 1, json!({"proofOfWork": 1})).await;
+    let (bob_id, _) = app.user("bob").await;
+    app.book_directly(bob_id, seats[0]).await;
+    let (_, alice) = app.user("alice").await;
+    join(&app, &alice, concert, 1)
+        .await
+        .assert_problem(400, "CHALLENGE_REQUIRED");
+    let later = chrono::Utc::now() + chrono::Duration::days(2);
+    let (not_yet, seats) = concert_with(&app, 1, json!({"opensAt": later.to_rfc3339()})).await;
+    app.book_directly(bob_id, seats[0]).await;
+    join(&app, &alice, not_yet, 1)
+        .await
+        .assert_problem(409, "SALE_NOT_OPEN");
+    assert_eq!(app.count("waiting_list_entries").await, 0);
+}

@@ -125,6 +125,45 @@ pub async fn bind(
     Ok(())
 }
 
+/// The seats each of `users` could still reserve with a code of
+/// `concert` bound to them at `now`: of their codes that are not revoked
+/// and have a use left, the most seats any has left. A user missing holds
+/// no such code.
+pub async fn seats_left_for(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    users: &[UserId],
+    now: DateTime<Utc>,
+) -> Result<std::collections::HashMap<UserId, u64>, sqlx::Error> {
+    let Some(list) = super::IdList::of(users) else {
+        return Ok(std::collections::HashMap::new());
+    };
+    async move {
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, user_id, uses_per_code, seats_per_code FROM access_codes \
+              WHERE concert_id = ? AND user_id IN ({list}) AND revoked_at IS NULL"
+        )));
+        let codes: Vec<(AccessCodeId, UserId, u16, u16)> =
+            super::BindIds::bind_ids(select.bind(concert), &list)
+                .fetch_all(&mut *conn)
+                .await?;
+        let ids: Vec<AccessCodeId> = codes.iter().map(|c| c.0).collect();
+        let usage = usage_of(conn, &ids, now).await?;
+        let mut left = std::collections::HashMap::new();
+        for (id, user, uses_per_code, seats_per_code) in codes {
+            let (uses, seats) = usage.get(&id).copied().unwrap_or((0, 0));
+            if uses < u64::from(uses_per_code) {
+                let here = u64::from(seats_per_code).saturating_sub(seats);
+                let best: &mut u64 = left.entry(user).or_default();
+                *best = (*best).max(here);
+            }
+        }
+        Ok(left)
+    }
+    .traced("SELECT", "access_codes")
+    .await
+}
+
 /// What each of `codes` has taken at `now`: (uses, seats) of its requests
 /// that are open or won with a live reservation. A code missing has none.
 async fn usage_of(

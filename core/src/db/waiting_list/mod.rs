@@ -11,7 +11,7 @@ use crate::domain::{ConcertId, PageRequest, ReservationId, UserId, WaitingSeats}
 
 mod offers;
 
-pub use offers::{Offered, offer_step, with_fans_waiting};
+pub use offers::{Offered, needing_offers, offer_step};
 
 /// A free seat no open request wants: what an offer may give, and what
 /// makes joining the list pointless (go and reserve it).

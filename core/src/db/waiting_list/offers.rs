@@ -7,13 +7,13 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::FREE_AND_UNWANTED;
 use crate::db::prices::{PriceColumns, SEAT_PRICE};
-use crate::db::{Traced as _, fans, outbox, reservations, seats};
+use crate::db::{Traced as _, access_codes, fans, outbox, reservations, seats};
 use crate::domain::allocation::Fan;
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::waiting_list::{Offer, Waiting, offers};
 use crate::domain::{
-    ConcertId, MaxSeatsPerUser, OfferDuration, ReservationId, ReservationStatus, SeatId,
-    SeatStatus, UserId,
+    Admission, ConcertId, LotteryWindow, MaxSeatsPerUser, OfferDuration, ReservationId,
+    ReservationStatus, SaleWindow, SeatId, SeatStatus, UserId,
 };
 /// A free seat an offer may give, with its price now.
 #[derive(sqlx::FromRow)]
@@ -24,18 +24,27 @@ struct FreeSeat {
     price: PriceColumns,
 }
 
-/// Concerts whose list has someone waiting, up to `limit`.
-pub async fn with_fans_waiting(
+/// Concerts after `after` (in id order) whose list has someone waiting and
+/// that have a seat free that nobody in line wants: the lists an offering
+/// step has work in, up to `limit`. Every list is reached by walking on
+/// from the last one returned, however many lists have fans waiting.
+pub async fn needing_offers(
     conn: &mut MySqlConnection,
+    after: ConcertId,
     limit: u32,
 ) -> Result<Vec<ConcertId>, sqlx::Error> {
-    let rows: Vec<(ConcertId,)> = sqlx::query_as(
-        "SELECT DISTINCT concert_id FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
-          WHERE status = 'WAITING' LIMIT ?",
-    )
+    let rows: Vec<(ConcertId,)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT l.concert_id FROM waiting_lists l WHERE l.concert_id > ? \
+            AND EXISTS (SELECT 1 FROM waiting_list_entries e FORCE INDEX (idx_waiting_list_order) \
+                         WHERE e.status = 'WAITING' AND e.concert_id = l.concert_id) \
+            AND EXISTS (SELECT 1 FROM seats s FORCE INDEX (idx_seats_concert_status) \
+                         WHERE s.concert_id = l.concert_id AND {FREE_AND_UNWANTED}) \
+          ORDER BY l.concert_id LIMIT ?"
+    )))
+    .bind(after)
     .bind(limit)
     .fetch_all(conn)
-    .traced("SELECT", "waiting_list_entries")
+    .traced("SELECT", "waiting_lists")
     .await?;
     Ok(rows.into_iter().map(|(id,)| id).collect())
 }
@@ -49,18 +58,60 @@ pub struct Offered {
     pub seats: Vec<SeatId>,
 }
 
-/// Fans looked at per step, in order.
-const ENTRIES_PER_STEP: u32 = 500;
+/// Fans read (and locked) at a time, in order.
+const ENTRIES_PER_PAGE: u32 = 500;
+/// Seats one step offers at most; the next pass goes on.
+const SEATS_PER_STEP: u32 = 1_000;
+
+/// The concert as an offer needs it.
+#[derive(sqlx::FromRow)]
+struct OfferTerms {
+    waiting_list_offer_seconds: u32,
+    max_seats_per_user: u8,
+    opens_at: Option<DateTime<Utc>>,
+    presale_starts_at: Option<DateTime<Utc>>,
+}
+
+impl OfferTerms {
+    /// Who may be offered seats at `now`: everyone once the sale is open,
+    /// only fans holding a code while the presale runs, nobody before.
+    fn who_may_buy(&self, now: DateTime<Utc>) -> Buyers {
+        let window = SaleWindow {
+            opens_at: self.opens_at,
+            lottery: LotteryWindow::default(),
+            presale_starts_at: self.presale_starts_at,
+        };
+        match window.admission(now) {
+            Admission::Open => Buyers::Everyone,
+            _ if window.in_presale(now) => Buyers::CodeHolders,
+            _ => Buyers::Nobody,
+        }
+    }
+}
+
+enum Buyers {
+    Everyone,
+    CodeHolders,
+    Nobody,
+}
 
 /// One offering step for `concert`, inside the caller's transaction: takes
 /// the list's lock (or returns nothing when another worker has it: that
-/// one is offering), locks the fans waiting, in order (a decision about one
-/// of them waits, see [`super::lock_fans_waiting`]), reads the seats that are
-/// free and that no open request wants (locking them, skipping any a
-/// decision or a confirm has locked: those are the line's), decides who is
-/// offered what ([`offers`]), and writes each offer: a HELD reservation of
-/// the fan's (source WAITING_LIST) until `now` + the concert's offer time,
-/// its seats HELD, the entry OFFERED, and a WaitingListOffered event.
+/// one is offering), locks the fans waiting who could take some of the
+/// free seats, in order and page by page until they would take them all
+/// (a decision about one of them waits, see [`super::lock_fans_waiting`]),
+/// then reads the seats that are free and that no open request wants
+/// (locking them, skipping any a decision or a confirm has locked: those
+/// are the line's), decides who is offered what ([`offers`]), and writes
+/// each offer: a HELD reservation of the fan's (source WAITING_LIST) until
+/// `now` + the concert's offer time, its seats HELD, the entry OFFERED,
+/// and a WaitingListOffered event.
+///
+/// Only fans who could reserve at `now` are offered: none before the sale
+/// (or presale) opens, and during the presale only those holding a code of
+/// the concert with a use and seats left. A fan waiting for more seats
+/// than are free, at their cap, or without a code in the presale keeps
+/// their place and holds back nobody behind them.
 ///
 /// The `NOT EXISTS` of an open request is a plain read inside a locking
 /// one: a request written after it waits for the seat's lock (its foreign
@@ -81,8 +132,9 @@ pub async fn offer_step(
         if locked.is_none() {
             return Ok(Vec::new());
         }
-        let Some((offer_seconds, cap)): Option<(u32, u8)> = sqlx::query_as(
-            "SELECT waiting_list_offer_seconds, max_seats_per_user FROM concerts WHERE id = ?",
+        let Some(terms): Option<OfferTerms> = sqlx::query_as(
+            "SELECT waiting_list_offer_seconds, max_seats_per_user, opens_at, presale_starts_at \
+               FROM concerts WHERE id = ?",
         )
         .bind(concert)
         .fetch_optional(&mut *conn)
@@ -90,18 +142,33 @@ pub async fn offer_step(
         else {
             return Ok(Vec::new());
         };
-        let waiting: Vec<(u64, UserId, u8)> = sqlx::query_as(
-            "SELECT id, user_id, seats FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
-              WHERE status = 'WAITING' AND concert_id = ? ORDER BY id LIMIT ? FOR UPDATE",
-        )
-        .bind(concert)
-        .bind(ENTRIES_PER_STEP)
-        .fetch_all(&mut *conn)
-        .await?;
-        let wanted: u32 = waiting.iter().map(|w| u32::from(w.2)).sum();
-        if wanted == 0 {
+        let buyers = terms.who_may_buy(now);
+        if matches!(buyers, Buyers::Nobody) {
             return Ok(Vec::new());
         }
+        // How many seats could go: a plain read, so that the fans are
+        // locked before any seat is (a decision locks in that order too).
+        let (free_now,): (i64,) = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT COUNT(*) FROM (SELECT s.id FROM seats s FORCE INDEX (idx_seats_concert_status) \
+              WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} LIMIT ?) AS free"
+        )))
+        .bind(concert)
+        .bind(SEATS_PER_STEP)
+        .fetch_one(&mut *conn)
+        .await?;
+        let free_now = usize::try_from(free_now).unwrap_or_default();
+        if free_now == 0 {
+            return Ok(Vec::new());
+        }
+        let cap = u64::from(MaxSeatsPerUser::from_stored(terms.max_seats_per_user).get());
+        let list = fans_who_fit(conn, concert, &buyers, cap, free_now, now).await?;
+        if list.is_empty() {
+            return Ok(Vec::new());
+        }
+        let wanted: u32 = offers(&list, free_now)
+            .iter()
+            .map(|o| u32::from(o.seats))
+            .sum();
         let free: Vec<FreeSeat> = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT s.id, s.seat_number, {SEAT_PRICE} FROM seats s FORCE INDEX (idx_seats_concert_status) \
               WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} \
@@ -114,26 +181,7 @@ pub async fn offer_step(
         if free.is_empty() {
             return Ok(Vec::new());
         }
-        let users: Vec<UserId> = waiting.iter().map(|w| w.1).collect();
-        let taken = fans::seats_of(conn, &users).await?;
-        let cap = u64::from(MaxSeatsPerUser::from_stored(cap).get());
-        let list: Vec<Waiting> = waiting
-            .iter()
-            .map(|&(entry, fan, seats)| Waiting {
-                entry,
-                fan,
-                seats,
-                room: cap.saturating_sub(
-                    taken
-                        .get(&Fan {
-                            concert,
-                            user: fan,
-                        })
-                        .copied()
-                        .unwrap_or(0),
-                ),
-            })
-            .collect();
+        let offer_seconds = terms.waiting_list_offer_seconds;
         let until = now + OfferDuration::from_stored(offer_seconds).as_duration();
         let mut next = free.into_iter();
         let mut made = Vec::new();
@@ -185,6 +233,70 @@ pub async fn offer_step(
     }
     .traced("UPDATE", "waiting_list_entries")
     .await
+}
+
+/// The fans waiting on `concert`'s list, in order, who could take some of
+/// `free` seats now (their count fits, their cap has room, in the presale
+/// their code too), locked, page after page until those found would take
+/// every free seat or the list ends.
+async fn fans_who_fit(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    buyers: &Buyers,
+    cap: u64,
+    free: usize,
+    now: DateTime<Utc>,
+) -> Result<Vec<Waiting>, sqlx::Error> {
+    let most = u8::try_from(free).unwrap_or(u8::MAX);
+    let mut fitting: Vec<Waiting> = Vec::new();
+    let mut after = 0u64;
+    loop {
+        let page: Vec<(u64, UserId, u8)> = sqlx::query_as(
+            "SELECT id, user_id, seats FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
+              WHERE status = 'WAITING' AND concert_id = ? AND id > ? AND seats <= ? \
+              ORDER BY id LIMIT ? FOR UPDATE",
+        )
+        .bind(concert)
+        .bind(after)
+        .bind(most)
+        .bind(ENTRIES_PER_PAGE)
+        .fetch_all(&mut *conn)
+        .await?;
+        let Some(&(last, _, _)) = page.last() else {
+            return Ok(fitting);
+        };
+        after = last;
+        let users: Vec<UserId> = page.iter().map(|w| w.1).collect();
+        let taken = fans::seats_of(conn, &users).await?;
+        let codes = match buyers {
+            Buyers::CodeHolders => {
+                Some(access_codes::seats_left_for(conn, concert, &users, now).await?)
+            }
+            _ => None,
+        };
+        for &(entry, fan, seats) in &page {
+            let held = taken.get(&Fan { concert, user: fan }).copied().unwrap_or(0);
+            let mut room = cap.saturating_sub(held);
+            if let Some(codes) = &codes {
+                room = room.min(codes.get(&fan).copied().unwrap_or(0));
+            }
+            if u64::from(seats) <= room {
+                fitting.push(Waiting {
+                    entry,
+                    fan,
+                    seats,
+                    room,
+                });
+            }
+        }
+        let given: usize = offers(&fitting, free)
+            .iter()
+            .map(|o| usize::from(o.seats))
+            .sum();
+        if given >= free || page.len() < ENTRIES_PER_PAGE as usize {
+            return Ok(fitting);
+        }
+    }
 }
 
 /// A hold of `seats` (locked by the caller, free) for `fan` until `until`.
