@@ -26,6 +26,54 @@ pub fn with_body_limit<S: Clone + Send + Sync + 'static>(
         .layer::<_, std::convert::Infallible>(axum::Extension(BodyLimit(bytes)))
 }
 
+/// What serde's refusal at `path` says, as a validation error of the field
+/// it is about, in words: a missing field is `title: required`, not a
+/// missing field at line 1 column 136.
+fn field_error_of(path: &str, inner: &serde_json::Error) -> ProblemField {
+    let at = |name: &str| match path {
+        "." => name.to_owned(),
+        _ => format!("{path}.{name}"),
+    };
+    let text = inner.to_string();
+    // serde_json appends where it was: of no use to whoever fills a form.
+    let said = match text.rfind(" at line ") {
+        Some(cut) if inner.line() > 0 => &text[..cut],
+        _ => text.as_str(),
+    };
+    let named = |prefix: &str| {
+        said.strip_prefix(prefix)
+            .and_then(|rest| rest.split('`').next())
+            .map(str::to_owned)
+    };
+    if inner.is_syntax() || inner.is_eof() {
+        return ProblemField {
+            field: "body".to_owned(),
+            message: format!("malformed JSON: {said}"),
+        };
+    }
+    if let Some(name) = named("missing field `") {
+        return ProblemField {
+            field: at(&name),
+            message: "required".to_owned(),
+        };
+    }
+    // The path of an unknown field ends with the field itself.
+    if let Some(name) = named("unknown field `") {
+        return ProblemField {
+            field: if path == "." { name } else { path.to_owned() },
+            message: "is not a field of this request".to_owned(),
+        };
+    }
+    ProblemField {
+        field: if path == "." {
+            "body".to_owned()
+        } else {
+            path.to_owned()
+        },
+        message: said.to_owned(),
+    }
+}
+
 /// A JSON body, parsed strictly: the right content type, well-formed JSON,
 /// right types, no unknown fields. Errors name the offending field's path.
 pub struct ApiJson<T>(pub T);
@@ -113,13 +161,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
             let path = err.path().to_string();
             let inner = err.into_inner();
-            let field = if path == "." { "body".to_owned() } else { path };
-            let message = if inner.is_syntax() || inner.is_eof() {
-                format!("malformed JSON: {inner}")
-            } else {
-                inner.to_string()
-            };
-            ApiError::invalid(vec![ProblemField { field, message }])
+            ApiError::invalid(vec![field_error_of(&path, &inner)])
         })?;
         // Trailing garbage after the JSON value is malformed input too.
         de.end().map_err(|err| {

@@ -251,8 +251,22 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
     // My reservations: Bob's hold, which he releases there.
     open_view(&bob, &app.base, "#/me/reservations").await;
     bob.wait_element("td .status.held", None).await;
+    // Cancelling asks first: "Keep them" keeps them.
     let cancel = bob.wait_element("td.actions button", Some("Cancel")).await;
     bob.click(&cancel).await;
+    let keep = bob
+        .wait_element(".confirm-cancel button", Some("Keep them"))
+        .await;
+    bob.click(&keep).await;
+    let cancel = bob
+        .wait_element("td.actions button.cancel", Some("Cancel"))
+        .await;
+    bob.wait_element("td .status.held", None).await;
+    bob.click(&cancel).await;
+    let yes = bob
+        .wait_element(".confirm-cancel button", Some("Yes, cancel"))
+        .await;
+    bob.click(&yes).await;
     bob.wait_element("td .status.cancelled", None).await;
     deciding.stop().await;
 
@@ -328,6 +342,100 @@ async fn problems_are_shown_as_people_read_them() {
     let error = page.wait_element(".form-errors .error", None).await;
     assert!(!page.text(&error).await.contains('{'));
     assert!(page.find_all("#nav .who").await.is_empty());
+    // An empty "Create concert": each missing field is named beside it, in
+    // words.
+    log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
+    open_view(&page, &app.base, "#/admin/concerts/new").await;
+    let create = page
+        .wait_element("button[type=submit]", Some("Create concert"))
+        .await;
+    page.click(&create).await;
+    for name in ["title", "venue", "concertDate"] {
+        let input = page
+            .wait_element(&format!("input[name={name}][aria-invalid=true]"), None)
+            .await;
+        let error = page.attribute(&input, "aria-describedby").await.unwrap();
+        let beside = page
+            .wait_element(&format!("#{error}.field-error"), None)
+            .await;
+        assert_eq!(page.text(&beside).await, "required", "{name}");
+    }
+    let summary = page.wait_element(".form-errors .error", None).await;
+    let summary = page.text(&summary).await;
+    assert!(!summary.contains("line 1"), "{summary}");
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}
+
+/// A picked seat that someone else takes leaves the selection, and the
+/// page says so.
+#[tokio::test]
+async fn a_picked_seat_taken_by_someone_else_is_announced() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 4}))
+        .await;
+    let deciding = Deciding::start(&app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 768).await;
+    sign_up(&page, &app.base, "slow-picker").await;
+    open_concert(&page, &app.base, concert).await;
+    let a2 = page.wait_element(&seat("A2"), None).await;
+    page.click(&a2).await;
+    page.wait_element("#choice", Some("Selected: A2")).await;
+    let (_, faster) = app.user("faster").await;
+    app.reserve(&faster, seats[1]).await.assert_status(201);
+    page.wait_element(
+        "#notice:not([hidden])",
+        Some("Seat A2 was just taken by someone else"),
+    )
+    .await;
+    page.wait_element("#choice", Some("Pick a seat on the map."))
+        .await;
+    deciding.stop().await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}
+
+/// A reservation whose ticket was used at the door shows no Cancel.
+#[tokio::test]
+async fn a_reservation_used_at_the_door_cannot_be_cancelled_from_the_page() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 2}))
+        .await;
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 768).await;
+    sign_up(&page, &app.base, "went-in").await;
+    let token = app.login("went-in", "a-long-password-1").await;
+    let tickets = tickets_of(&app, &token, &seats[..1]).await;
+    tickets_of(&app, &token, &seats[1..]).await;
+    let scanner = app
+        .post(
+            &format!("/api/concerts/{concert}/scanners"),
+            Some(&app.admin_token),
+            json!({"name": "door"}),
+        )
+        .await;
+    let scanner = scanner.assert_status(201)["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.post(
+        "/api/check-ins",
+        Some(&scanner),
+        json!({"code": tickets[0].1, "gate": "A"}),
+    )
+    .await
+    .assert_status(200);
+    open_view(&page, &app.base, "#/me/reservations").await;
+    page.wait_element("td.actions", Some("Used at the door"))
+        .await;
+    assert_eq!(
+        page.find_all("td.actions button.cancel").await.len(),
+        1,
+        "only the reservation not used at the door can be cancelled"
+    );
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
 }

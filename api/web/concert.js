@@ -31,6 +31,13 @@ export async function concertView(main, { signal, params }) {
       fill(choice, ids.length ? `Selected: ${numbers.join(", ")}${total ? ` · ${total}` : ""}` : "Pick a seat on the map.");
       reserve.disabled = ids.length === 0 || saleState(concert).phase === "soon" || busy;
     },
+    // While the fan's own request is in line its seats turn held or sold
+    // for them: the decision tells, not this.
+    onTaken: (numbers) => {
+      if (busy) return;
+      const which = numbers.length === 1 ? `Seat ${numbers[0]} was` : `Seats ${numbers.join(", ")} were`;
+      tell(`${which} just taken by someone else and left your selection: pick another.`, "info");
+    },
     onCounts: (c) => {
       fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
       waiting.counts(c.available);

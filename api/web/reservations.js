@@ -28,11 +28,32 @@ export async function reservationsView(main, { signal }) {
       countdown(left, r.holdExpiresAt, (ms) => `(${clock(ms)} left)`, () => reservationsView(main, { signal }));
       actions.append(act("Confirm", () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
     }
-    if (r.status === "HELD" || r.status === "CONFIRMED") {
-      actions.append(act("Cancel", () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})));
+    // A ticket used at the door is not given back; anything else is
+    // cancelled only once the fan has said so twice.
+    if ((r.status === "HELD" || r.status === "CONFIRMED") && !r.checkedIn) {
+      actions.append(cancel(r));
     }
+    if (r.checkedIn) actions.append(h("span", { class: "muted" }, "Used at the door"));
     return h("tr", {}, h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, titles.get(r.concertId))), h("td", {}, r.seats.map((s) => s.seatNumber).join(", ")), state, actions);
   });
+  function cancel(r) {
+    const seats = r.seats.map((s) => s.seatNumber).join(", ");
+    const ask = h("button", { type: "button", class: "cancel" }, "Cancel");
+    const question = h("span", { class: "confirm-cancel", hidden: true }, `Cancel ${seats}? They go back on sale. `);
+    const keep = h("button", { type: "button" }, "Keep them");
+    question.append(act("Yes, cancel", () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})), " ", keep);
+    ask.addEventListener("click", () => {
+      ask.hidden = true;
+      question.hidden = false;
+      keep.focus();
+    });
+    keep.addEventListener("click", () => {
+      question.hidden = true;
+      ask.hidden = false;
+      ask.focus();
+    });
+    return h("span", {}, ask, question);
+  }
   function act(label, call) {
     return h("button", {
       type: "button",

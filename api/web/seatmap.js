@@ -20,12 +20,15 @@ export class SeatMap {
    * `selectable`: seats can be picked (up to `max`); `onChange(ids)` hears
    * the selection; `onCounts(counts)` the free/held/sold counts.
    */
-  constructor(concertId, { selectable = false, max = 1, onChange = () => {}, onCounts = () => {} } = {}) {
+  constructor(concertId, { selectable = false, max = 1, onChange = () => {}, onCounts = () => {}, onTaken = () => {} } = {}) {
     this.concertId = concertId;
     this.selectable = selectable;
     this.max = max;
     this.onChange = onChange;
     this.onCounts = onCounts;
+    // Picked seats that someone else took meanwhile (their numbers): they
+    // leave the selection, and the page says so.
+    this.onTaken = onTaken;
     this.seats = []; // {id, number, row, label, button, state, r, c}
     this.byId = new Map();
     this.rows = []; // arrays of seat indexes
@@ -176,6 +179,7 @@ export class SeatMap {
     const body = await response.json();
     this.etag = response.headers.get("ETag");
     let unknown = false;
+    const taken = [];
     let i = 0;
     for (const [first, count] of body.seatRanges) {
       for (let k = 0; k < count; k += 1) {
@@ -186,7 +190,10 @@ export class SeatMap {
           unknown = true;
           continue;
         }
-        if (state !== "A" && this.chosen.has(entry.id)) this.chosen.delete(entry.id);
+        if (state !== "A" && this.chosen.has(entry.id)) {
+          this.chosen.delete(entry.id);
+          taken.push(entry.number);
+        }
         this.paint(entry, state);
       }
     }
@@ -198,6 +205,7 @@ export class SeatMap {
     }
     this.onCounts({ available: body.available, held: body.held, sold: body.reserved });
     this.onChange(this.selected());
+    if (taken.length) this.onTaken(taken);
     return true;
   }
 

@@ -3,7 +3,7 @@
 //! Long because it is every field of both requests (seats, holds, caps,
 //! the opening and lottery, prices) in the one place that parses them.
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::price::CategoryInput;
@@ -22,18 +22,23 @@ pub struct CreateConcertRequest {
     #[schema(
         min_length = 1,
         max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$",
+        required = true
     )]
-    title: String,
+    #[serde(default)]
+    title: Option<String>,
     #[schema(
         min_length = 1,
         max_length = 200,
-        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$"
+        pattern = r"^[^\x00-\x1F\x7F-\x9F]*[^\s\x00-\x1F\x7F-\x9F][^\x00-\x1F\x7F-\x9F]*$",
+        required = true
     )]
-    venue: String,
+    #[serde(default)]
+    venue: Option<String>,
     /// RFC 3339, in the future.
-    #[schema(example = "2030-05-01T19:00:00+09:00", format = DateTime)]
-    concert_date: String,
+    #[schema(example = "2030-05-01T19:00:00+09:00", format = DateTime, required = true)]
+    #[serde(default)]
+    concert_date: Option<String>,
     /// Rows lettered A…Z, AA…; rows × seatsPerRow ≤ 100,000. Default: 1 row of 100.
     #[schema(minimum = 1, maximum = 100000)]
     rows: Option<u32>,
@@ -202,10 +207,18 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
 
     fn try_from(req: CreateConcertRequest) -> Result<Self, Self::Error> {
         let mut errors = Vec::new();
-        let title = keep(ConcertTitle::parse(&req.title), &mut errors);
-        let venue = keep(Venue::parse(&req.venue), &mut errors);
+        // Missing ones are field errors like any other, all at once.
+        let title = keep(
+            required("title", req.title.as_deref()).and_then(ConcertTitle::parse),
+            &mut errors,
+        );
+        let venue = keep(
+            required("venue", req.venue.as_deref()).and_then(Venue::parse),
+            &mut errors,
+        );
         let date = keep(
-            ConcertDate::parse(&req.concert_date, Utc::now()),
+            required("concertDate", req.concert_date.as_deref())
+                .and_then(|date| ConcertDate::parse(date, Utc::now())),
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
@@ -242,6 +255,15 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             && let Err(e) = presale_before_opening(presale, opens_at)
         {
             errors.push(e);
+        }
+        if let (Some(date), Some(opens_at), Some(presale)) = (date, opens_at, presale)
+            && let Err(late) = sale_before_concert(
+                date.get(),
+                opens_at.map(OpensAt::get),
+                presale.map(PresaleStartsAt::get),
+            )
+        {
+            errors.extend(late);
         }
         match (title, venue, date, layout, sale, opens_at, presale) {
             (
@@ -414,6 +436,34 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
             }
             _ => Err(errors),
         }
+    }
+}
+
+/// A field a create cannot do without.
+fn required<'a>(field: &'static str, value: Option<&'a str>) -> Result<&'a str, FieldError> {
+    value.ok_or_else(|| FieldError::new(field, "required"))
+}
+
+/// A sale (and its presale) must open before the concert it sells: one
+/// that opens at or after it sells nothing. Every field at fault, at once.
+pub fn sale_before_concert(
+    concert_date: DateTime<Utc>,
+    opens_at: Option<DateTime<Utc>>,
+    presale_starts_at: Option<DateTime<Utc>>,
+) -> Result<(), Vec<FieldError>> {
+    let mut errors = Vec::new();
+    for (field, at) in [
+        ("opensAt", opens_at),
+        ("presaleStartsAt", presale_starts_at),
+    ] {
+        if at.is_some_and(|at| at >= concert_date) {
+            errors.push(FieldError::new(field, "must be before concertDate"));
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
     }
 }
 

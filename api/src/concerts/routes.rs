@@ -251,6 +251,11 @@ pub async fn update(
             let opening = concert.opens_at.map(OpensAt::from_stored);
             input::presale_before_opening(PresaleStartsAt::from_stored(presale), opening)?;
         }
+        input::sale_before_concert(
+            concert.concert_date,
+            concert.opens_at,
+            concert.presale_starts_at,
+        )?;
         Ok::<_, ApiError>((concert, categories))
     })
     .await?;

@@ -42,6 +42,8 @@ pub struct ReservationResponse {
     confirmed_at: Option<DateTime<Utc>>,
     payment_reference: Option<String>,
     created_at: DateTime<Utc>,
+    /// A ticket of it was used at the door: it can no longer be cancelled.
+    checked_in: bool,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -100,6 +102,7 @@ impl From<reservations::ReservationRow> for ReservationResponse {
             confirmed_at: r.confirmed_at,
             payment_reference: r.payment_reference,
             created_at: r.created_at,
+            checked_in: r.checked_in,
         }
     }
 }

@@ -275,3 +275,111 @@ async fn ids_may_be_written_as_whole_floats_but_nothing_else() {
     }
     assert_eq!(app.count("reservation_queue").await, 1);
 }
+
+/// A missing or unknown field is a field error in words, like every other:
+/// an empty create names every field it needs at once, and no message
+/// points at a line and column of the body.
+#[tokio::test]
+async fn missing_and_unknown_fields_are_named_in_words() {
+    let app = spawn_app().await;
+    let admin = Some(app.admin_token.as_str());
+    let empty = app.post("/api/concerts", admin, json!({"rows": 1})).await;
+    let problem = empty.assert_problem(400, "VALIDATION_ERROR").clone();
+    assert_eq!(empty.error_fields(), ["title", "venue", "concertDate"]);
+    for error in problem["errors"].as_array().unwrap() {
+        assert_eq!(error["message"], "required", "{problem}");
+    }
+    let no_password = app
+        .post("/api/users", None, json!({"nickName": "alice"}))
+        .await;
+    let problem = no_password.assert_problem(400, "VALIDATION_ERROR").clone();
+    assert_eq!(no_password.error_fields(), ["password"]);
+    assert_eq!(problem["errors"][0]["message"], "required");
+    let unknown = app
+        .post(
+            "/api/users",
+            None,
+            json!({"nickName": "alice", "password": "password123", "role": "ADMIN"}),
+        )
+        .await;
+    unknown.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(unknown.error_fields(), ["role"]);
+    let mistyped = app
+        .post(
+            "/api/concerts",
+            admin,
+            json!({"title": "t", "venue": "v", "concertDate": "2099-01-01T00:00:00Z", "rows": "3"}),
+        )
+        .await;
+    let problem = mistyped.assert_problem(400, "VALIDATION_ERROR").clone();
+    assert_eq!(mistyped.error_fields(), ["rows"]);
+    assert!(
+        !problem.to_string().contains("at line"),
+        "a position in the body: {problem}"
+    );
+    assert_eq!(app.count("concerts").await, 0);
+}
+
+/// A sale or presale that opens at or after its concert sells nothing: 400
+/// on the field, in a create and in a change (checked against what the
+/// concert becomes), and nothing written.
+#[tokio::test]
+async fn a_sale_opens_before_its_concert() {
+    let app = spawn_app().await;
+    let admin = Some(app.admin_token.as_str());
+    let concert = json!({"title": "t", "venue": "v", "concertDate": "2099-05-01T19:00:00Z"});
+    let with = |extra: serde_json::Value| {
+        let mut body = concert.clone();
+        body.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        body
+    };
+    let late = app
+        .post(
+            "/api/concerts",
+            admin,
+            with(json!({"opensAt": "2099-05-01T19:00:00Z"})),
+        )
+        .await;
+    late.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(late.error_fields(), ["opensAt"]);
+    let both = app
+        .post(
+            "/api/concerts",
+            admin,
+            with(json!({"opensAt": "2099-06-01T10:00:00Z", "presaleStartsAt": "2099-05-20T10:00:00Z"})),
+        )
+        .await;
+    both.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(both.error_fields(), ["opensAt", "presaleStartsAt"]);
+    assert_eq!(app.count("concerts").await, 0);
+
+    let made = app
+        .post(
+            "/api/concerts",
+            admin,
+            with(json!({"opensAt": "2099-04-01T10:00:00Z", "presaleStartsAt": "2099-03-01T10:00:00Z"})),
+        )
+        .await;
+    let id = made.assert_status(201)["id"].as_u64().unwrap();
+    // Moving the concert before its opening, or the opening after it.
+    for change in [
+        json!({"concertDate": "2099-03-15T19:00:00Z"}),
+        json!({"opensAt": "2099-05-02T10:00:00Z"}),
+    ] {
+        let refused = app
+            .patch(&format!("/api/concerts/{id}"), admin, change.clone())
+            .await;
+        refused.assert_problem(400, "VALIDATION_ERROR");
+        assert!(
+            refused.error_fields().contains(&"opensAt".to_owned()),
+            "{change}: {}",
+            refused.body
+        );
+    }
+    let kept = app.get(&format!("/api/concerts/{id}"), None).await;
+    let kept = kept.assert_status(200);
+    assert_eq!(kept["concertDate"], "2099-05-01T19:00:00Z");
+    assert_eq!(kept["opensAt"], "2099-04-01T10:00:00Z");
+}

@@ -37,13 +37,17 @@ pub struct ReservationRow {
     pub confirmed_at: Option<DateTime<Utc>>,
     pub payment_reference: Option<String>,
     pub created_at: DateTime<Utc>,
+    /// A ticket of it was used at the door: it is no longer cancelled.
+    pub checked_in: bool,
     #[sqlx(skip)]
     pub seats: Vec<ReservedSeat>,
 }
 
 const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, r.source, \
                       IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 'EXPIRED', r.status) AS status, \
-                      r.hold_expires_at, r.confirmed_at, r.payment_reference, r.created_at \
+                      r.hold_expires_at, r.confirmed_at, r.payment_reference, r.created_at, \
+                      EXISTS (SELECT 1 FROM tickets t WHERE t.reservation_id = r.id \
+                                 AND t.checked_in_at IS NOT NULL) AS checked_in \
                       FROM reservations r";
 
 pub async fn find(
