@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|accounts|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -447,14 +447,14 @@ million() {
 # Chromium, on this build.
 door_stack() {
   local build="$1" name="$2"
-  stack_database "$DATABASE_URL" "ticket_bench_door_${name}_$$"
+  # ticket_test_*: what `ticket-bench drop-database` agrees to drop.
+  stack_database "$DATABASE_URL" "ticket_test_bench_door_${name}_$$"
   door_url="$database_url"
   DATABASE_URL="$door_url" RUST_LOG=warn "$build/ticket-api" migrate
   stack_free_port 18080
   env DATABASE_URL="$door_url" TICKET_AUTH_SECRET="$secret" TICKET_CODE_KEYS="$stack_code_keys" \
     TICKET_API_ADDR="127.0.0.1:$port" TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench \
-    TICKET_ADMIN_PASSWORD=bench-password-1234 TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 \
-    TICKET_LOGINS_PER_MINUTE_PER_CLIENT=0 TICKET_SIGNUPS_PER_MINUTE_PER_CLIENT=0 \
+    TICKET_ADMIN_PASSWORD=bench-password-1234 "${stack_limits_off[@]}" \
     TICKET_MAX_OPEN_REQUESTS_PER_USER=100000 RUST_LOG=warn "$build/ticket-api" &
   api_pid=$!
   env DATABASE_URL="$door_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$build/ticket-worker" &
@@ -474,12 +474,14 @@ door() {
       TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
         "$bin/ticket-bench" confirm --url "$api_url" --holds "${DOOR_HOLDS:-500}" --seats 4 --concurrency 8
       stop "$api_pid" "$worker_pid"
+      DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
     done
   done
   door_stack "$bin" scan
   TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
     "$bin/ticket-bench" door --url "$api_url" --tickets "${DOOR_TICKETS:-1000}" --scanners 8
   stop "$api_pid" "$worker_pid"
+  DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
 
 # Mail (issue 31): the delivery rate of confirmations with their tickets to
@@ -492,6 +494,33 @@ mail() {
     echo "mail $args:"
     # shellcheck disable=SC2086
     TICKET_SMTP_PYTHON="$python" RUST_LOG=warn "$bin/ticket-bench" mail --mails "${MAIL_COUNT:-2000}" $args
+  done
+}
+
+# Sign-ups and logins (issue 45): each an Argon2 hash; the rate and the
+# API's memory, for each build given (ACCOUNTS_BEFORE_BIN, then this one),
+# alternated twice. wrk, 16 connections, 15 s each.
+accounts() {
+  ensure_wrk
+  local build run rss
+  echo "## sign-ups and logins ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  for run in 1 2; do
+    for build in ${ACCOUNTS_BEFORE_BIN:-} "$bin"; do
+      door_stack "$build" "accounts$run"
+      echo "build $build (run $run): API RSS at start $(awk '/^VmRSS:/ { print int($2 / 1024) }' "/proc/$api_pid/status") MiB"
+      TICKET_BENCH_MODE=signup TICKET_BENCH_RUN="$run" \
+        wrk -t2 -c16 -d15s --latency -s bench/wrk/accounts.lua "$api_url" | grep -E "Requests/sec|99%|50%|Non-2xx"
+      for i in $(seq 1 64); do
+        curl -sf -o /dev/null -X POST "$api_url/api/users" -H 'content-type: application/json' \
+          -d "{\"nickName\":\"acct$i\",\"password\":\"bench-password-1\"}"
+      done
+      TICKET_BENCH_MODE=login TICKET_BENCH_ACCOUNTS=64 \
+        wrk -t2 -c16 -d15s --latency -s bench/wrk/accounts.lua "$api_url" | grep -E "Requests/sec|99%|50%|Non-2xx"
+      rss="$(awk '/^VmRSS:|^VmHWM:/ { printf "%s %d MiB  ", $1, $2 / 1024 }' "/proc/$api_pid/status")"
+      echo "API after: $rss"
+      stop "$api_pid" "$worker_pid"
+      DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
+    done
   done
 }
 
@@ -542,6 +571,7 @@ case "$what" in
   checkout) checkout ;;
   open) ticket_open ;;
   open-polls) open_polls ;;
+  accounts) accounts ;;
   million) million ;;
   fans-open) fans_open ;;
   many-concerts) many_concerts ;;
@@ -552,5 +582,5 @@ case "$what" in
   door) door ;;
   mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

@@ -271,13 +271,8 @@ async fn undelivered_events_stay_only_while_someone_will_receive_them() {
 #[tokio::test]
 async fn spent_challenges_are_forgotten_a_minute_after_their_end() {
     let (_db, pool) = ticket_core::testing::TestDatabase::migrated().await;
+    let (concert, _) = common::seeded_concert(&pool, 1).await;
     let mut conn = pool.acquire().await.unwrap();
-    let seats = ticket_core::testing::seed::concert(&mut conn, 1, 1)
-        .await
-        .unwrap();
-    let concert = ticket_core::testing::seed::concerts_of(&mut conn, seats.iter().copied())
-        .await
-        .unwrap()[&seats[0]];
     // Ended two minutes ago, ended just now, and live.
     for (id, ends_in_seconds) in [(1u8, -120i64), (2, -5), (3, 30)] {
         sqlx::query(
@@ -308,13 +303,9 @@ async fn spent_challenges_are_forgotten_a_minute_after_their_end() {
 #[tokio::test]
 async fn what_ends_for_good_goes_even_when_decisions_are_kept_for_ever() {
     let (_db, pool) = ticket_core::testing::TestDatabase::migrated().await;
+    let (concert, _) = common::seeded_concert(&pool, 1).await;
+    common::open_waiting_list(&pool, concert).await;
     let mut conn = pool.acquire().await.unwrap();
-    let seats = ticket_core::testing::seed::concert(&mut conn, 1, 1)
-        .await
-        .unwrap();
-    let concert = ticket_core::testing::seed::concerts_of(&mut conn, seats.iter().copied())
-        .await
-        .unwrap()[&seats[0]];
     let fans = ticket_core::testing::seed::users(&mut conn, "fan", 3)
         .await
         .unwrap();
@@ -327,11 +318,6 @@ async fn what_ends_for_good_goes_even_when_decisions_are_kept_for_ever() {
     .execute(&mut *conn)
     .await
     .unwrap();
-    sqlx::query("INSERT INTO waiting_lists (concert_id, created_at) VALUES (?, UTC_TIMESTAMP(6))")
-        .bind(concert)
-        .execute(&mut *conn)
-        .await
-        .unwrap();
     // Left two days ago, left an hour ago, still waiting.
     for (fan, status, ended_hours_ago) in [
         (fans[0], "LEFT", Some(48)),

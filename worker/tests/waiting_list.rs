@@ -16,23 +16,15 @@ use ticket_worker::waiting_list::Offers;
 /// A concert of `seats` seats, all sold but the first `free`; its id and
 /// seats.
 async fn concert(pool: &MySqlPool, seats: u32, free: usize) -> (u64, Vec<SeatId>) {
-    let mut conn = pool.acquire().await.unwrap();
-    let ids = seed::concert(&mut conn, 1, seats).await.unwrap();
-    let concert = seed::concerts_of(&mut conn, ids.iter().copied())
-        .await
-        .unwrap()[&ids[0]];
+    let (concert, ids) = common::seeded_concert(pool, seats).await;
     for seat in &ids[free..] {
         sqlx::query("UPDATE seats SET status = 'RESERVED' WHERE id = ?")
             .bind(seat)
-            .execute(&mut *conn)
+            .execute(pool)
             .await
             .unwrap();
     }
-    sqlx::query("INSERT INTO waiting_lists (concert_id, created_at) VALUES (?, UTC_TIMESTAMP(6))")
-        .bind(concert)
-        .execute(&mut *conn)
-        .await
-        .unwrap();
+    common::open_waiting_list(pool, concert).await;
     (concert.get(), ids)
 }
 

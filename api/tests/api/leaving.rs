@@ -80,16 +80,6 @@ async fn scanner_token(app: &TestApp, concert: u64) -> String {
         .to_owned()
 }
 
-async fn access_code_for(app: &TestApp, concert: u64) {
-    app.post(
-        &format!("/api/concerts/{concert}/access-codes"),
-        Some(&app.admin_token),
-        json!({"count": 1, "usesPerCode": 1, "seatsPerCode": 2}),
-    )
-    .await
-    .assert_status(201);
-}
-
 #[tokio::test]
 async fn an_account_with_every_kind_of_history_can_leave() {
     let app = spawn_app().await;
@@ -148,7 +138,7 @@ async fn an_account_with_every_kind_of_history_can_leave() {
         uploaded.assert_status(200)["results"][0]["status"],
         "TICKET_VOID"
     );
-    access_code_for(&app, concert).await;
+    app.access_codes(concert, 1, 1, 2).await;
     sqlx::query("UPDATE access_codes SET user_id = ? WHERE concert_id = ?")
         .bind(fan)
         .bind(concert)
@@ -218,7 +208,7 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
         .await["id"]
         .as_u64()
         .unwrap();
-    access_code_for(&app, concert).await;
+    app.access_codes(concert, 1, 1, 2).await;
     scanner_token(&app, concert).await;
     let (fan, _) = app.user("fan").await;
     // What no request has made yet but may exist without one: a list, a

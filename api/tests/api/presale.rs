@@ -26,34 +26,6 @@ async fn in_presale(app: &TestApp, n: u32, extra: Value) -> (u64, Vec<u64>) {
     app.concert_and_seats(settings).await
 }
 
-/// `count` codes of `concert`: (id, code).
-async fn codes(
-    app: &TestApp,
-    concert: u64,
-    count: u32,
-    uses: u32,
-    seats: u32,
-) -> Vec<(u64, String)> {
-    let reply = app
-        .post(
-            &format!("/api/concerts/{concert}/access-codes"),
-            Some(&app.admin_token),
-            json!({"count": count, "usesPerCode": uses, "seatsPerCode": seats}),
-        )
-        .await;
-    reply.assert_status(201)["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| {
-            (
-                c["id"].as_u64().unwrap(),
-                c["code"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect()
-}
-
 async fn order(app: &TestApp, token: &str, seats: &[u64], code: Option<&str>) -> Reply {
     let mut body = json!({"seatIds": seats});
     if let Some(code) = code {
@@ -78,7 +50,7 @@ async fn listed(app: &TestApp, concert: u64) -> Vec<Value> {
 async fn an_admin_makes_lists_and_revokes_codes_and_only_their_hashes_are_kept() {
     let app = spawn_app().await;
     let (concert, _) = in_presale(&app, 4, json!({})).await;
-    let made = codes(&app, concert, 3, 2, 4).await;
+    let made = app.access_codes(concert, 3, 2, 4).await;
     assert_eq!(made.len(), 3);
     for (_, code) in &made {
         assert_eq!(code.len(), 19, "{code}");
@@ -179,9 +151,9 @@ async fn during_the_presale_a_request_needs_a_valid_code_with_uses_and_seats_lef
     let app = spawn_app().await;
     let (concert, seats) = in_presale(&app, 10, json!({"holdSeconds": 600})).await;
     let (other, _) = in_presale(&app, 2, json!({})).await;
-    let made = codes(&app, concert, 2, 1, 2).await;
+    let made = app.access_codes(concert, 2, 1, 2).await;
     let (code, revoked) = (made[0].1.as_str(), &made[1]);
-    let foreign = codes(&app, other, 1, 1, 2).await;
+    let foreign = app.access_codes(other, 1, 1, 2).await;
     app.delete(
         &format!("/api/concerts/{concert}/access-codes/{}", revoked.0),
         Some(&app.admin_token),
@@ -263,7 +235,7 @@ async fn presale_requests_keep_their_order_and_general_sale_still_joins_the_lott
             "lotteryWindowSeconds": 600,
         }))
         .await;
-    let made = codes(&app, concert, 2, 1, 1).await;
+    let made = app.access_codes(concert, 2, 1, 1).await;
     let (_, first) = app.user("first").await;
     let (_, second) = app.user("second").await;
     let (_, general) = app.user("general").await;
@@ -303,7 +275,7 @@ async fn one_code_sent_by_twenty_accounts_at_once_is_taken_once() {
     let (concert, seats) = in_presale(&here, 20, json!({})).await;
     let fans = here.many_users("p", 20).await;
     for round in 0..3 {
-        let code = codes(&here, concert, 1, 1, 1).await.remove(0).1;
+        let code = here.access_codes(concert, 1, 1, 1).await.remove(0).1;
         let barrier = Arc::new(Barrier::new(fans.len()));
         let sends: Vec<_> = fans
             .iter()

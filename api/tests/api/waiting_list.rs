@@ -678,23 +678,6 @@ async fn a_request_decided_during_an_offer_to_its_fan_counts_the_offer() {
     app.assert_invariants().await;
 }
 
-/// Presale access codes for `concert` (as many as asked, two uses and four
-/// seats each).
-async fn codes(app: &TestApp, concert: u64, count: u32) -> Vec<String> {
-    app.post(
-        &format!("/api/concerts/{concert}/access-codes"),
-        Some(&app.admin_token),
-        json!({"count": count, "usesPerCode": 2, "seatsPerCode": 4}),
-    )
-    .await
-    .assert_status(201)["codes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["code"].as_str().unwrap().to_owned())
-        .collect()
-}
-
 /// Joining asks what reserving asks: in the presale a code, and an offer
 /// goes only to a fan who could reserve when it is made (a code with a use
 /// left in the presale; anyone once the sale opens).
@@ -710,7 +693,12 @@ async fn the_presales_list_keeps_the_presales_rules() {
                "waitingListOfferSeconds": 600}),
     )
     .await;
-    let codes = codes(&app, concert, 3).await;
+    let codes: Vec<String> = app
+        .access_codes(concert, 3, 2, 4)
+        .await
+        .into_iter()
+        .map(|(_, code)| code)
+        .collect();
     let (_, bob) = app.user("bob").await;
     let mut reservations = Vec::new();
     for seat in &seats {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use axum::body::Body;
 use http::Request;
 use sqlx::MySqlPool;
-use ticket_core::domain::{SeatId, UserId};
+use ticket_core::domain::{ConcertId, SeatId, UserId};
 use ticket_core::testing::prometheus_text::{self, Samples};
 use ticket_core::testing::{TestDatabase, seed};
 use ticket_worker::{Mode, Worker, WorkerConfig, observability};
@@ -267,4 +267,23 @@ pub async fn aged_history() -> Queue {
         .await
         .unwrap();
     q
+}
+
+/// A concert of one row of `seats` seats; its id and seats.
+pub async fn seeded_concert(pool: &MySqlPool, seats: u32) -> (ConcertId, Vec<SeatId>) {
+    let mut conn = pool.acquire().await.unwrap();
+    let ids = seed::concert(&mut conn, 1, seats).await.unwrap();
+    let concert = seed::concerts_of(&mut conn, ids.iter().copied())
+        .await
+        .unwrap()[&ids[0]];
+    (concert, ids)
+}
+
+/// Opens `concert`'s waiting list (the row an offer locks).
+pub async fn open_waiting_list(pool: &MySqlPool, concert: ConcertId) {
+    sqlx::query("INSERT INTO waiting_lists (concert_id, created_at) VALUES (?, UTC_TIMESTAMP(6))")
+        .bind(concert)
+        .execute(pool)
+        .await
+        .unwrap();
 }

@@ -269,6 +269,35 @@ impl TestApp {
         reply.assert_status(200).clone()
     }
 
+    /// `count` presale access codes for `concert` (as admin), each good for
+    /// `uses` requests and `seats` seats; (id, code) of each.
+    pub async fn access_codes(
+        &self,
+        concert: u64,
+        count: u32,
+        uses: u32,
+        seats: u32,
+    ) -> Vec<(u64, String)> {
+        let reply = self
+            .post(
+                &format!("/api/concerts/{concert}/access-codes"),
+                Some(&self.admin_token),
+                json!({"count": count, "usesPerCode": uses, "seatsPerCode": seats}),
+            )
+            .await;
+        reply.assert_status(201)["codes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["id"].as_u64().unwrap(),
+                    c["code"].as_str().unwrap().to_owned(),
+                )
+            })
+            .collect()
+    }
+
     /// Fails the test on any violated invariant of seats, reservations and queue.
     pub async fn assert_invariants(&self) {
         ticket_core::testing::assert_invariants(&self.pool).await;
