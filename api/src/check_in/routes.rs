@@ -37,7 +37,7 @@ pub fn router() -> Router<AppState> {
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CheckInRequest {
-    /// The ticket's code, as read from its QR (README, "Ticket codes").
+    /// The ticket's code, as read from its QR (docs/concepts.md, "Ticket codes").
     #[schema(min_length = 1, max_length = 200)]
     code: String,
     /// Where it was scanned ("North 2").

@@ -31,7 +31,7 @@ pub struct TicketResponse {
     seat_number: String,
     /// The seat's price category when it was sold (null without prices).
     category: Option<String>,
-    /// The signed code a scanner reads (README, "Ticket codes").
+    /// The signed code a scanner reads (docs/concepts.md, "Ticket codes").
     #[schema(example = "AQ3x…")]
     code: String,
     /// The code as a QR image (SVG), for the owner or an admin.

@@ -226,15 +226,7 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
             .await
             .unwrap_or_else(|e| panic!("{statement}: {e}"));
     }
-    sqlx::query(
-        "INSERT INTO waiting_list_entries (concert_id, user_id, seats, created_at) \
-         VALUES (?, ?, 1, UTC_TIMESTAMP(6))",
-    )
-    .bind(concert)
-    .bind(fan)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    app.waiting_directly(concert, fan).await;
 
     for table in referring_to(&app.pool, "concerts", false).await {
         if HISTORY.contains(&table.as_str()) {

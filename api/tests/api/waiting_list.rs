@@ -728,15 +728,7 @@ async fn the_presales_list_keeps_the_presales_rules() {
     assert_eq!(app.count("waiting_list_entries").await, 0);
     // Alice is on the list all the same, as a fan who joined before these
     // rules were kept would be; Carol joins after her with a code.
-    sqlx::query(
-        "INSERT INTO waiting_list_entries (concert_id, user_id, seats, created_at) \
-         VALUES (?, ?, 1, UTC_TIMESTAMP(6))",
-    )
-    .bind(concert)
-    .bind(alice_id)
-    .execute(&app.pool)
-    .await
-    .unwrap();
+    app.waiting_directly(concert, alice_id).await;
     let (_, carol) = app.user("carol").await;
     app.post(
         &format!("/api/concerts/{concert}/waiting-list"),

@@ -45,7 +45,7 @@ impl ProofOfWork {
         Some((1, unit.checked_mul(3)?))
     }
 
-    /// Hashes a client spends on average (the README's table).
+    /// Hashes a client spends on average (the table in docs/concepts.md).
     pub fn expected_hashes(self) -> u64 {
         self.counters()
             .map_or(0, |(low, high)| (u64::from(low) + u64::from(high)) / 2)

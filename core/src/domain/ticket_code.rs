@@ -2,7 +2,7 @@
 //! that has the concert's public keys verifies a code with no network, as
 //! pretix's `pretix_sig1` secrets are verified by pretixSCAN.
 //!
-//! The layout (documented for scanner authors in the README, "Ticket
+//! The layout (documented for scanner authors in docs/concepts.md, "Ticket
 //! codes"), big-endian, then base64url without padding:
 //!
 //! | bytes  | field                                                    |

@@ -127,7 +127,7 @@ impl Receiver {
     }
 }
 
-/// Checks `Ticket-Signature: t=<unix seconds>,v1=<hex>` the way the README
+/// Checks `Ticket-Signature: t=<unix seconds>,v1=<hex>` the way docs/design.md
 /// tells receivers to: HMAC-SHA256 of "<t>.<body>", compared in constant
 /// time, and a timestamp no older than five minutes.
 pub fn verify(secret: &str, header: &str, body: &[u8]) -> bool {

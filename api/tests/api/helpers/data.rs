@@ -298,6 +298,20 @@ impl TestApp {
             .collect()
     }
 
+    /// Puts `user` on `concert`'s list for one seat straight in the table,
+    /// as no request could today (a fan who joined under other rules).
+    pub async fn waiting_directly(&self, concert: u64, user: u64) {
+        sqlx::query(
+            "INSERT INTO waiting_list_entries (concert_id, user_id, seats, created_at) \
+             VALUES (?, ?, 1, UTC_TIMESTAMP(6))",
+        )
+        .bind(concert)
+        .bind(user)
+        .execute(&self.pool)
+        .await
+        .unwrap();
+    }
+
     /// Fails the test on any violated invariant of seats, reservations and queue.
     pub async fn assert_invariants(&self) {
         ticket_core::testing::assert_invariants(&self.pool).await;
