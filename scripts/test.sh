@@ -22,6 +22,9 @@ export TICKET_LIBFAKETIME
 # The mail tests start a real SMTP server (aiosmtpd).
 TICKET_SMTP_PYTHON="$(scripts/smtp.sh)"
 export TICKET_SMTP_PYTHON
+# The payment tests start a real Stripe-compatible server (localstripe).
+TICKET_LOCALSTRIPE_PYTHON="$(scripts/localstripe.sh)"
+export TICKET_LOCALSTRIPE_PYTHON
 # README's walk is run as written.
 command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
 command -v jq >/dev/null 2>&1 || scripts/debian.sh jq

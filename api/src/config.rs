@@ -27,6 +27,9 @@ pub struct Cli {
 
     #[command(flatten)]
     pub server: ServerArgs,
+
+    #[command(flatten)]
+    pub stripe: ticket_core::payments::StripeArgs,
 }
 
 #[derive(Debug, Subcommand)]

@@ -88,6 +88,23 @@ pub enum ErrorCode {
     ScannerNotFound,
     /// This instance has no ticket signing keys (`TICKET_CODE_KEYS`).
     TicketsUnavailable,
+    /// The hold is paid through the payment provider (`POST
+    /// /api/reservations/{id}/payment`), not confirmed by its fan.
+    PaymentRequired,
+    /// No payment provider is configured, or it does not answer
+    /// (`Retry-After`); nothing changed.
+    PaymentsUnavailable,
+    /// A provider's webhook whose signature is missing, wrong or stale.
+    WebhookSignatureInvalid,
+    /// The reservation costs nothing: confirm it instead.
+    NothingToPay,
+    /// The concert was cancelled: nothing more is sold.
+    ConcertCancelled,
+    /// The fan may not refund: the concert allows no refunds (now).
+    RefundNotAllowed,
+    /// A named ticket is not a valid ticket of the reservation, or the
+    /// refund would give back more than was paid.
+    TicketNotRefundable,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -106,11 +123,15 @@ impl ErrorCode {
             | TooManySeats
             | ChallengeRequired
             | ChallengeInvalid
-            | TicketInvalid => StatusCode::BAD_REQUEST,
+            | TicketInvalid
+            | WebhookSignatureInvalid => StatusCode::BAD_REQUEST,
+            PaymentRequired => StatusCode::PAYMENT_REQUIRED,
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Forbidden | AccessCodeRequired | AccessCodeInvalid => StatusCode::FORBIDDEN,
+            Forbidden | AccessCodeRequired | AccessCodeInvalid | RefundNotAllowed => {
+                StatusCode::FORBIDDEN
+            }
             RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
             | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList | TicketNotFound
             | ScannerNotFound => StatusCode::NOT_FOUND,
@@ -131,11 +152,14 @@ impl ErrorCode {
             | AccessCodeUsed
             | SeatsAvailable
             | AlreadyOnWaitingList
-            | AlreadyCheckedIn => StatusCode::CONFLICT,
+            | AlreadyCheckedIn
+            | NothingToPay
+            | ConcertCancelled
+            | TicketNotRefundable => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            DatabaseUnavailable | InstanceBusy | TicketsUnavailable => {
+            DatabaseUnavailable | InstanceBusy | TicketsUnavailable | PaymentsUnavailable => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
             InternalError => StatusCode::INTERNAL_SERVER_ERROR,
@@ -236,6 +260,14 @@ impl ApiError {
         Self {
             extra: Extra::RetryAfter(seconds),
             ..Self::new(ErrorCode::RateLimited, detail)
+        }
+    }
+
+    /// 503 `PAYMENTS_UNAVAILABLE`, to be tried again after `seconds`.
+    pub fn payments_unavailable(detail: impl Into<String>, seconds: u64) -> Self {
+        Self {
+            extra: Extra::RetryAfter(seconds),
+            ..Self::new(ErrorCode::PaymentsUnavailable, detail)
         }
     }
 
@@ -392,7 +424,7 @@ impl IntoResponse for ApiError {
             ErrorCode::DatabaseUnavailable | ErrorCode::InstanceBusy => {
                 headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
             }
-            ErrorCode::RateLimited => {
+            ErrorCode::RateLimited | ErrorCode::PaymentsUnavailable => {
                 headers.insert(
                     header::RETRY_AFTER,
                     HeaderValue::from(retry_after.unwrap_or(1)),

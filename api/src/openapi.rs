@@ -35,6 +35,7 @@ use crate::state::AppState;
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,
         crate::check_in::scanners::create_scanner, crate::check_in::scanners::list_scanners, crate::check_in::scanners::revoke_scanner,
         crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
+        crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

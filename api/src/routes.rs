@@ -34,6 +34,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(crate::waiting_list::router())
         .merge(crate::tickets::router())
         .merge(crate::check_in::router())
+        .merge(crate::payments::router())
         .merge(crate::web::router())
         .merge(crate::openapi::router())
         .merge(metrics)

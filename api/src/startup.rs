@@ -39,6 +39,9 @@ pub struct Settings {
     /// The keys ticket codes are signed with (`TICKET_CODE_KEYS`); without
     /// them the ticket routes answer 503 TICKETS_UNAVAILABLE.
     pub ticket_keys: Option<TicketKeys>,
+    /// Stripe (`TICKET_STRIPE_*`); without it a fan confirms a hold as
+    /// before and `POST …/payment` answers 503 PAYMENTS_UNAVAILABLE.
+    pub stripe: Option<ticket_core::payments::Stripe>,
 }
 
 pub struct Application {
@@ -115,6 +118,7 @@ impl Application {
                 client_address_header: settings.client_address_header.map(Arc::new),
                 ticket_keys: settings.ticket_keys.map(Arc::new),
                 known_scanners: Arc::default(),
+                stripe: settings.stripe.map(Arc::new),
                 database_reached: Arc::default(),
             }),
         })

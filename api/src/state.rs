@@ -58,6 +58,8 @@ pub struct Shared {
     /// The event streams open on this instance, bounded.
     pub streams: Arc<crate::reservations::stream_permits::StreamPermits>,
     pub client_address_header: Option<Arc<ProxyHeader>>,
+    /// The payment provider (none: holds are confirmed by hand, as before).
+    pub stripe: Option<Arc<ticket_core::payments::Stripe>>,
     /// Set once the database has answered since start (see `/readyz`).
     pub database_reached: Arc<std::sync::atomic::AtomicBool>,
 }

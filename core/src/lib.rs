@@ -6,6 +6,7 @@ pub mod config;
 pub mod db;
 pub mod domain;
 pub mod metrics;
+pub mod payments;
 pub mod rates;
 pub mod secret;
 pub mod shutdown;

@@ -202,3 +202,6 @@ pub mod browser;
 pub mod prometheus_text;
 
 pub mod smtp;
+
+#[cfg(feature = "testing")]
+pub mod localstripe;

@@ -18,6 +18,9 @@ pub struct Cli {
     #[command(flatten)]
     pub database: DatabaseArgs,
 
+    #[command(flatten)]
+    pub stripe: ticket_core::payments::StripeArgs,
+
     /// Most queue rows claimed and decided together.
     #[arg(long, env = "TICKET_WORKER_BATCH_SIZE", default_value_t = 1000,
           value_parser = clap::value_parser!(u32).range(1..=WorkerConfig::MAX_BATCH_SIZE as i64))]

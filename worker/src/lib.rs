@@ -13,6 +13,7 @@ pub mod live_config;
 pub mod mail;
 pub mod observability;
 pub mod opening;
+pub mod payments;
 mod random;
 pub mod rates;
 pub mod relay;

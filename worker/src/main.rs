@@ -88,11 +88,20 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
+    let money = match cli.stripe.client()? {
+        Some(client) => Some(tokio::spawn(
+            ticket_worker::payments::Money::new(pool.clone(), client).run(shutdown.clone()),
+        )),
+        None => {
+            tracing::info!("no TICKET_STRIPE_SECRET_KEY: no payments to look after");
+            None
+        }
+    };
     worker.run(shutdown).await;
     sweeper.await?;
     expiry.await?;
     offers.await?;
-    for relay in [relay, mail].into_iter().flatten() {
+    for relay in [relay, mail, money].into_iter().flatten() {
         relay.await?;
     }
     server.await??;

@@ -11,12 +11,17 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
 use ticket_core::db::outbox;
+use ticket_core::db::payments::{self, NewPayment};
+use ticket_core::db::refunds::RefundRefused;
 use ticket_core::db::reservations::{self, LockedReservation};
-use ticket_core::db::{self, seats, whole};
+use ticket_core::db::{self, concerts, seats, whole};
 use ticket_core::domain::events::EventKind;
+use ticket_core::domain::events::total_of_seats;
+use ticket_core::domain::payment::{PaymentStatus, Provider, RefundReason};
 use ticket_core::domain::{
     IdempotencyKey, PaymentReference, ReservationId, ReservationStatus, SeatId, SeatStatus,
 };
+use ticket_core::payments::refund;
 use utoipa::ToSchema;
 
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
@@ -62,7 +67,7 @@ pub struct CancelResponse {
 #[utoipa::path(post, path = "/api/reservations/{id}/confirm", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path), IdempotencyHeader), request_body(content = Option<ConfirmRequest>),
     responses((status = 200, body = ReservationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
-              (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem),
+              (status = 402, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn confirm(
     State(state): State<AppState>,
@@ -101,6 +106,7 @@ pub async fn confirm(
                 same_key
             }
             ReservationStatus::Held if locked.is_live_hold(now) => {
+                let owed = owed_by(tx, &state, caller, &locked).await?;
                 let confirmed = reservations::confirm(
                     tx,
                     id,
@@ -114,6 +120,10 @@ pub async fn confirm(
                     return Err(hold_expired());
                 }
                 seats::mark(tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
+                if let Some(owed) = owed {
+                    // The operator's word that the money was taken.
+                    payments::insert(tx, &owed, PaymentStatus::Succeeded, now).await?;
+                }
                 announce(
                     tx,
                     EventKind::Confirmed,
@@ -202,6 +212,45 @@ async fn cancel_reservation(
                 "a ticket of this reservation was used at the door: it can no longer be cancelled",
             ));
         }
+        // A paid order cancelled is a paid order refunded: by an admin
+        // always; by its fan while the concert allows refunds when a
+        // provider took the money (money taken by hand is given back by
+        // hand, and fans cancel as they always could).
+        let tickets = db::tickets::valid_with_prices(tx, id).await?;
+        if locked.status == ReservationStatus::Confirmed
+            && !caller.is_admin()
+            && refund::paid_through_provider(tx, id).await?
+        {
+            let concert = concerts::find(tx, locked.concert_id).await?;
+            let refundable = concert
+                .and_then(|c| c.refundable_until)
+                .is_some_and(|until| until > now);
+            if !refundable {
+                return Err(ApiError::new(
+                    ErrorCode::RefundNotAllowed,
+                    "this concert's tickets can no longer be refunded by their buyer; ask the box office",
+                ));
+            }
+        }
+        let refunded = match locked.status {
+            ReservationStatus::Confirmed => refund::of_tickets(
+                tx,
+                id,
+                &tickets,
+                RefundReason::Requested,
+                Some(caller.id),
+                now,
+            )
+            .await
+            .map_err(|e| match e {
+                RefundRefused::MoreThanPaid => ApiError::new(
+                    ErrorCode::TicketNotRefundable,
+                    "the order was refunded already",
+                ),
+                RefundRefused::Database(e) => e.into(),
+            })?,
+            _ => None,
+        };
         reservations::end(tx, &[id], ReservationStatus::Cancelled, now).await?;
         seats::free_unclaimed(tx, &seat_ids(&locked), now).await?;
         announce(
@@ -212,6 +261,12 @@ async fn cancel_reservation(
             now,
         )
         .await?;
+        if refunded.is_some() {
+            let event = locked
+                .event(EventKind::Refunded, locked.payment_reference.as_deref(), now)
+                .leaving(ReservationStatus::Cancelled);
+            outbox::record(tx, &[event], now).await?;
+        }
         Ok(())
     })
     .await?;
@@ -221,9 +276,46 @@ async fn cancel_reservation(
     }))
 }
 
+/// What confirming `locked` by hand records as its (manual) payment: none
+/// for a free reservation. Refused when the concert was cancelled, and for
+/// a fan when a payment provider takes the money (an admin confirms money
+/// taken at the box office).
+async fn owed_by(
+    tx: &mut MySqlConnection,
+    state: &AppState,
+    caller: AuthUser,
+    locked: &LockedReservation,
+) -> ApiResult<Option<NewPayment>> {
+    let cancelled = concerts::find(tx, locked.concert_id)
+        .await?
+        .is_some_and(|c| c.cancelled_at.is_some());
+    if cancelled {
+        return Err(crate::payments::routes::concert_cancelled());
+    }
+    let Some((amount, currency)) =
+        total_of_seats(&locked.seats).filter(|(amount, _)| amount.get() > 0)
+    else {
+        return Ok(None);
+    };
+    if state.stripe.is_some() && !caller.is_admin() {
+        return Err(ApiError::new(
+            ErrorCode::PaymentRequired,
+            "pay for the hold (POST /api/reservations/{id}/payment); it is confirmed when the payment arrives",
+        ));
+    }
+    Ok(Some(NewPayment {
+        concert: locked.concert_id,
+        reservation: locked.id,
+        user: locked.user_id,
+        provider: Provider::Manual,
+        amount: amount.get(),
+        currency: currency.as_str().to_owned(),
+    }))
+}
+
 /// Locks the reservation with its seats; someone else's answers exactly
 /// like a missing one, so ids cannot be probed through these routes.
-async fn lock_own(
+pub(crate) async fn lock_own(
     tx: &mut MySqlConnection,
     caller: AuthUser,
     id: ReservationId,

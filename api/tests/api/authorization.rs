@@ -232,6 +232,21 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             "RESERVATION_NOT_FOUND",
         ),
         (
+            Method::GET,
+            format!("/api/reservations/{reservation}/payments"),
+            None,
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        // This server takes no payments: nothing to reach.
+        (
+            Method::POST,
+            format!("/api/reservations/{reservation}/payment"),
+            Some(json!({})),
+            503,
+            "PAYMENTS_UNAVAILABLE",
+        ),
+        (
             Method::POST,
             "/api/reservations/cancel".into(),
             Some(json!({"reservationId": reservation, "userId": alice_id})),
@@ -354,6 +369,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "POST /api/concerts/{id}/waiting-list",
         "DELETE /api/concerts/{id}/waiting-list",
         "GET /api/concerts/{id}/waiting-list/me",
+        // The provider's word, signed by it: no caller and no id.
+        "POST /api/payments/stripe/webhook",
     ];
     let mut classified: Vec<String> = attempts
         .iter()

@@ -145,6 +145,27 @@ async fn an_account_with_every_kind_of_history_can_leave() {
         .execute(&app.pool)
         .await
         .unwrap();
+    // Bought a priced ticket the box office confirmed, then cancelled it
+    // (a payment and its refund, by hand).
+    let (_, priced) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 1, "holdSeconds": 600,
+            "categories": [{"name": "Standard", "price": 5000, "currency": "EUR"}]}))
+        .await;
+    let bought = won(&app, &token, &priced).await;
+    app.post(
+        &format!("/api/reservations/{bought}/confirm"),
+        Some(&app.admin_token),
+        json!({"paymentReference": "cash-1"}),
+    )
+    .await
+    .assert_status(200);
+    app.post(
+        &format!("/api/reservations/{bought}/cancel"),
+        Some(&token),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
     // Waited for a sold-out concert, then left its list.
     let (sold_out, only) = app
         .concert_and_seats(json!({"rows": 1, "seatsPerRow": 1}))
@@ -195,7 +216,13 @@ async fn an_account_with_every_kind_of_history_can_leave() {
 
 /// Tables whose rows make a concert part of someone's history: such a
 /// concert is not deleted (409), so this test cannot write them.
-const HISTORY: [&str; 3] = ["check_ins", "reservations", "tickets"];
+const HISTORY: [&str; 5] = [
+    "check_ins",
+    "payments",
+    "refunds",
+    "reservations",
+    "tickets",
+];
 
 #[tokio::test]
 async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {

@@ -24,6 +24,7 @@ mod metrics;
 mod openapi;
 mod otlp;
 mod page;
+mod payments;
 mod presale;
 mod prices;
 mod proof_of_work;

@@ -51,6 +51,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("delete", "/api/concerts/{id}/scanners/{scannerId}"),
     ("post", "/api/check-ins"),
     ("post", "/api/check-ins/batch"),
+    ("post", "/api/reservations/{id}/payment"),
+    ("get", "/api/reservations/{id}/payments"),
+    ("post", "/api/payments/stripe/webhook"),
 ];
 
 #[tokio::test]

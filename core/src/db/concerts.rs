@@ -23,6 +23,11 @@ pub struct ConcertRow {
     pub lottery_window_seconds: u32,
     pub proof_of_work: u8,
     pub waiting_list_offer_seconds: u32,
+    /// Until when a fan may refund their own tickets (none: never).
+    pub refundable_until: Option<DateTime<Utc>>,
+    /// Set by the operator's cancel: nothing more is sold, all is refunded.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    pub cancel_reason: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -39,7 +44,8 @@ impl ConcertRow {
 
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
                        max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
-                       proof_of_work, waiting_list_offer_seconds, created_at, updated_at";
+                       proof_of_work, waiting_list_offer_seconds, refundable_until, cancelled_at, \
+                       cancel_reason, created_at, updated_at";
 
 /// How a concert sells: its hold, its order size, its cap per fan, and
 /// when its sale opens.

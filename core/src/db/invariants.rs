@@ -74,6 +74,51 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[Now],
     ),
     (
+        "a sold hold of a priced concert has no succeeded payment of its total and currency",
+        "SELECT COUNT(*) FROM reservations r \
+         JOIN (SELECT reservation_id, SUM(price) AS total, MAX(currency) AS currency FROM reservation_seats \
+                GROUP BY reservation_id HAVING SUM(price) > 0) t ON t.reservation_id = r.id \
+         WHERE r.status = 'CONFIRMED' AND r.hold_expires_at IS NOT NULL \
+           AND (SELECT COUNT(*) FROM payments p WHERE p.reservation_id = r.id AND p.status = 'SUCCEEDED' \
+                  AND p.amount = t.total AND p.currency = t.currency \
+                  AND (p.provider = 'MANUAL' OR p.provider_payment_id = r.payment_reference)) <> 1",
+        &[],
+    ),
+    (
+        "a succeeded payment neither sold its reservation nor was refunded in full",
+        "SELECT COUNT(*) FROM payments p JOIN reservations r ON r.id = p.reservation_id \
+         WHERE p.status = 'SUCCEEDED' \
+           AND NOT (r.status = 'CONFIRMED' AND (p.provider = 'MANUAL' OR p.provider_payment_id = r.payment_reference)) \
+           AND p.amount > (SELECT COALESCE(SUM(f.amount), 0) FROM refunds f \
+                            WHERE f.payment_id = p.id AND f.status <> 'FAILED')",
+        &[],
+    ),
+    (
+        "a payment's refunds give back more than it took",
+        "SELECT COUNT(*) FROM payments p WHERE p.amount < (SELECT COALESCE(SUM(f.amount), 0) FROM refunds f \
+           WHERE f.payment_id = p.id AND f.status <> 'FAILED')",
+        &[],
+    ),
+    (
+        "a refund pays back a ticket that is still valid, or another order's",
+        "SELECT COUNT(*) FROM refund_tickets ft JOIN refunds f ON f.id = ft.refund_id \
+         JOIN tickets t ON t.id = ft.ticket_id \
+         WHERE t.status = 'VALID' OR t.reservation_id <> f.reservation_id",
+        &[],
+    ),
+    (
+        "a refund was refused by its provider (an operator must look)",
+        "SELECT COUNT(*) FROM refunds WHERE status = 'FAILED'",
+        &[],
+    ),
+    (
+        "a cancelled concert whose refunds are done still has a valid ticket",
+        "SELECT COUNT(*) FROM tickets t JOIN concerts c ON c.id = t.concert_id \
+         WHERE c.cancelled_at IS NOT NULL AND t.status = 'VALID' \
+           AND NOT EXISTS (SELECT 1 FROM reservations r WHERE r.concert_id = c.id AND r.status = 'CONFIRMED')",
+        &[],
+    ),
+    (
         "a CONFIRMED seat claim has no valid ticket",
         "SELECT COUNT(*) FROM reservation_seats rs WHERE rs.status = 'CONFIRMED' AND NOT EXISTS \
          (SELECT 1 FROM tickets t WHERE t.reservation_id = rs.reservation_id AND t.seat_id = rs.seat_id \

@@ -42,11 +42,18 @@ pub async fn queue_for(
             ),
         };
         queued += execute_for_ids(conn, &reservations, |list| {
+            // A refund after another rewrites its order's mail, due again.
+            let again = if kind.rewritten() {
+                "ON DUPLICATE KEY UPDATE due_at = VALUES(due_at), outcome = NULL, ended_at = NULL, \
+                 attempts = 0, lease_token = NULL, last_error = NULL"
+            } else {
+                ""
+            };
             let insert = sqlx::query(AssertSqlSafe(format!(
                 "INSERT INTO mails (concert_id, reservation_id, user_id, kind, created_at, due_at) \
                  SELECT r.concert_id, r.id, r.user_id, ?, ?, {due} \
                    FROM reservations r JOIN users u ON u.id = r.user_id \
-                  WHERE u.email IS NOT NULL {held} AND r.id IN ({list})"
+                  WHERE u.email IS NOT NULL {held} AND r.id IN ({list}) {again}"
             )))
             .bind(kind.as_str())
             .bind(now.naive_utc());
@@ -124,6 +131,11 @@ pub struct Subject {
     pub title: String,
     pub venue: String,
     pub concert_date: DateTime<Utc>,
+    /// Set when the show was cancelled.
+    pub cancelled_at: Option<DateTime<Utc>>,
+    /// What its refunds give back (pending or done), in minor units.
+    pub refunded: Option<u64>,
+    pub refunded_currency: Option<String>,
 }
 
 /// One seat of the reservation a mail is about, with its ticket when the
@@ -148,7 +160,10 @@ pub async fn subject(
     async move {
         let subject: Option<Subject> = sqlx::query_as(
             "SELECT r.id AS reservation_id, r.status, r.hold_expires_at, r.concert_id, r.user_id, \
-                    u.email, u.nickname, c.title, c.venue, c.concert_date \
+                    u.email, u.nickname, c.title, c.venue, c.concert_date, c.cancelled_at, \
+                    (SELECT CAST(SUM(f.amount) AS UNSIGNED) FROM refunds f \
+                      WHERE f.reservation_id = r.id AND f.status <> 'FAILED') AS refunded, \
+                    (SELECT MAX(f.currency) FROM refunds f WHERE f.reservation_id = r.id) AS refunded_currency \
                FROM reservations r JOIN users u ON u.id = r.user_id JOIN concerts c ON c.id = r.concert_id \
               WHERE r.id = ?",
         )

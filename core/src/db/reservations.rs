@@ -462,3 +462,19 @@ pub async fn end_expired_claims(
     .traced("UPDATE", "reservation_seats")
     .await
 }
+
+/// How many of the reservation's claims are HELD (with its seats locked:
+/// a hold whose claim a decision ended cannot be confirmed whole).
+pub async fn held_claims(
+    conn: &mut MySqlConnection,
+    id: ReservationId,
+) -> Result<u64, sqlx::Error> {
+    let (held,): (i64,) = sqlx::query_as(
+        "SELECT COUNT(*) FROM reservation_seats WHERE reservation_id = ? AND status = 'HELD'",
+    )
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "reservation_seats")
+    .await?;
+    Ok(u64::try_from(held).unwrap_or(0))
+}

@@ -147,3 +147,20 @@ pub async fn of_reservations(
         .traced("SELECT", "tickets")
         .await
 }
+
+/// The reservation's valid tickets with the price each seat was sold at
+/// (0 without prices), in ticket order.
+pub async fn valid_with_prices(
+    conn: &mut MySqlConnection,
+    reservation: ReservationId,
+) -> Result<Vec<(TicketId, u64)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT t.id, CAST(COALESCE(rs.price, 0) AS UNSIGNED) FROM tickets t JOIN reservation_seats rs \
+            ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+          WHERE t.reservation_id = ? AND t.status = 'VALID' ORDER BY t.id",
+    )
+    .bind(reservation)
+    .fetch_all(conn)
+    .traced("SELECT", "tickets")
+    .await
+}

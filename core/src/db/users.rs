@@ -160,6 +160,12 @@ pub async fn delete_with_history(
             "DELETE FROM waiting_list_entries WHERE user_id = ?",
             "DELETE c FROM check_ins c JOIN tickets t ON t.id = c.ticket_id \
               JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
+            // Money of ended orders only (an account with a live one cannot
+            // leave): its refunds, then its payments.
+            "DELETE ft FROM refund_tickets ft JOIN refunds f ON f.id = ft.refund_id \
+              JOIN reservations r ON r.id = f.reservation_id WHERE r.user_id = ?",
+            "DELETE f FROM refunds f JOIN reservations r ON r.id = f.reservation_id WHERE r.user_id = ?",
+            "DELETE FROM payments WHERE user_id = ?",
         ] {
             sqlx::query(statement).bind(id).execute(&mut *conn).await?;
         }

@@ -35,6 +35,10 @@ pub enum EventKind {
     /// Seats that came back, held for a fan from the concert's waiting list
     /// until `holdExpiresAt` (a hold like `Held`, confirmed the same way).
     Offered,
+    /// Money goes back to the fan: a payment that came after its hold
+    /// ended, tickets refunded, a cancelled show (`status` is the
+    /// reservation's after it).
+    Refunded,
 }
 
 impl EventKind {
@@ -45,6 +49,7 @@ impl EventKind {
             Self::Expired => "ReservationExpired",
             Self::Cancelled => "ReservationCancelled",
             Self::Offered => "WaitingListOffered",
+            Self::Refunded => "ReservationRefunded",
         }
     }
 }
@@ -97,7 +102,7 @@ impl ReservationEvent {
             EventKind::Held | EventKind::Offered => ReservationStatus::Held,
             EventKind::Confirmed => ReservationStatus::Confirmed,
             EventKind::Expired => ReservationStatus::Expired,
-            EventKind::Cancelled => ReservationStatus::Cancelled,
+            EventKind::Cancelled | EventKind::Refunded => ReservationStatus::Cancelled,
         };
         let total = total_of_seats(subject.seats);
         Self {
@@ -123,6 +128,15 @@ impl ReservationEvent {
             payment_reference: subject.payment_reference.map(str::to_owned),
             occurred_at: rfc3339(at),
         }
+    }
+}
+
+impl ReservationEvent {
+    /// The same event saying the reservation is `status` after it (a
+    /// refund leaves a reservation as it finds it, or cancels it).
+    pub fn leaving(mut self, status: ReservationStatus) -> Self {
+        self.status = status.as_str();
+        self
     }
 }
 

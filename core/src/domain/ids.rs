@@ -61,6 +61,14 @@ id_type!(
     /// Primary key of `access_codes`.
     AccessCodeId
 );
+id_type!(
+    /// Primary key of `payments`.
+    PaymentId
+);
+id_type!(
+    /// Primary key of `refunds`.
+    RefundId
+);
 
 #[cfg(test)]
 mod tests {

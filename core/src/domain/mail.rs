@@ -15,6 +15,10 @@ pub enum MailKind {
     HoldReminder,
     /// Seats from the waiting list are held for the fan.
     WaitingListOffer,
+    /// Money goes back: what, why, and which tickets no longer admit.
+    /// Written again by every later refund of the order (one mail a
+    /// reservation, saying all its refunds).
+    Refund,
 }
 
 /// When a mail may go.
@@ -32,10 +36,11 @@ pub enum Due {
 pub const REMINDER_WHEN_LEFT: u32 = 4;
 
 impl MailKind {
-    pub const ALL: [Self; 3] = [
+    pub const ALL: [Self; 4] = [
         Self::OrderConfirmation,
         Self::HoldReminder,
         Self::WaitingListOffer,
+        Self::Refund,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -43,6 +48,7 @@ impl MailKind {
             Self::OrderConfirmation => "ORDER_CONFIRMATION",
             Self::HoldReminder => "HOLD_REMINDER",
             Self::WaitingListOffer => "WAITING_LIST_OFFER",
+            Self::Refund => "REFUND",
         }
     }
 
@@ -57,14 +63,21 @@ impl MailKind {
             (Self::OrderConfirmation, EventKind::Confirmed)
                 | (Self::HoldReminder, EventKind::Held | EventKind::Offered)
                 | (Self::WaitingListOffer, EventKind::Offered)
+                | (Self::Refund, EventKind::Refunded)
         )
     }
 
     pub fn due(self) -> Due {
         match self {
             Self::HoldReminder => Due::BeforeTheHoldEnds,
-            Self::OrderConfirmation | Self::WaitingListOffer => Due::AtOnce,
+            Self::OrderConfirmation | Self::WaitingListOffer | Self::Refund => Due::AtOnce,
         }
+    }
+
+    /// Whether a later event of its kind writes it again (due at once)
+    /// rather than adding another.
+    pub fn rewritten(self) -> bool {
+        self == Self::Refund
     }
 
     /// Whether the mail still has something to say about a reservation in
@@ -77,6 +90,7 @@ impl MailKind {
             Self::HoldReminder | Self::WaitingListOffer => {
                 status == ReservationStatus::Held && hold_running
             }
+            Self::Refund => true,
         }
     }
 

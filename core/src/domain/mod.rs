@@ -11,6 +11,7 @@ pub mod line_position;
 pub mod mail;
 mod order;
 mod page;
+pub mod payment;
 pub mod price;
 mod proof_of_work;
 mod reservation;
@@ -25,7 +26,8 @@ pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
 pub use email::EmailAddress;
 pub use ids::{
-    AccessCodeId, ConcertId, QueueId, ReservationId, ScannerId, SeatId, TicketId, UserId,
+    AccessCodeId, ConcertId, PaymentId, QueueId, RefundId, ReservationId, ScannerId, SeatId,
+    TicketId, UserId,
 };
 pub use line_position::{LineFront, LinePart, LineRank};
 pub use order::{HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds};

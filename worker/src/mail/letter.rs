@@ -8,6 +8,7 @@ use lettre::Message;
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 use ticket_core::db::mails::{MailSeat, Subject};
+use ticket_core::domain::ReservationStatus;
 use ticket_core::domain::mail::MailKind;
 use ticket_core::domain::price::{Amount, Currency};
 use ticket_core::domain::ticket_code::{TicketIdentity, TicketKeys};
@@ -72,6 +73,34 @@ pub fn compose(
             ));
             format!("Seats for {} are yours to confirm", subject.title)
         }
+        MailKind::Refund => {
+            let amount = match (subject.refunded, subject.refunded_currency.as_deref()) {
+                (Some(amount), Some(code)) => Currency::from_stored(code)
+                    .map(|c| Amount::from_stored(amount).display_in(c))
+                    .unwrap_or_else(|| format!("{amount} {code}")),
+                _ => "your payment".to_owned(),
+            };
+            let why = if subject.cancelled_at.is_some() {
+                format!("{} is cancelled, and we are sorry.", subject.title)
+            } else if subject.status == ReservationStatus::Confirmed {
+                format!(
+                    "tickets of your order {} for {} are refunded.",
+                    subject.reservation_id, subject.title
+                )
+            } else {
+                format!(
+                    "your payment for order {} for {} arrived after your hold had ended, so no \
+                     seat was sold for it.",
+                    subject.reservation_id, subject.title
+                )
+            };
+            letter.line(&why);
+            letter.line(&format!(
+                "{amount} goes back to the card you paid with; banks take 5-10 days to show it. \
+                 A refunded ticket no longer admits anyone."
+            ));
+            format!("Refund for {}", subject.title)
+        }
     };
     letter.line(&format!(
         "{}, {}",
@@ -82,6 +111,7 @@ pub fn compose(
     if let Some(url) = stationery.public_url {
         let (what, path) = match kind {
             MailKind::OrderConfirmation => ("Your tickets", "#/me/tickets"),
+            MailKind::Refund => ("Your reservations", "#/me"),
             MailKind::HoldReminder | MailKind::WaitingListOffer => {
                 ("Confirm on the box office's page", "#/me")
             }

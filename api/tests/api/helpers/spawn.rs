@@ -19,13 +19,31 @@ pub async fn spawn_app() -> TestApp {
 /// [`spawn_app`] with rate limits on; the client address is taken from
 /// X-Forwarded-For, so a test can act as several clients.
 pub async fn spawn_app_with_limits(limits: LimitSettings) -> TestApp {
+    spawn_app_with(test_settings(None, limits)).await
+}
+
+/// [`spawn_app`] taking payments through `stripe`.
+pub async fn spawn_app_paid(stripe: ticket_core::payments::Stripe) -> TestApp {
+    let mut settings = test_settings(None, LimitSettings::OFF);
+    settings.stripe = Some(stripe);
+    spawn_app_with(settings).await
+}
+
+/// [`spawn_app`] with these settings (the admin is always the tests').
+pub async fn spawn_app_with(mut settings: Settings) -> TestApp {
     init_test_logs();
     let (db, pool) = TestDatabase::migrated().await;
     let admin = (
         NickName::parse(ADMIN_NICK).unwrap(),
         Password::parse(ADMIN_PASSWORD).unwrap(),
     );
-    let app = start_server_limited(pool.clone(), Some(admin), limits).await;
+    settings.admin = Some(admin);
+    let app = Application::build(settings, pool.clone())
+        .await
+        .expect("the API failed to start");
+    let app_base = format!("http://{}", app.local_addr().unwrap());
+    tokio::spawn(app.run_until(std::future::pending()));
+    let app = app_base;
     let mut test_app = TestApp {
         base: app,
         client: client(),
@@ -92,6 +110,7 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
         header_read_timeout: HEADER_READ_TIMEOUT,
         request_timeout: REQUEST_TIMEOUT,
         ticket_keys: Some(ticket_keys()),
+        stripe: None,
     }
 }
 

@@ -1,0 +1,297 @@
+//! `POST /api/reservations/{id}/payment`, `GET /api/reservations/{id}/payments`
+//! and `POST /api/payments/stripe/webhook`.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use ticket_core::db::payments::{self, NewPayment, PaymentRow};
+use ticket_core::db::{self, concerts, refunds, whole};
+use ticket_core::domain::ReservationId;
+use ticket_core::domain::events::total_of_seats;
+use ticket_core::domain::payment::{PaymentStatus, Provider};
+use ticket_core::payments::{self as provider, settle, stripe};
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{ApiPath, AuthUser};
+use crate::reservations::checkout::lock_own;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new()
+        .route("/api/reservations/{id}/payment", post(pay))
+        .route("/api/reservations/{id}/payments", get(payments_of))
+        .route("/api/payments/stripe/webhook", post(stripe_webhook))
+}
+
+/// Seconds a client waits before asking again when the provider is down.
+const PROVIDER_RETRY_SECS: u64 = 5;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentResponse {
+    payment_id: u64,
+    #[schema(example = "stripe")]
+    provider: &'static str,
+    /// OPEN (to be paid), SUCCEEDED, FAILED (declined: the hold runs on,
+    /// ask again for another attempt) or CANCELED.
+    #[schema(example = "OPEN")]
+    status: &'static str,
+    /// The hold's total, in `currency`'s minor units.
+    amount: u64,
+    #[schema(example = "EUR")]
+    currency: String,
+    /// What Stripe.js pays the PaymentIntent with (`confirmCardPayment`).
+    client_secret: Option<String>,
+    publishable_key: Option<String>,
+    /// Why the last attempt was declined, in the provider's words.
+    failure: Option<String>,
+    created_at: DateTime<Utc>,
+}
+
+impl PaymentResponse {
+    fn of(p: &PaymentRow, publishable_key: Option<&str>) -> Self {
+        Self {
+            payment_id: p.id.get(),
+            provider: p.provider().api_name(),
+            status: p.status().as_str(),
+            amount: p.amount,
+            currency: p.currency.clone(),
+            client_secret: p.client_secret.clone(),
+            publishable_key: publishable_key.map(str::to_owned),
+            failure: p.failure.clone(),
+            created_at: p.created_at,
+        }
+    }
+}
+
+/// Pays for a HELD reservation of a priced concert (its owner): the
+/// provider's PaymentIntent of exactly the hold's total, created once per
+/// hold (asked again: the same one, 200; after a declined attempt, a new
+/// one). The hold is sold when the provider says the money moved.
+#[utoipa::path(post, path = "/api/reservations/{id}/payment", tag = "payments", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 201, body = PaymentResponse), (status = 200, body = PaymentResponse),
+              (status = 401, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
+              (status = 503, body = Problem)))]
+pub async fn pay(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<ReservationId>,
+) -> ApiResult<Response> {
+    let Some(stripe) = state.stripe.clone() else {
+        return Err(ApiError::payments_unavailable(
+            "no payment provider is configured; the box office confirms by hand",
+            60,
+        ));
+    };
+    let mut conn = state.pool.acquire().await?;
+    let payment = whole::run(&mut conn, async |tx| {
+        let locked = lock_own(tx, caller, id).await?;
+        let now = db::now(tx).await?;
+        let concert = concerts::find(tx, locked.concert_id)
+            .await?
+            .ok_or_else(ApiError::reservation_not_found)?;
+        if concert.cancelled_at.is_some() {
+            return Err(concert_cancelled());
+        }
+        if !locked.is_live_hold(now) {
+            return Err(ApiError::new(
+                ErrorCode::ReservationNotHeld,
+                "only a running hold can be paid for",
+            ));
+        }
+        let Some((amount, currency)) =
+            total_of_seats(&locked.seats).filter(|(amount, _)| amount.get() > 0)
+        else {
+            return Err(ApiError::new(
+                ErrorCode::NothingToPay,
+                "the reservation costs nothing: confirm it instead",
+            ));
+        };
+        if let Some(latest) = payments::latest_of(tx, id).await?
+            && matches!(
+                latest.status(),
+                PaymentStatus::Open | PaymentStatus::Succeeded
+            )
+        {
+            return Ok(latest);
+        }
+        let new = NewPayment {
+            concert: locked.concert_id,
+            reservation: id,
+            user: locked.user_id,
+            provider: Provider::Stripe,
+            amount: amount.get(),
+            currency: currency.as_str().to_owned(),
+        };
+        let payment_id = payments::insert(tx, &new, PaymentStatus::Open, now).await?;
+        payments::latest_of(tx, id)
+            .await?
+            .filter(|p| p.id == payment_id)
+            .ok_or_else(|| ApiError::internal(anyhow::anyhow!("payment {payment_id} vanished")))
+    })
+    .await?;
+    let key = Some(stripe.publishable_key.as_str());
+    if payment.provider_payment_id.is_some() {
+        return Ok((StatusCode::OK, Json(PaymentResponse::of(&payment, key))).into_response());
+    }
+    let metadata = [
+        ("reservation_id", id.to_string()),
+        ("concert_id", payment.concert_id.to_string()),
+        ("payment_id", payment.id.to_string()),
+    ];
+    let made = stripe
+        .client
+        .create_payment(
+            payment.amount,
+            &payment.currency,
+            &provider::payment_key(payment.id),
+            &metadata,
+        )
+        .await
+        .map_err(|e| {
+            tracing::warn!(error = %e, reservation = %id, "the payment provider did not make a payment");
+            ApiError::payments_unavailable(
+                "the payment provider does not answer; your hold is unchanged, try again shortly",
+                PROVIDER_RETRY_SECS,
+            )
+        })?;
+    let now = db::now(&mut conn).await?;
+    payments::record_provider_id(
+        &mut conn,
+        payment.id,
+        &made.id,
+        made.client_secret.as_deref(),
+        now,
+    )
+    .await?;
+    let stored = payments::latest_of(&mut conn, id)
+        .await?
+        .ok_or_else(ApiError::reservation_not_found)?;
+    Ok((StatusCode::CREATED, Json(PaymentResponse::of(&stored, key))).into_response())
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundResponse {
+    refund_id: u64,
+    amount: u64,
+    currency: String,
+    /// LATE_PAYMENT, EXTRA_PAYMENT, REQUESTED or CONCERT_CANCELLED.
+    reason: String,
+    /// PENDING (being carried out), SUCCEEDED or FAILED.
+    status: &'static str,
+    created_at: DateTime<Utc>,
+}
+
+impl From<refunds::RefundRow> for RefundResponse {
+    fn from(r: refunds::RefundRow) -> Self {
+        Self {
+            refund_id: r.id.get(),
+            amount: r.amount,
+            currency: r.currency.clone(),
+            status: r.status().as_str(),
+            reason: r.reason,
+            created_at: r.created_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentsResponse {
+    payments: Vec<PaymentResponse>,
+    refunds: Vec<RefundResponse>,
+}
+
+/// The reservation's payments (every attempt) and refunds (its owner or
+/// an admin).
+#[utoipa::path(get, path = "/api/reservations/{id}/payments", tag = "payments", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = PaymentsResponse), (status = 401, body = Problem), (status = 404, body = Problem)))]
+pub async fn payments_of(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<ReservationId>,
+) -> ApiResult<Json<PaymentsResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    let now = db::now(&mut conn).await?;
+    db::reservations::find(&mut conn, id, now)
+        .await?
+        .filter(|r| caller.can_act_on(r.user_id))
+        .ok_or_else(ApiError::reservation_not_found)?;
+    let key = state.stripe.as_ref().map(|s| s.publishable_key.as_str());
+    let payments = payments::of_reservation(&mut conn, id).await?;
+    let refunds = refunds::of_reservations(&mut conn, &[id]).await?;
+    Ok(Json(PaymentsResponse {
+        payments: payments
+            .iter()
+            .map(|p| PaymentResponse::of(p, key))
+            .collect(),
+        refunds: refunds.into_iter().map(Into::into).collect(),
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct WebhookResponse {
+    received: bool,
+}
+
+/// Stripe's webhook: `payment_intent.succeeded` sells the hold (or, when
+/// the hold has ended, refunds the payment), `payment_intent.payment_failed`
+/// notes the decline. Signed (`Stripe-Signature`), applied once per event.
+#[utoipa::path(post, path = "/api/payments/stripe/webhook", tag = "payments",
+    request_body(content = String, content_type = "application/json"),
+    responses((status = 200, body = WebhookResponse), (status = 400, body = Problem), (status = 503, body = Problem)))]
+pub async fn stripe_webhook(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> ApiResult<Json<WebhookResponse>> {
+    let Some(stripe) = state.stripe.clone() else {
+        return Err(ApiError::payments_unavailable(
+            "no payment provider is configured",
+            60,
+        ));
+    };
+    let mut conn = state.pool.acquire().await?;
+    let now = db::now(&mut conn).await?;
+    let signature = headers
+        .get("stripe-signature")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    stripe::verify_signature(signature, &body, &stripe.webhook_secret, now.timestamp())
+        .map_err(|e| ApiError::new(ErrorCode::WebhookSignatureInvalid, e.to_string()))?;
+    let event: stripe::Event = serde_json::from_slice(&body).map_err(|e| {
+        ApiError::new(
+            ErrorCode::ValidationError,
+            format!("not a Stripe event: {e}"),
+        )
+    })?;
+    let Some(news) = event.payment() else {
+        return Ok(Json(WebhookResponse { received: true }));
+    };
+    let applied = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        if !payments::record_event(tx, Provider::Stripe, &event.id, None, now).await? {
+            return Ok::<_, ApiError>(settle::Applied::Nothing);
+        }
+        Ok(settle::apply(tx, Provider::Stripe, &news, now).await?)
+    })
+    .await?;
+    tracing::info!(event = %event.id, kind = %event.kind, ?applied, "payment webhook applied");
+    Ok(Json(WebhookResponse { received: true }))
+}
+
+pub(crate) fn concert_cancelled() -> ApiError {
+    ApiError::new(
+        ErrorCode::ConcertCancelled,
+        "the concert was cancelled: nothing more is sold, every ticket is refunded",
+    )
+}

@@ -1,0 +1,269 @@
+//! Refunds (issue 46): written PENDING in the transaction that decides
+//! them (tickets voided, a late payment found, a show cancelled), then
+//! claimed under a lease (a claim moves `due_at` to the lease's end, as
+//! mails do) and carried out at the provider by whoever holds the claim.
+//! The amount a payment has given back, pending or done, never exceeds
+//! it: [`write`] checks under the payment's lock.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::{BindIds as _, IdList, Traced as _};
+use crate::domain::payment::{RefundReason, RefundStatus};
+use crate::domain::{ConcertId, PaymentId, RefundId, ReservationId, TicketId, UserId};
+
+#[derive(Debug, Clone)]
+pub struct NewRefund {
+    pub concert: ConcertId,
+    pub reservation: ReservationId,
+    pub payment: PaymentId,
+    pub amount: u64,
+    pub currency: String,
+    pub reason: RefundReason,
+    pub requested_by: Option<UserId>,
+    /// The tickets it pays back, each with its price (none for a late
+    /// payment, which bought no ticket).
+    pub tickets: Vec<(TicketId, u64)>,
+}
+
+/// Why a refund could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum RefundRefused {
+    #[error("the refund would give back more than was paid")]
+    MoreThanPaid,
+    #[error(transparent)]
+    Database(#[from] sqlx::Error),
+}
+
+/// Writes a refund of `new.amount`, PENDING (for the provider) or
+/// SUCCEEDED at once (money the operator gives back by hand); refuses one
+/// that would take the payment's refunds past `paid`. Call with the
+/// payment locked.
+pub async fn write(
+    conn: &mut MySqlConnection,
+    new: &NewRefund,
+    paid: u64,
+    status: RefundStatus,
+    now: DateTime<Utc>,
+) -> Result<RefundId, RefundRefused> {
+    let (given,): (u64,) = sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(amount), 0) AS UNSIGNED) FROM refunds \
+          WHERE payment_id = ? AND status <> 'FAILED'",
+    )
+    .bind(new.payment)
+    .fetch_one(&mut *conn)
+    .traced("SELECT", "refunds")
+    .await?;
+    if given.saturating_add(new.amount) > paid {
+        return Err(RefundRefused::MoreThanPaid);
+    }
+    let pending = status == RefundStatus::Pending;
+    let done = sqlx::query(
+        "INSERT INTO refunds (concert_id, reservation_id, payment_id, amount, currency, reason, status, \
+                              requested_by, due_at, created_at, ended_at) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    )
+    .bind(new.concert)
+    .bind(new.reservation)
+    .bind(new.payment)
+    .bind(new.amount)
+    .bind(&new.currency)
+    .bind(new.reason.as_str())
+    .bind(status.as_str())
+    .bind(new.requested_by)
+    .bind(pending.then_some(now.naive_utc()))
+    .bind(now.naive_utc())
+    .bind((!pending).then_some(now.naive_utc()))
+    .execute(&mut *conn)
+    .traced("INSERT", "refunds")
+    .await?;
+    let id = RefundId(done.last_insert_id());
+    if !new.tickets.is_empty() {
+        let mut insert = sqlx::QueryBuilder::new(
+            "INSERT INTO refund_tickets (refund_id, ticket_id, concert_id, amount) ",
+        );
+        insert.push_values(&new.tickets, |mut row, (ticket, amount)| {
+            row.push_bind(id)
+                .push_bind(*ticket)
+                .push_bind(new.concert)
+                .push_bind(*amount);
+        });
+        insert
+            .build()
+            .execute(&mut *conn)
+            .traced("INSERT", "refund_tickets")
+            .await?;
+    }
+    Ok(id)
+}
+
+/// A refund as the API shows it.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct RefundRow {
+    pub id: RefundId,
+    pub reservation_id: ReservationId,
+    pub payment_id: PaymentId,
+    pub amount: u64,
+    pub currency: String,
+    pub reason: String,
+    pub status: String,
+    pub created_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+}
+
+impl RefundRow {
+    pub fn status(&self) -> RefundStatus {
+        RefundStatus::from_stored(&self.status).unwrap_or(RefundStatus::Pending)
+    }
+}
+
+const COLUMNS: &str =
+    "id, reservation_id, payment_id, amount, currency, reason, status, created_at, ended_at";
+
+pub async fn find(
+    conn: &mut MySqlConnection,
+    id: RefundId,
+) -> Result<Option<RefundRow>, sqlx::Error> {
+    sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM refunds WHERE id = ?"
+    )))
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "refunds")
+    .await
+}
+
+/// The refunds of `reservations`, oldest first.
+pub async fn of_reservations(
+    conn: &mut MySqlConnection,
+    reservations: &[ReservationId],
+) -> Result<Vec<RefundRow>, sqlx::Error> {
+    let Some(list) = IdList::of(reservations) else {
+        return Ok(Vec::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT {COLUMNS} FROM refunds WHERE reservation_id IN ({list}) ORDER BY id"
+    )));
+    select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "refunds")
+        .await
+}
+
+/// A refund claimed for carrying out at its provider.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct Claimed {
+    pub id: RefundId,
+    pub concert_id: ConcertId,
+    pub amount: u64,
+    pub provider: String,
+    pub provider_payment_id: Option<String>,
+    /// What the payment took, against which the provider's refunds are
+    /// capped (a provider that does not cap them itself).
+    pub paid: u64,
+    /// Attempts so far, this one included.
+    pub attempts: u32,
+}
+
+/// Claims up to `limit` due refunds (by `now`, the database's clock) for
+/// `token` until `lease_until`, in a short transaction of the caller's;
+/// refunds another executor is claiming are skipped.
+pub async fn claim_due(
+    conn: &mut MySqlConnection,
+    token: u64,
+    lease_until: DateTime<Utc>,
+    limit: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<Claimed>, sqlx::Error> {
+    async move {
+        let due: Vec<(RefundId,)> = sqlx::query_as(
+            "SELECT id FROM refunds WHERE due_at <= ? ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
+        )
+        .bind(now.naive_utc())
+        .bind(limit)
+        .fetch_all(&mut *conn)
+        .await?;
+        let ids: Vec<RefundId> = due.into_iter().map(|(id,)| id).collect();
+        let Some(list) = IdList::of(&ids) else {
+            return Ok(Vec::new());
+        };
+        let update = sqlx::query(AssertSqlSafe(format!(
+            "UPDATE refunds SET lease_token = ?, due_at = ?, attempts = attempts + 1 WHERE id IN ({list})"
+        )))
+        .bind(token)
+        .bind(lease_until.naive_utc());
+        update.bind_ids(&list).execute(&mut *conn).await?;
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT f.id, f.concert_id, f.amount, p.provider, p.provider_payment_id, p.amount AS paid, f.attempts \
+               FROM refunds f JOIN payments p ON p.id = f.payment_id \
+              WHERE f.id IN ({list}) ORDER BY f.id"
+        )));
+        select.bind_ids(&list).fetch_all(conn).await
+    }
+    .traced("UPDATE", "refunds")
+    .await
+}
+
+/// How an attempt at a refund ended.
+#[derive(Debug, Clone)]
+pub enum Ending {
+    Succeeded {
+        provider_refund_id: Option<String>,
+    },
+    /// Refused for good.
+    Failed {
+        error: String,
+    },
+    /// Try again at `at`.
+    Retry {
+        at: DateTime<Utc>,
+        error: String,
+    },
+}
+
+/// Records how the attempt under `token` ended; false when the lease was
+/// lost (another executor took the refund over after it ran out).
+pub async fn record(
+    conn: &mut MySqlConnection,
+    id: RefundId,
+    token: u64,
+    ending: &Ending,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let (status, due, provider_id, error) = match ending {
+        Ending::Succeeded { provider_refund_id } => {
+            ("SUCCEEDED", None, provider_refund_id.as_deref(), None)
+        }
+        Ending::Failed { error } => ("FAILED", None, None, Some(error.as_str())),
+        Ending::Retry { at, error } => ("PENDING", Some(*at), None, Some(error.as_str())),
+    };
+    let done = sqlx::query(
+        "UPDATE refunds SET status = ?, due_at = ?, ended_at = IF(? = 'PENDING', NULL, ?), \
+                provider_refund_id = COALESCE(?, provider_refund_id), last_error = ?, lease_token = NULL \
+          WHERE id = ? AND lease_token = ? AND status = 'PENDING'",
+    )
+    .bind(status)
+    .bind(due.map(|t| t.naive_utc()))
+    .bind(status)
+    .bind(now.naive_utc())
+    .bind(provider_id)
+    .bind(error.map(|e| e.chars().take(255).collect::<String>()))
+    .bind(id)
+    .bind(token)
+    .execute(conn)
+    .traced("UPDATE", "refunds")
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// Refunds still to carry out, and those refused for good.
+pub async fn backlog(conn: &mut MySqlConnection) -> Result<(i64, i64), sqlx::Error> {
+    sqlx::query_as(
+        "SELECT CAST(COALESCE(SUM(status = 'PENDING'), 0) AS SIGNED), \
+                CAST(COALESCE(SUM(status = 'FAILED'), 0) AS SIGNED) FROM refunds",
+    )
+    .fetch_one(conn)
+    .traced("SELECT", "refunds")
+    .await
+}
