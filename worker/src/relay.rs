@@ -111,16 +111,8 @@ pub struct Round {
 
 impl Relay {
     pub fn new(pool: MySqlPool, config: WebhookConfig) -> anyhow::Result<Self> {
-        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()?
-        .with_root_certificates(rustls::RootCertStore {
-            roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-        })
-        .with_no_client_auth();
         let client = reqwest::Client::builder()
-            .tls_backend_preconfigured(tls)
+            .tls_backend_preconfigured(ticket_core::tls::client_config()?)
             .timeout(config.timeout)
             .connect_timeout(config.timeout)
             .redirect(reqwest::redirect::Policy::none())

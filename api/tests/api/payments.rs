@@ -81,6 +81,12 @@ async fn pay_for(app: &TestApp, token: &str, id: u64) -> Value {
     reply.body
 }
 
+/// The PaymentIntent's id, from the client secret a payment answers with.
+fn pi_of(payment: &Value) -> String {
+    let secret = payment["clientSecret"].as_str().expect("a client secret");
+    secret.split("_secret_").next().unwrap_or(secret).to_owned()
+}
+
 async fn events_of(app: &TestApp, id: u64) -> Vec<String> {
     let rows: Vec<(String,)> =
         sqlx::query_as("SELECT event_type FROM outbox WHERE aggregate_id = ? ORDER BY id")
@@ -147,8 +153,7 @@ async fn a_hold_is_paid_through_stripe_and_sold_by_its_webhook() {
     assert_eq!(payment["amount"], 17800);
     assert_eq!(payment["currency"], "EUR");
     assert_eq!(payment["publishableKey"], localstripe::PUBLISHABLE_KEY);
-    let secret = payment["clientSecret"].as_str().unwrap();
-    let pi = secret.split("_secret_").next().unwrap().to_owned();
+    let pi = pi_of(&payment);
     // Asked again: the same payment, not a second PaymentIntent.
     let again = app
         .post(
@@ -205,13 +210,7 @@ async fn a_declined_card_leaves_the_hold_running_and_another_attempt_pays() {
     let (_, fan) = app.user("declined").await;
     let id = won(&app, &fan, &seats).await;
     let first = pay_for(&app, &fan, id).await;
-    let pi = first["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
+    let pi = pi_of(&first);
     let (status, body) = stripe.pay(&pi, "pm_card_chargeCustomerFail").await;
     assert_eq!(status, 402, "{body}");
     // The webhook says so; the hold runs on.
@@ -234,13 +233,7 @@ async fn a_declined_card_leaves_the_hold_running_and_another_attempt_pays() {
 
     let second = pay_for(&app, &fan, id).await;
     assert_ne!(second["paymentId"], first["paymentId"]);
-    let pi = second["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
+    let pi = pi_of(&second);
     let (status, _) = stripe.pay(&pi, "pm_card_visa").await;
     assert_eq!(status, 200);
     becomes(&app, &fan, id, "CONFIRMED").await;
@@ -255,13 +248,7 @@ async fn webhooks_badly_signed_stale_replayed_or_reordered_change_nothing() {
     let (_, fan) = app.user("replayed").await;
     let id = won(&app, &fan, &seats).await;
     let payment = pay_for(&app, &fan, id).await;
-    let pi_id = payment["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
+    let pi_id = pi_of(&payment);
     let (status, _) = stripe.pay(&pi_id, "pm_card_visa").await;
     assert_eq!(status, 200);
     let pi = stripe.payment_intent(&pi_id).await;
@@ -357,13 +344,7 @@ async fn a_payment_after_the_hold_ended_is_refunded_in_full_and_the_fan_told() {
     let fan = app.login("late", "password123").await;
     let id = won(&app, &fan, &seats).await;
     let payment = pay_for(&app, &fan, id).await;
-    let pi = payment["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
+    let pi = pi_of(&payment);
     // The hold ends (its end moved to now, as a clock would), and is swept.
     sqlx::query("UPDATE reservations SET hold_expires_at = NOW(6) WHERE id = ?")
         .bind(id)
@@ -434,20 +415,8 @@ async fn a_lost_webhook_is_made_good_by_the_sweep_and_an_unpaid_ended_hold_cance
     let (_, fan) = app.user("lost").await;
     let paid = won(&app, &fan, &seats[..1]).await;
     let unpaid = won(&app, &fan, &seats[1..]).await;
-    let paid_pi = pay_for(&app, &fan, paid).await["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
-    let unpaid_pi = pay_for(&app, &fan, unpaid).await["clientSecret"]
-        .as_str()
-        .unwrap()
-        .split("_secret_")
-        .next()
-        .unwrap()
-        .to_owned();
+    let paid_pi = pi_of(&pay_for(&app, &fan, paid).await);
+    let unpaid_pi = pi_of(&pay_for(&app, &fan, unpaid).await);
     let (status, _) = stripe.pay(&paid_pi, "pm_card_visa").await;
     assert_eq!(status, 200);
     let money = Money::new(app.pool.clone(), stripe.client());
@@ -546,13 +515,7 @@ async fn the_webhook_racing_the_holds_end_sells_or_refunds_never_both() {
     for (i, seat) in seats.iter().enumerate() {
         let (_, fan) = app.user(&format!("racer{i}")).await;
         let id = won(&app, &fan, &[*seat]).await;
-        let pi = pay_for(&app, &fan, id).await["clientSecret"]
-            .as_str()
-            .unwrap()
-            .split("_secret_")
-            .next()
-            .unwrap()
-            .to_owned();
+        let pi = pi_of(&pay_for(&app, &fan, id).await);
         let (status, _) = stripe.pay(&pi, "pm_card_visa").await;
         assert_eq!(status, 200);
         holds.push((id, fan, stripe.payment_intent(&pi).await));

@@ -1,5 +1,8 @@
 //! Checks that the data tells one consistent story about every seat. Used by
 //! the tests after every concurrency scenario, and by operators.
+//!
+//! Long because it is one list of every invariant the system keeps, each a
+//! counting statement with its name, read (and extended) in one place.
 
 use chrono::{DateTime, Duration, Utc};
 use sqlx::MySqlConnection;

@@ -8,6 +8,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use super::due_claim::DueTable;
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::ReservationEvent;
 use crate::domain::mail::{Due, MailKind, REMINDER_WHEN_LEFT};
@@ -90,23 +91,11 @@ pub async fn claim_due(
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     async move {
-        let due: Vec<(u64,)> = sqlx::query_as(
-            "SELECT id FROM mails WHERE due_at <= ? ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-        )
-        .bind(now.naive_utc())
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?;
-        let ids: Vec<u64> = due.into_iter().map(|(id,)| id).collect();
+        let ids =
+            super::due_claim::claim(conn, DueTable::Mails, token, lease_until, limit, now).await?;
         let Some(list) = IdList::of(&ids) else {
             return Ok(Vec::new());
         };
-        let update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE mails SET lease_token = ?, due_at = ?, attempts = attempts + 1 WHERE id IN ({list})"
-        )))
-        .bind(token)
-        .bind(lease_until.naive_utc());
-        update.bind_ids(&list).execute(&mut *conn).await?;
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT id, reservation_id, kind, created_at, attempts FROM mails \
              WHERE id IN ({list}) ORDER BY id"

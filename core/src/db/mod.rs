@@ -13,6 +13,7 @@
 pub mod access_codes;
 pub mod check_ins;
 pub mod concerts;
+mod due_claim;
 pub mod fans;
 pub mod holds;
 mod id_list;

@@ -1,13 +1,13 @@
 //! Refunds (issue 46): written PENDING in the transaction that decides
 //! them (tickets voided, a late payment found, a show cancelled), then
-//! claimed under a lease (a claim moves `due_at` to the lease's end, as
-//! mails do) and carried out at the provider by whoever holds the claim.
+//! claimed under a lease (`due_claim`, as mails are) and carried out at the provider by whoever holds the claim.
 //! The amount a payment has given back, pending or done, never exceeds
 //! it: [`write`] checks under the payment's lock.
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use super::due_claim::DueTable;
 use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::payment::{RefundReason, RefundStatus};
 use crate::domain::{ConcertId, PaymentId, RefundId, ReservationId, TicketId, UserId};
@@ -177,23 +177,11 @@ pub async fn claim_due(
     now: DateTime<Utc>,
 ) -> Result<Vec<Claimed>, sqlx::Error> {
     async move {
-        let due: Vec<(RefundId,)> = sqlx::query_as(
-            "SELECT id FROM refunds WHERE due_at <= ? ORDER BY due_at LIMIT ? FOR UPDATE SKIP LOCKED",
-        )
-        .bind(now.naive_utc())
-        .bind(limit)
-        .fetch_all(&mut *conn)
-        .await?;
-        let ids: Vec<RefundId> = due.into_iter().map(|(id,)| id).collect();
+        let ids =
+            super::due_claim::claim(conn, DueTable::Refunds, token, lease_until, limit, now).await?;
         let Some(list) = IdList::of(&ids) else {
             return Ok(Vec::new());
         };
-        let update = sqlx::query(AssertSqlSafe(format!(
-            "UPDATE refunds SET lease_token = ?, due_at = ?, attempts = attempts + 1 WHERE id IN ({list})"
-        )))
-        .bind(token)
-        .bind(lease_until.naive_utc());
-        update.bind_ids(&list).execute(&mut *conn).await?;
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT f.id, f.concert_id, f.amount, p.provider, p.provider_payment_id, p.amount AS paid, f.attempts \
                FROM refunds f JOIN payments p ON p.id = f.payment_id \
