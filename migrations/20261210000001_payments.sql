@@ -9,7 +9,8 @@ ALTER TABLE concerts
     -- Set once by the operator's cancel: the sale is over and every
     -- confirmed reservation is refunded by the workers.
     ADD COLUMN cancelled_at     DATETIME(6)  NULL,
-    ADD COLUMN cancel_reason    VARCHAR(500) NULL;
+    ADD COLUMN cancel_reason    VARCHAR(500) NULL,
+    ADD INDEX idx_concerts_cancelled (cancelled_at);
 
 -- A payment of a hold: a PaymentIntent at a provider (STRIPE), or a
 -- reference the operator gave when confirming (MANUAL). A hold has at most

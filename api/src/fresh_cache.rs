@@ -110,6 +110,15 @@ impl<K: Hash + Eq + Copy, V: Clone> FreshCache<K, V> {
         answer.map_err(Unanswered::Failed)
     }
 
+    /// Forgets `key`'s value: the next ask reads it again (a change this
+    /// instance made itself, to be seen here at once).
+    pub fn invalidate(&self, key: K) {
+        self.slots
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&key);
+    }
+
     fn slot(&self, key: K) -> Arc<Slot<V>> {
         if let Some(slot) = self
             .slots

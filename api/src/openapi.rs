@@ -36,6 +36,8 @@ use crate::state::AppState;
         crate::check_in::scanners::create_scanner, crate::check_in::scanners::list_scanners, crate::check_in::scanners::revoke_scanner,
         crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
         crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook,
+        crate::payments::refunds::refund_tickets,
+        crate::payments::cancellation::cancel, crate::payments::cancellation::progress,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

@@ -10,7 +10,7 @@ use sqlx::{MySql, MySqlConnection, MySqlPool};
 use ticket_core::db::queue::{Fence, TraceContext};
 use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, outbox, queue, reservations, seats};
-use ticket_core::domain::{ConcertId, QueueId, SeatId};
+use ticket_core::domain::{ConcertId, FailureReason, QueueId, SeatId};
 
 mod batch_plan;
 use batch_plan::*;
@@ -196,6 +196,12 @@ async fn decide_rows(
 ) -> Result<Report, DecideError> {
     let now = db::now(tx).await?;
     let lease_lost = wanted - locked.len();
+    // A cancelled concert's requests fail, before or after its opening.
+    let (cancelled, locked): (Vec<_>, Vec<_>) =
+        locked.into_iter().partition(|row| row.concert_cancelled);
+    let cancelled: Vec<QueueId> = cancelled.iter().map(|row| row.id).collect();
+    let failed_cancelled =
+        queue::mark_failed(tx, &cancelled, fence, FailureReason::ConcertCancelled, now).await?;
     let (rows, early): (Vec<_>, Vec<_>) = locked
         .into_iter()
         .partition(|row| row.opens_at.is_none_or(|at| at <= now));
@@ -251,6 +257,7 @@ async fn decide_rows(
         && succeeded == expected
         && recorded == expected
         && refused == plan.refused() as u64
+        && failed_cancelled == cancelled.len() as u64
         && deferred == plan.deferred.len() as u64;
     if !consistent {
         return Err(DecideError::Invariant(anyhow::anyhow!(
@@ -268,7 +275,7 @@ async fn decide_rows(
     Ok(Report {
         decided: Decided {
             succeeded: winners.len(),
-            failed: plan.refused(),
+            failed: plan.refused() + cancelled.len(),
             lease_lost,
             deferred: plan.deferred.len() + early.len(),
             dead_lettered: 0,

@@ -2,6 +2,7 @@
 //! coordinator: each claims rows with `FOR UPDATE SKIP LOCKED` under a lease,
 //! decides them, and fences every write with the lease token.
 
+pub mod cancellation;
 pub mod config;
 mod cycles;
 pub mod decide;

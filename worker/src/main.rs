@@ -83,6 +83,9 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             .counted_in(worker.metrics())
             .run(shutdown.clone()),
     );
+    let cancellations = tokio::spawn(
+        ticket_worker::cancellation::Cancellations::new(pool.clone()).run(shutdown.clone()),
+    );
     let offers = tokio::spawn(
         ticket_worker::waiting_list::Offers::new(pool.clone())
             .counted_in(worker.metrics())
@@ -101,6 +104,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
     sweeper.await?;
     expiry.await?;
     offers.await?;
+    cancellations.await?;
     for relay in [relay, mail, money].into_iter().flatten() {
         relay.await?;
     }

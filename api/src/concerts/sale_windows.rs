@@ -22,6 +22,18 @@ pub struct SaleTerms {
     pub window: SaleWindow,
     pub max_seats_per_user: MaxSeatsPerUser,
     pub proof_of_work: ProofOfWork,
+    /// The concert was cancelled: nothing more is sold.
+    pub cancelled: bool,
+}
+
+impl SaleTerms {
+    /// Refuses a cancelled concert's sale (requests, the waiting list).
+    pub fn ensure_selling(&self) -> ApiResult<()> {
+        if self.cancelled {
+            return Err(crate::payments::routes::concert_cancelled());
+        }
+        Ok(())
+    }
 }
 
 impl Default for SaleTerms {
@@ -32,6 +44,7 @@ impl Default for SaleTerms {
             window: SaleWindow::default(),
             max_seats_per_user: MaxSeatsPerUser::from_stored(MaxSeatsPerUser::MOST),
             proof_of_work: ProofOfWork::default(),
+            cancelled: false,
         }
     }
 }
@@ -49,6 +62,12 @@ impl SaleWindows {
         Ok(self.terms(pool, concert).await?.window)
     }
 
+    /// Reads the concert's terms again at the next ask (this instance
+    /// changed them: others see it within the second).
+    pub fn forget(&self, concert: ConcertId) {
+        self.0.invalidate(concert);
+    }
+
     /// The concert's sale window and cap, about a second old at most.
     pub async fn terms(&self, pool: &MySqlPool, concert: ConcertId) -> ApiResult<SaleTerms> {
         self.0
@@ -59,6 +78,7 @@ impl SaleWindows {
                     window: c.sale(),
                     max_seats_per_user: MaxSeatsPerUser::from_stored(c.max_seats_per_user),
                     proof_of_work: ProofOfWork::from_stored(c.proof_of_work),
+                    cancelled: c.cancelled_at.is_some(),
                 }))
             })
             .await

@@ -1,7 +1,13 @@
-//! Paying for a hold (issue 46): the PaymentIntent a fan pays with
-//! Stripe.js, the provider's webhook that says the money moved, and what a
-//! reservation's payments and refunds are.
+//! Money (issue 46): paying for a hold (the PaymentIntent a fan pays with
+//! Stripe.js, the provider's webhook that says the money moved), refunds
+//! of sold tickets, and a cancelled concert.
 
+pub mod cancellation;
+pub mod refunds;
 pub mod routes;
 
-pub use routes::router;
+pub fn router() -> axum::Router<crate::state::AppState> {
+    routes::router()
+        .merge(refunds::router())
+        .merge(cancellation::router())
+}

@@ -12,7 +12,6 @@ use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
 use ticket_core::db::outbox;
 use ticket_core::db::payments::{self, NewPayment};
-use ticket_core::db::refunds::RefundRefused;
 use ticket_core::db::reservations::{self, LockedReservation};
 use ticket_core::db::{self, concerts, seats, whole};
 use ticket_core::domain::events::EventKind;
@@ -212,60 +211,25 @@ async fn cancel_reservation(
                 "a ticket of this reservation was used at the door: it can no longer be cancelled",
             ));
         }
-        // A paid order cancelled is a paid order refunded: by an admin
-        // always; by its fan while the concert allows refunds when a
-        // provider took the money (money taken by hand is given back by
-        // hand, and fans cancel as they always could).
-        let tickets = db::tickets::valid_with_prices(tx, id).await?;
-        if locked.status == ReservationStatus::Confirmed
-            && !caller.is_admin()
-            && refund::paid_through_provider(tx, id).await?
-        {
-            let concert = concerts::find(tx, locked.concert_id).await?;
-            let refundable = concert
-                .and_then(|c| c.refundable_until)
-                .is_some_and(|until| until > now);
-            if !refundable {
-                return Err(ApiError::new(
-                    ErrorCode::RefundNotAllowed,
-                    "this concert's tickets can no longer be refunded by their buyer; ask the box office",
-                ));
-            }
-        }
-        let refunded = match locked.status {
-            ReservationStatus::Confirmed => refund::of_tickets(
+        if locked.status == ReservationStatus::Confirmed {
+            // A sold order cancelled is a sold order given back.
+            crate::payments::refunds::ensure_refundable(tx, caller, &locked, now).await?;
+            let valid = db::tickets::valid_with_prices(tx, id).await?;
+            refund::give_back(
                 tx,
-                id,
-                &tickets,
+                &locked,
+                &valid,
+                &valid,
                 RefundReason::Requested,
                 Some(caller.id),
                 now,
             )
             .await
-            .map_err(|e| match e {
-                RefundRefused::MoreThanPaid => ApiError::new(
-                    ErrorCode::TicketNotRefundable,
-                    "the order was refunded already",
-                ),
-                RefundRefused::Database(e) => e.into(),
-            })?,
-            _ => None,
-        };
-        reservations::end(tx, &[id], ReservationStatus::Cancelled, now).await?;
-        seats::free_unclaimed(tx, &seat_ids(&locked), now).await?;
-        announce(
-            tx,
-            EventKind::Cancelled,
-            &locked,
-            locked.payment_reference.as_deref(),
-            now,
-        )
-        .await?;
-        if refunded.is_some() {
-            let event = locked
-                .event(EventKind::Refunded, locked.payment_reference.as_deref(), now)
-                .leaving(ReservationStatus::Cancelled);
-            outbox::record(tx, &[event], now).await?;
+            .map_err(crate::payments::refunds::refused)?;
+        } else {
+            reservations::end(tx, &[id], ReservationStatus::Cancelled, now).await?;
+            seats::free_unclaimed(tx, &seat_ids(&locked), now).await?;
+            announce(tx, EventKind::Cancelled, &locked, None, now).await?;
         }
         Ok(())
     })

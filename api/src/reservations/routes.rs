@@ -121,6 +121,7 @@ pub async fn enqueue(
     // Whether the sale takes the request yet, and in the lottery or behind
     // the line, is decided when it is written, by the database's clock.
     let terms = state.sales.terms(&state.pool, concert).await?;
+    terms.ensure_selling()?;
     if terms.proof_of_work.is_on() {
         crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
     }

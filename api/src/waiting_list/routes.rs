@@ -90,6 +90,7 @@ pub async fn join(
         Some(Err(_)) => return Err(ApiError::access_code_invalid()),
     };
     let terms = state.sales.terms(&state.pool, concert).await?;
+    terms.ensure_selling()?;
     let now = db::now(&mut conn).await?;
     let admission = match access_code {
         Some(_) => terms.window.admission_with_code(now),

@@ -238,6 +238,27 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             404,
             "RESERVATION_NOT_FOUND",
         ),
+        (
+            Method::POST,
+            format!("/api/reservations/{reservation}/refund"),
+            Some(json!({})),
+            404,
+            "RESERVATION_NOT_FOUND",
+        ),
+        (
+            Method::POST,
+            format!("/api/concerts/{concert_id}/cancel"),
+            Some(json!({"reason": "taken over"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/cancellation"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
         // This server takes no payments: nothing to reach.
         (
             Method::POST,

@@ -28,6 +28,7 @@ mod payments;
 mod presale;
 mod prices;
 mod proof_of_work;
+mod refunds;
 mod reservations;
 mod sale;
 mod seats;

@@ -54,6 +54,9 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/reservations/{id}/payment"),
     ("get", "/api/reservations/{id}/payments"),
     ("post", "/api/payments/stripe/webhook"),
+    ("post", "/api/reservations/{id}/refund"),
+    ("post", "/api/concerts/{id}/cancel"),
+    ("get", "/api/concerts/{id}/cancellation"),
 ];
 
 #[tokio::test]

@@ -391,3 +391,69 @@ pub async fn delete_with_seats(
     .traced("DELETE", "concerts")
     .await
 }
+
+/// Cancels the concert (locked by the caller) at `now`, once; false when
+/// it was cancelled before.
+pub async fn cancel(
+    conn: &mut MySqlConnection,
+    id: ConcertId,
+    reason: &str,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE concerts SET cancelled_at = ?, cancel_reason = ?, updated_at = ? \
+          WHERE id = ? AND cancelled_at IS NULL",
+    )
+    .bind(now.naive_utc())
+    .bind(reason)
+    .bind(now.naive_utc())
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "concerts")
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The cancelled concerts, newest first (each one's remaining
+/// reservations are the workers' to end and refund).
+pub async fn cancelled(conn: &mut MySqlConnection) -> Result<Vec<ConcertId>, sqlx::Error> {
+    let rows: Vec<(ConcertId,)> = sqlx::query_as(
+        "SELECT id FROM concerts WHERE cancelled_at IS NOT NULL ORDER BY cancelled_at DESC",
+    )
+    .fetch_all(conn)
+    .traced("SELECT", "concerts")
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}
+
+/// How a cancelled concert's refunds stand: orders refunded (or ended
+/// with nothing to give back), orders and refunds still to do, refunds
+/// the provider refused.
+#[derive(Debug, Clone, Copy, Default, sqlx::FromRow)]
+pub struct CancellationProgress {
+    pub refunded: i64,
+    pub pending: i64,
+    pub failed: i64,
+}
+
+pub async fn cancellation_progress(
+    conn: &mut MySqlConnection,
+    id: ConcertId,
+) -> Result<CancellationProgress, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM refunds WHERE concert_id = ? AND reason = 'CONCERT_CANCELLED' \
+                   AND status = 'SUCCEEDED') AS refunded, \
+                (SELECT COUNT(*) FROM refunds WHERE concert_id = ? AND reason = 'CONCERT_CANCELLED' \
+                   AND status = 'PENDING') \
+              + (SELECT COUNT(*) FROM reservations WHERE concert_id = ? AND status = 'CONFIRMED') AS pending, \
+                (SELECT COUNT(*) FROM refunds WHERE concert_id = ? AND reason = 'CONCERT_CANCELLED' \
+                   AND status = 'FAILED') AS failed",
+    )
+    .bind(id)
+    .bind(id)
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "refunds")
+    .await
+}

@@ -73,7 +73,10 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         "a reservation's seat claims disagree with its status",
         "SELECT COUNT(*) FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
          WHERE rs.status <> r.status \
-           AND NOT (rs.status = 'EXPIRED' AND r.status = 'HELD' AND r.hold_expires_at <= ?)",
+           AND NOT (rs.status = 'EXPIRED' AND r.status = 'HELD' AND r.hold_expires_at <= ?) \
+           AND NOT (rs.status = 'CANCELLED' AND r.status = 'CONFIRMED' AND EXISTS \
+                    (SELECT 1 FROM tickets t JOIN refund_tickets ft ON ft.ticket_id = t.id \
+                      WHERE t.reservation_id = rs.reservation_id AND t.seat_id = rs.seat_id))",
         &[Now],
     ),
     (

@@ -478,3 +478,46 @@ pub async fn held_claims(
     .await?;
     Ok(u64::try_from(held).unwrap_or(0))
 }
+
+/// Gives up some of a CONFIRMED reservation's seats (their tickets
+/// refunded): their claims end CANCELLED, the reservation stays CONFIRMED
+/// with the rest. Call with the reservation and its seats locked.
+pub async fn release_seats(
+    conn: &mut MySqlConnection,
+    id: ReservationId,
+    seats: &[SeatId],
+) -> Result<u64, sqlx::Error> {
+    let Some(list) = IdList::of(seats) else {
+        return Ok(0);
+    };
+    let update = sqlx::query(AssertSqlSafe(format!(
+        "UPDATE reservation_seats SET status = 'CANCELLED' \
+          WHERE reservation_id = ? AND status = 'CONFIRMED' AND seat_id IN ({list})"
+    )))
+    .bind(id);
+    update
+        .bind_ids(&list)
+        .execute(conn)
+        .traced("UPDATE", "reservation_seats")
+        .await
+        .map(|done| done.rows_affected())
+}
+
+/// Up to `limit` reservations of `concert` that are still HELD or
+/// CONFIRMED (a cancelled concert's, to end), oldest first.
+pub async fn live_of_concert(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    limit: u32,
+) -> Result<Vec<ReservationId>, sqlx::Error> {
+    let rows: Vec<(ReservationId,)> = sqlx::query_as(
+        "SELECT id FROM reservations WHERE concert_id = ? AND status IN ('HELD', 'CONFIRMED') \
+          ORDER BY id LIMIT ?",
+    )
+    .bind(concert)
+    .bind(limit)
+    .fetch_all(conn)
+    .traced("SELECT", "reservations")
+    .await?;
+    Ok(rows.into_iter().map(|(id,)| id).collect())
+}

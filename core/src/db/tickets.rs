@@ -148,19 +148,45 @@ pub async fn of_reservations(
         .await
 }
 
-/// The reservation's valid tickets with the price each seat was sold at
-/// (0 without prices), in ticket order.
+/// A valid ticket with the price its seat was sold at (0 without prices).
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+pub struct PricedTicket {
+    pub id: TicketId,
+    pub seat_id: SeatId,
+    pub price: u64,
+    pub checked_in: bool,
+}
+
+/// The reservation's valid tickets with their prices, in ticket order.
 pub async fn valid_with_prices(
     conn: &mut MySqlConnection,
     reservation: ReservationId,
-) -> Result<Vec<(TicketId, u64)>, sqlx::Error> {
+) -> Result<Vec<PricedTicket>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT t.id, CAST(COALESCE(rs.price, 0) AS UNSIGNED) FROM tickets t JOIN reservation_seats rs \
+        "SELECT t.id, t.seat_id, CAST(COALESCE(rs.price, 0) AS UNSIGNED) AS price, \
+                t.checked_in_at IS NOT NULL AS checked_in \
+           FROM tickets t JOIN reservation_seats rs \
             ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
           WHERE t.reservation_id = ? AND t.status = 'VALID' ORDER BY t.id",
     )
     .bind(reservation)
     .fetch_all(conn)
     .traced("SELECT", "tickets")
+    .await
+}
+
+/// Voids these valid tickets (refunded in the caller's transaction).
+pub async fn void_ids(
+    conn: &mut MySqlConnection,
+    tickets: &[TicketId],
+    now: DateTime<Utc>,
+) -> Result<u64, sqlx::Error> {
+    execute_for_ids(conn, tickets, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE tickets SET status = 'VOID', voided_at = ? WHERE status = 'VALID' AND id IN ({list})"
+        )))
+        .bind(now.naive_utc())
+    })
+    .traced("UPDATE", "tickets")
     .await
 }

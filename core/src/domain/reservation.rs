@@ -40,6 +40,8 @@ pub enum FailureReason {
     ProcessingFailed,
     /// Its seats would take its user past the concert's `maxSeatsPerUser`.
     UserLimitReached,
+    /// The concert was cancelled before the request was decided.
+    ConcertCancelled,
 }
 
 impl FailureReason {
@@ -48,6 +50,7 @@ impl FailureReason {
             Self::SeatTaken => "SEAT_TAKEN",
             Self::ProcessingFailed => "PROCESSING_FAILED",
             Self::UserLimitReached => "USER_LIMIT_REACHED",
+            Self::ConcertCancelled => "CONCERT_CANCELLED",
         }
     }
 }

@@ -6,10 +6,13 @@
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 
-use crate::db::payments;
 use crate::db::refunds::{self, NewRefund, RefundRefused};
+use crate::db::reservations::{self, LockedReservation};
+use crate::db::tickets::{self, PricedTicket};
+use crate::db::{outbox, payments, seats};
+use crate::domain::events::EventKind;
 use crate::domain::payment::{Provider, RefundReason, RefundStatus};
-use crate::domain::{RefundId, ReservationId, TicketId, UserId};
+use crate::domain::{RefundId, ReservationId, ReservationStatus, SeatId, TicketId, UserId};
 
 /// A refund written, with what it gives back.
 #[derive(Debug, Clone)]
@@ -27,7 +30,7 @@ pub struct Written {
 pub async fn of_tickets(
     tx: &mut MySqlConnection,
     reservation: ReservationId,
-    tickets: &[(TicketId, u64)],
+    tickets: &[PricedTicket],
     reason: RefundReason,
     requested_by: Option<UserId>,
     now: DateTime<Utc>,
@@ -35,7 +38,7 @@ pub async fn of_tickets(
     let Some(payment) = payments::sale_of(tx, reservation).await? else {
         return Ok(None);
     };
-    let amount: u64 = tickets.iter().map(|(_, price)| price).sum();
+    let amount: u64 = tickets.iter().map(|t| t.price).sum();
     if amount == 0 {
         return Ok(None);
     }
@@ -51,7 +54,7 @@ pub async fn of_tickets(
         currency: payment.currency.clone(),
         reason,
         requested_by,
-        tickets: tickets.to_vec(),
+        tickets: tickets.iter().map(|t| (t.id, t.price)).collect(),
     };
     let id = refunds::write(tx, &new, payment.amount, status, now).await?;
     Ok(Some(Written {
@@ -71,4 +74,61 @@ pub async fn paid_through_provider(
     Ok(payments::sale_of(tx, reservation)
         .await?
         .is_some_and(|p| p.provider() != Provider::Manual))
+}
+
+/// What giving back tickets did.
+#[derive(Debug, Clone)]
+pub struct GivenBack {
+    /// The refund (none when nothing was paid for them).
+    pub refund: Option<Written>,
+    /// Every valid ticket went: the reservation is CANCELLED.
+    pub whole_order: bool,
+}
+
+/// Gives back `chosen` of the confirmed reservation `locked` (locked with
+/// its seats), whose valid tickets are `valid`: their refund, the tickets
+/// voided (the revoked list), their seats back on sale (the line, then the
+/// waiting list); all of them cancel the order, some leave the rest valid.
+pub async fn give_back(
+    tx: &mut MySqlConnection,
+    locked: &LockedReservation,
+    valid: &[PricedTicket],
+    chosen: &[PricedTicket],
+    reason: RefundReason,
+    requested_by: Option<UserId>,
+    now: DateTime<Utc>,
+) -> Result<GivenBack, RefundRefused> {
+    let refund = of_tickets(tx, locked.id, chosen, reason, requested_by, now).await?;
+    let whole_order = chosen.len() == valid.len();
+    let reference = locked.payment_reference.as_deref();
+    let mut events = Vec::new();
+    if whole_order {
+        reservations::end(tx, &[locked.id], ReservationStatus::Cancelled, now).await?;
+        let seats: Vec<SeatId> = locked.seats.iter().map(|s| s.seat_id).collect();
+        seats::free_unclaimed(tx, &seats, now).await?;
+        events.push(locked.event(EventKind::Cancelled, reference, now));
+    } else {
+        let ids: Vec<TicketId> = chosen.iter().map(|t| t.id).collect();
+        let seats: Vec<SeatId> = chosen.iter().map(|t| t.seat_id).collect();
+        tickets::void_ids(tx, &ids, now).await?;
+        reservations::release_seats(tx, locked.id, &seats).await?;
+        seats::free_unclaimed(tx, &seats, now).await?;
+    }
+    if refund.is_some() {
+        let after = if whole_order {
+            ReservationStatus::Cancelled
+        } else {
+            ReservationStatus::Confirmed
+        };
+        events.push(
+            locked
+                .event(EventKind::Refunded, reference, now)
+                .leaving(after),
+        );
+    }
+    outbox::record(tx, &events, now).await?;
+    Ok(GivenBack {
+        refund,
+        whole_order,
+    })
 }

@@ -227,6 +227,8 @@ pub struct LeasedRow {
     pub opens_at: Option<DateTime<Utc>>,
     /// The concert's cap per fan, as it is set now.
     pub max_seats_per_user: MaxSeatsPerUser,
+    /// The concert was cancelled: the request fails, whatever its seats.
+    pub concert_cancelled: bool,
     pub line: LineKey,
     pub traceparent: Option<String>,
     pub tracestate: Option<String>,
@@ -296,6 +298,7 @@ pub async fn lock_leased(
                     .map_or(MaxSeatsPerUser::from_stored(MaxSeatsPerUser::MOST), |c| {
                         c.max_seats_per_user
                     }),
+                concert_cancelled: concert.is_some_and(|c| c.cancelled),
                 line: seat.line_key,
                 traceparent: seat.traceparent,
                 tracestate: seat.tracestate,
@@ -312,6 +315,7 @@ struct Terms {
     opens_at: Option<DateTime<Utc>>,
     presale_starts_at: Option<DateTime<Utc>>,
     max_seats_per_user: MaxSeatsPerUser,
+    cancelled: bool,
 }
 
 impl Terms {
@@ -335,7 +339,8 @@ async fn terms_of(
         return Ok(std::collections::HashMap::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT id, hold_seconds, opens_at, presale_starts_at, max_seats_per_user \
+        "SELECT id, hold_seconds, opens_at, presale_starts_at, max_seats_per_user, \
+                cancelled_at IS NOT NULL AS cancelled \
            FROM concerts WHERE id IN ({list})"
     )));
     #[allow(clippy::type_complexity)]
@@ -345,6 +350,7 @@ async fn terms_of(
         Option<DateTime<Utc>>,
         Option<DateTime<Utc>>,
         u8,
+        bool,
     )> = select
         .bind_ids(&list)
         .fetch_all(conn)
@@ -352,12 +358,13 @@ async fn terms_of(
         .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, hold, opens_at, presale_starts_at, cap)| {
+        .map(|(id, hold, opens_at, presale_starts_at, cap, cancelled)| {
             let terms = Terms {
                 hold: HoldDuration::parse(hold.into()).unwrap_or_default(),
                 opens_at,
                 presale_starts_at,
                 max_seats_per_user: MaxSeatsPerUser::from_stored(cap),
+                cancelled,
             };
             (id, terms)
         })

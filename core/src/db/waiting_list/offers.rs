@@ -35,6 +35,7 @@ pub async fn needing_offers(
 ) -> Result<Vec<ConcertId>, sqlx::Error> {
     let rows: Vec<(ConcertId,)> = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT l.concert_id FROM waiting_lists l WHERE l.concert_id > ? \
+            AND NOT EXISTS (SELECT 1 FROM concerts c WHERE c.id = l.concert_id AND c.cancelled_at IS NOT NULL) \
             AND EXISTS (SELECT 1 FROM waiting_list_entries e FORCE INDEX (idx_waiting_list_order) \
                          WHERE e.status = 'WAITING' AND e.concert_id = l.concert_id) \
             AND EXISTS (SELECT 1 FROM seats s FORCE INDEX (idx_seats_concert_status) \

@@ -1,0 +1,183 @@
+//! `POST /api/reservations/{id}/refund`: tickets of a sold order given
+//! back (all by default, or those named), their exact prices refunded
+//! through the provider that took the money; and the rule of who may.
+
+use axum::extract::State;
+use axum::{Json, Router, routing::post};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use sqlx::MySqlConnection;
+use ticket_core::db::refunds::RefundRefused;
+use ticket_core::db::reservations::LockedReservation;
+use ticket_core::db::{self, concerts, whole};
+use ticket_core::domain::events::total_of_seats;
+use ticket_core::domain::payment::{RefundReason, RefundStatus};
+use ticket_core::domain::{ReservationId, ReservationStatus, TicketId};
+use ticket_core::payments::refund;
+use utoipa::ToSchema;
+
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{ApiPath, AuthUser, OptionalJson};
+use crate::reservations::checkout::lock_own;
+use crate::state::AppState;
+
+pub fn router() -> Router<AppState> {
+    Router::new().route("/api/reservations/{id}/refund", post(refund_tickets))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RefundRequest {
+    /// The tickets to give back (default: every valid one of the order).
+    ticket_ids: Option<Vec<u64>>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RefundResult {
+    /// None when nothing was paid for the tickets (a free concert).
+    refund_id: Option<u64>,
+    /// What goes back, in `currency`'s minor units.
+    amount: u64,
+    currency: Option<String>,
+    /// PENDING (the workers carry it out at the provider), SUCCEEDED
+    /// (money taken by hand, given back by hand; or nothing to give back).
+    status: &'static str,
+    /// CONFIRMED (some tickets remain valid) or CANCELLED (all went).
+    reservation_status: &'static str,
+}
+
+/// Gives back tickets of a CONFIRMED reservation (an admin: any; its
+/// owner: while the concert's `refundableUntil` has not passed): they are
+/// voided, their seats go back on sale, and exactly their prices are
+/// refunded through the provider that took the money. A partial refund
+/// leaves the rest of the order valid.
+#[utoipa::path(post, path = "/api/reservations/{id}/refund", tag = "payments", security(("bearer" = [])),
+    params(("id" = u64, Path)), request_body(content = Option<RefundRequest>),
+    responses((status = 200, body = RefundResult), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn refund_tickets(
+    State(state): State<AppState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<ReservationId>,
+    OptionalJson(req): OptionalJson<RefundRequest>,
+) -> ApiResult<Json<RefundResult>> {
+    let named: Option<Vec<TicketId>> = req
+        .ticket_ids
+        .map(|ids| ids.into_iter().map(TicketId).collect());
+    if named.as_ref().is_some_and(Vec::is_empty) {
+        return Err(
+            ticket_core::domain::FieldError::new("ticketIds", "name at least one ticket").into(),
+        );
+    }
+    let mut conn = state.pool.acquire().await?;
+    let result = whole::run(&mut conn, async |tx| {
+        let locked = lock_own(tx, caller, id).await?;
+        let now = db::now(tx).await?;
+        if locked.status != ReservationStatus::Confirmed {
+            return Err(not_refundable(
+                "only a confirmed order's tickets can be refunded",
+            ));
+        }
+        ensure_refundable(tx, caller, &locked, now).await?;
+        let valid = db::tickets::valid_with_prices(tx, id).await?;
+        let chosen: Vec<_> = match &named {
+            None => valid.clone(),
+            Some(named) => {
+                let mut chosen = Vec::new();
+                for ticket in named {
+                    let Some(found) = valid.iter().find(|t| t.id == *ticket) else {
+                        return Err(not_refundable(format!(
+                            "ticket {ticket} is not a valid ticket of this order"
+                        )));
+                    };
+                    if !chosen
+                        .iter()
+                        .any(|c: &db::tickets::PricedTicket| c.id == found.id)
+                    {
+                        chosen.push(*found);
+                    }
+                }
+                chosen
+            }
+        };
+        if chosen.iter().any(|t| t.checked_in) {
+            return Err(not_refundable(
+                "a ticket used at the door cannot be refunded",
+            ));
+        }
+        let given = refund::give_back(
+            tx,
+            &locked,
+            &valid,
+            &chosen,
+            RefundReason::Requested,
+            Some(caller.id),
+            now,
+        )
+        .await
+        .map_err(refused)?;
+        let status = if given.whole_order {
+            ReservationStatus::Cancelled
+        } else {
+            ReservationStatus::Confirmed
+        };
+        Ok(match given.refund {
+            Some(r) => RefundResult {
+                refund_id: Some(r.id.get()),
+                amount: r.amount,
+                currency: Some(r.currency),
+                status: r.status.as_str(),
+                reservation_status: status.as_str(),
+            },
+            None => RefundResult {
+                refund_id: None,
+                amount: 0,
+                currency: total_of_seats(&locked.seats).map(|(_, c)| c.as_str().to_owned()),
+                status: RefundStatus::Succeeded.as_str(),
+                reservation_status: status.as_str(),
+            },
+        })
+    })
+    .await?;
+    Ok(Json(result))
+}
+
+/// Who may give back a sold order: an admin always; its fan while the
+/// concert's `refundableUntil` has not passed, when a provider took the
+/// money (money taken by hand is given back by hand, and fans cancel such
+/// orders as they always could).
+pub(crate) async fn ensure_refundable(
+    tx: &mut MySqlConnection,
+    caller: AuthUser,
+    locked: &LockedReservation,
+    now: DateTime<Utc>,
+) -> ApiResult<()> {
+    if caller.is_admin() || !refund::paid_through_provider(tx, locked.id).await? {
+        return Ok(());
+    }
+    let refundable = concerts::find(tx, locked.concert_id)
+        .await?
+        .and_then(|c| c.refundable_until)
+        .is_some_and(|until| until > now);
+    if refundable {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            ErrorCode::RefundNotAllowed,
+            "this concert's tickets can no longer be refunded by their buyer; ask the box office",
+        ))
+    }
+}
+
+/// A refund the payment's records refuse.
+pub(crate) fn refused(e: RefundRefused) -> ApiError {
+    match e {
+        RefundRefused::MoreThanPaid => not_refundable("the order was refunded already"),
+        RefundRefused::Database(e) => e.into(),
+    }
+}
+
+fn not_refundable(detail: impl Into<String>) -> ApiError {
+    ApiError::new(ErrorCode::TicketNotRefundable, detail)
+}
