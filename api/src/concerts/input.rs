@@ -10,7 +10,7 @@ use ticket_core::domain::price::CategoryInput;
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
     MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, PriceCategories, ProofOfWork,
-    SeatLayout, Venue, keep,
+    RefundableUntil, SeatLayout, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -84,6 +84,11 @@ pub struct CreateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 86400)]
     waiting_list_offer_seconds: Option<u64>,
+    /// Until when a fan may give back their tickets paid through the
+    /// payment provider (RFC 3339). Absent or null: never (an admin always
+    /// may).
+    #[schema(example = "2030-04-30T18:00:00+09:00", format = DateTime)]
+    refundable_until: Option<String>,
     /// Price categories, 1–20, in one currency: each seat belongs to the
     /// one naming its row, else to the first. Absent: the concert has no
     /// prices (seats, holds and events carry none).
@@ -146,6 +151,10 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 86400)]
     waiting_list_offer_seconds: Option<u64>,
+    /// A new refund deadline for fans (RFC 3339), or null for none.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(format = DateTime, nullable)]
+    refundable_until: Option<Option<String>>,
     /// New price categories, replacing the old: every seat is put in its
     /// row's again (moves made seat by seat start over). Held and sold seats
     /// keep the price they were decided at.
@@ -238,6 +247,13 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             req.opens_at.as_deref().map(OpensAt::parse).transpose(),
             &mut errors,
         );
+        let refundable_until = keep(
+            req.refundable_until
+                .as_deref()
+                .map(RefundableUntil::parse)
+                .transpose(),
+            &mut errors,
+        );
         if req.opens_at.is_none() && req.lottery_window_seconds.is_some_and(|s| s > 0) {
             errors.push(FieldError::new(
                 "lotteryWindowSeconds",
@@ -265,7 +281,16 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
         {
             errors.extend(late);
         }
-        match (title, venue, date, layout, sale, opens_at, presale) {
+        match (
+            title,
+            venue,
+            date,
+            layout,
+            sale,
+            opens_at,
+            presale,
+            refundable_until,
+        ) {
             (
                 Some(title),
                 Some(venue),
@@ -274,6 +299,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 Some(sale),
                 Some(opens_at),
                 Some(presale_starts_at),
+                Some(refundable_until),
             ) if errors.is_empty() => Ok(Self {
                 title,
                 venue,
@@ -288,6 +314,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     lottery: sale.lottery.unwrap_or_default(),
                     proof_of_work: sale.proof_of_work.unwrap_or_default(),
                     waiting_list_offer: sale.waiting_list_offer.unwrap_or_default(),
+                    refundable_until,
                 },
                 categories,
             }),
@@ -410,30 +437,51 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
+        let refundable_until = keep(
+            req.refundable_until
+                .map(|at| at.as_deref().map(RefundableUntil::parse).transpose())
+                .transpose(),
+            &mut errors,
+        );
         let categories = categories(req.categories.as_deref(), &mut errors);
         if categories.as_ref().is_some_and(Option::is_none) {
             return Err(errors);
         }
         let categories = categories.flatten();
-        match (title, venue, date, sale, opens_at, presale) {
-            (Some(title), Some(venue), Some(date), Some(sale), Some(opens_at), Some(presale)) => {
-                Ok(Self(
-                    db::concerts::Changes {
-                        title,
-                        venue,
-                        date,
-                        hold: sale.hold,
-                        max_seats_per_order: sale.max_seats_per_order,
-                        max_seats_per_user: sale.max_seats_per_user,
-                        opens_at,
-                        presale_starts_at: presale,
-                        lottery: sale.lottery,
-                        proof_of_work: sale.proof_of_work,
-                        waiting_list_offer: sale.waiting_list_offer,
-                    },
-                    categories,
-                ))
-            }
+        match (
+            title,
+            venue,
+            date,
+            sale,
+            opens_at,
+            presale,
+            refundable_until,
+        ) {
+            (
+                Some(title),
+                Some(venue),
+                Some(date),
+                Some(sale),
+                Some(opens_at),
+                Some(presale),
+                Some(refundable_until),
+            ) => Ok(Self(
+                db::concerts::Changes {
+                    title,
+                    venue,
+                    date,
+                    hold: sale.hold,
+                    max_seats_per_order: sale.max_seats_per_order,
+                    max_seats_per_user: sale.max_seats_per_user,
+                    opens_at,
+                    presale_starts_at: presale,
+                    lottery: sale.lottery,
+                    proof_of_work: sale.proof_of_work,
+                    waiting_list_offer: sale.waiting_list_offer,
+                    refundable_until,
+                },
+                categories,
+            )),
             _ => Err(errors),
         }
     }

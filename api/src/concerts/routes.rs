@@ -44,6 +44,13 @@ pub struct ConcertResponse {
     proof_of_work: u8,
     /// How long seats offered from the waiting list are held for the fan.
     waiting_list_offer_seconds: u32,
+    /// Until when a fan may give back tickets paid through the payment
+    /// provider; null: never (an admin always may).
+    refundable_until: Option<DateTime<Utc>>,
+    /// When the concert was cancelled (its orders are refunded), and why;
+    /// null: it was not.
+    cancelled_at: Option<DateTime<Utc>>,
+    cancel_reason: Option<String>,
     /// The price categories, in order (the first takes the rows no other
     /// names); empty: the concert has no prices.
     categories: Vec<CategoryResponse>,
@@ -116,6 +123,9 @@ impl ConcertResponse {
             lottery_window_seconds: c.lottery_window_seconds,
             proof_of_work: c.proof_of_work,
             waiting_list_offer_seconds: c.waiting_list_offer_seconds,
+            refundable_until: c.refundable_until,
+            cancelled_at: c.cancelled_at,
+            cancel_reason: c.cancel_reason,
             categories: categories_of(categories),
             created_at: c.created_at,
             updated_at: c.updated_at,

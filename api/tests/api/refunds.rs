@@ -176,11 +176,15 @@ async fn tickets_given_back_in_part_then_in_whole_refund_exactly_their_prices() 
     app.assert_invariants().await;
 
     // While the concert allows it, the fan gives back the rest.
-    sqlx::query("UPDATE concerts SET refundable_until = TIMESTAMPADD(DAY, 1, NOW(6)) WHERE id = ?")
-        .bind(concert)
-        .execute(&app.pool)
-        .await
-        .unwrap();
+    let until = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
+    let changed = app
+        .patch(
+            &format!("/api/concerts/{concert}"),
+            Some(&app.admin_token),
+            json!({"refundableUntil": until}),
+        )
+        .await;
+    assert!(changed.assert_status(200)["refundableUntil"].is_string());
     let rest = app.post(&refund, Some(&fan), json!({})).await;
     let rest = rest.assert_status(200).clone();
     assert_eq!(rest["amount"], 15000);

@@ -4,8 +4,8 @@ use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OfferDuration, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork, SaleWindow,
-    SeatLayout, SeatStatus, Venue,
+    MaxSeatsPerUser, OfferDuration, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork,
+    RefundableUntil, SaleWindow, SeatLayout, SeatStatus, Venue,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -61,6 +61,7 @@ pub struct Settings {
     pub lottery: LotteryWindow,
     pub proof_of_work: ProofOfWork,
     pub waiting_list_offer: OfferDuration,
+    pub refundable_until: Option<RefundableUntil>,
 }
 
 impl Settings {
@@ -89,8 +90,8 @@ pub async fn insert_with_seats(
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
              max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, proof_of_work, \
-             waiting_list_offer_seconds, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             waiting_list_offer_seconds, refundable_until, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -104,6 +105,7 @@ pub async fn insert_with_seats(
         .bind(settings.lottery.seconds())
         .bind(settings.proof_of_work.get())
         .bind(settings.waiting_list_offer.seconds())
+        .bind(settings.refundable_until.map(|at| at.get().naive_utc()))
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -237,6 +239,8 @@ pub struct Changes {
     pub proof_of_work: Option<ProofOfWork>,
     pub lottery: Option<LotteryWindow>,
     pub waiting_list_offer: Option<OfferDuration>,
+    /// `Some(None)`: fans may no longer refund.
+    pub refundable_until: Option<Option<RefundableUntil>>,
 }
 
 /// Changes what is given and leaves the rest.
@@ -255,6 +259,7 @@ pub async fn update(
          lottery_window_seconds = COALESCE(?, lottery_window_seconds), \
          proof_of_work = COALESCE(?, proof_of_work), \
          waiting_list_offer_seconds = COALESCE(?, waiting_list_offer_seconds), \
+         refundable_until = IF(?, ?, refundable_until), \
          updated_at = ? WHERE id = ?",
     )
     .bind(changes.title.as_ref().map(ConcertTitle::as_str))
@@ -275,6 +280,13 @@ pub async fn update(
     .bind(changes.lottery.map(LotteryWindow::seconds))
     .bind(changes.proof_of_work.map(ProofOfWork::get))
     .bind(changes.waiting_list_offer.map(OfferDuration::seconds))
+    .bind(changes.refundable_until.is_some())
+    .bind(
+        changes
+            .refundable_until
+            .flatten()
+            .map(|at| at.get().naive_utc()),
+    )
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)

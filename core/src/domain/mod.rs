@@ -35,7 +35,9 @@ pub use page::{PageBounds, PageRequest};
 pub use price::{Amount, Currency, PriceCategories, SeatPrice};
 pub use proof_of_work::ProofOfWork;
 pub use reservation::{FailureReason, IdempotencyKey};
-pub use sale::{Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, SaleWindow};
+pub use sale::{
+    Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, RefundableUntil, SaleWindow,
+};
 pub use seat::SeatNumber;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
 pub use user::{NickName, Password};

@@ -47,6 +47,21 @@ impl OpensAt {
     }
 }
 
+/// Until when a fan may give back their own tickets of a concert sold
+/// through a payment provider (an operator always may).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RefundableUntil(DateTime<Utc>);
+
+impl RefundableUntil {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        instant(raw, "refundableUntil").map(Self)
+    }
+
+    pub fn get(self) -> DateTime<Utc> {
+        self.0
+    }
+}
+
 /// When a presale begins: from then until the opening, a request needs an
 /// access code. Before the opening, which the concert's settings check.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
