@@ -394,3 +394,11 @@ pub struct PageQuery {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether the client asked for CSV (`Accept: text/csv`) rather than JSON.
+pub fn wants_csv(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.contains("text/csv"))
+}

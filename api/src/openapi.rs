@@ -38,6 +38,7 @@ use crate::state::AppState;
         crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook,
         crate::payments::refunds::refund_tickets,
         crate::payments::cancellation::cancel, crate::payments::cancellation::progress,
+        crate::payments::takings::sales,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

@@ -5,9 +5,11 @@
 pub mod cancellation;
 pub mod refunds;
 pub mod routes;
+pub mod takings;
 
 pub fn router() -> axum::Router<crate::state::AppState> {
     routes::router()
         .merge(refunds::router())
         .merge(cancellation::router())
+        .merge(takings::router())
 }

@@ -114,11 +114,7 @@ pub async fn create(
             code: code.shown(),
         })
         .collect();
-    let wants_csv = headers
-        .get(header::ACCEPT)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|accept| accept.contains("text/csv"));
-    if wants_csv {
+    if crate::extract::wants_csv(&headers) {
         let mut csv = String::from("id,code\n");
         for code in &made {
             csv.push_str(&format!("{},{}\n", code.id, code.code));

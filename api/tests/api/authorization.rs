@@ -259,6 +259,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             403,
             "FORBIDDEN",
         ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/sales"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
         // This server takes no payments: nothing to reach.
         (
             Method::POST,

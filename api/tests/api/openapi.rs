@@ -57,6 +57,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/reservations/{id}/refund"),
     ("post", "/api/concerts/{id}/cancel"),
     ("get", "/api/concerts/{id}/cancellation"),
+    ("get", "/api/concerts/{id}/sales"),
 ];
 
 #[tokio::test]

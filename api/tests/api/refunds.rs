@@ -175,6 +175,42 @@ async fn tickets_given_back_in_part_then_in_whole_refund_exactly_their_prices() 
     won(&app, &other, &[seat(&seats, "B1")]).await;
     app.assert_invariants().await;
 
+    // The takings say so, by category in the concert's order, and per order.
+    let sales = app
+        .get(
+            &format!("/api/concerts/{concert}/sales"),
+            Some(&app.admin_token),
+        )
+        .await;
+    let sales = sales.assert_status(200).clone();
+    assert_eq!(sales["currency"], "EUR");
+    assert_eq!(
+        sales["categories"],
+        json!([
+            {"category": "Standard", "sold": 1, "refunded": 1, "gross": 8900, "refundedAmount": 8900, "net": 0},
+            {"category": "VIP", "sold": 1, "refunded": 0, "gross": 15000, "refundedAmount": 0, "net": 15000},
+        ])
+    );
+    assert_eq!(sales["total"]["net"], 15000);
+    assert_eq!(sales["total"]["gross"], 23900);
+    let bearer = format!("Bearer {}", app.admin_token);
+    let csv = app
+        .fetch(
+            &format!("/api/concerts/{concert}/sales"),
+            &[("accept", "text/csv"), ("authorization", bearer.as_str())],
+        )
+        .await
+        .text()
+        .await
+        .unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[0].starts_with("reservation,fan,seats,amount,refunded"),
+        "{csv}"
+    );
+    assert!(lines[1].starts_with(&format!("\"{id}\",\"refunded\",\"A1 B1\",\"23900\",\"8900\",\"EUR\",\"STRIPE\",\"{pi}\",\"CONFIRMED\"")), "{csv}");
+
     // While the concert allows it, the fan gives back the rest.
     let until = (chrono::Utc::now() + chrono::Duration::days(1)).to_rfc3339();
     let changed = app

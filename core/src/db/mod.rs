@@ -34,6 +34,7 @@ pub mod revocations;
 pub mod seats;
 pub mod signals;
 pub mod spent_challenges;
+pub mod takings;
 pub mod tickets;
 pub mod users;
 pub mod waiting_list;
