@@ -503,6 +503,35 @@ def test_mail_reaches_the_workers_with_its_server_password_and_keys_as_files():
     assert "tickets" in render_error(with_key({"mail": {"smtpUrl": "smtp://smtp.example", "from": "t@example.com"}}))
 
 
+def test_payments_reach_the_api_and_workers_with_their_keys_as_files():
+    for component in ("-api", "-worker"):
+        assert "TICKET_STRIPE_SECRET_KEY_FILE" not in env_of(find(render(), "Deployment", component))
+    stripe = {"stripe": {"secretKey": "sk_live_x", "webhookSecret": "whsec_x", "publishableKey": "pk_live_x",
+                         "jsUrl": "https://js.stripe.example/v3/"}}
+    docs = render(stripe)
+    api = find(docs, "Deployment", "-api")
+    env = env_of(api)
+    assert env["TICKET_STRIPE_PUBLISHABLE_KEY"] == "pk_live_x"
+    assert env["TICKET_STRIPE_JS_URL"] == "https://js.stripe.example/v3/"
+    assert "TICKET_STRIPE_API_BASE" not in env
+    mounts = api["spec"]["template"]["spec"]["containers"][0]["volumeMounts"]
+    for name in ("TICKET_STRIPE_SECRET_KEY_FILE", "TICKET_STRIPE_WEBHOOK_SECRET_FILE"):
+        mount = [m for m in mounts if env[name].startswith(m["mountPath"] + "/")]
+        assert len(mount) == 1 and mount[0]["readOnly"], name
+    worker = env_of(find(docs, "Deployment", "-worker"))
+    assert worker["TICKET_STRIPE_SECRET_KEY_FILE"].endswith("/stripe/secret-key")
+    assert "TICKET_STRIPE_WEBHOOK_SECRET_FILE" not in worker
+    assert find(docs, "Secret", "-stripe")["stringData"] == {"secret-key": "sk_live_x", "webhook-secret": "whsec_x"}
+    assert secret_env_names(docs) == [], "secrets as files, never in the environment"
+    egress = find(docs, "NetworkPolicy", "-api")["spec"]["egress"]
+    assert any({"protocol": "TCP", "port": 443} in rule.get("ports", []) for rule in egress)
+    # A Secret of one's own: used, not made; keys missing fail.
+    own = render({"stripe": {"existingSecret": "stripe-keys", "publishableKey": "pk_live_x"}})
+    assert not [d for d in own if d["kind"] == "Secret" and d["metadata"]["name"].endswith("-stripe")]
+    assert "stripe.webhookSecret" in render_error(with_key({"stripe": {"secretKey": "sk", "publishableKey": "pk_x"}}))
+    assert "stripe.publishableKey" in render_error(with_key({"stripe": {"secretKey": "sk", "webhookSecret": "wh"}}))
+
+
 # checkov's findings on the rendered chart that stay, each with its reason.
 # Anything else it reports fails the test; so does a reason that no longer
 # applies (the list is kept exact).

@@ -44,6 +44,24 @@ app.kubernetes.io/component: {{ .component }}
 {{- if or .Values.mail.existingSecret .Values.mail.smtpUrl }}true{{ end -}}
 {{- end -}}
 
+{{- define "ticket.stripeEnabled" -}}
+{{- if or .Values.stripe.existingSecret .Values.stripe.secretKey }}true{{ end -}}
+{{- end -}}
+
+{{- define "ticket.stripeSecret" -}}
+{{ .Values.stripe.existingSecret | default (printf "%s-stripe" (include "ticket.fullname" .)) }}
+{{- end -}}
+
+{{- /* Stripe's settings both the API and the workers take (not the keys). */ -}}
+{{- define "ticket.stripeEnv" -}}
+- name: TICKET_STRIPE_SECRET_KEY_FILE
+  value: {{ include "ticket.secretsDir" . }}/stripe/secret-key
+{{- with .Values.stripe.apiBase }}
+- name: TICKET_STRIPE_API_BASE
+  value: {{ . | quote }}
+{{- end }}
+{{- end -}}
+
 {{- define "ticket.mailSecret" -}}
 {{ .Values.mail.existingSecret | default (printf "%s-mail" (include "ticket.fullname" .)) }}
 {{- end -}}
