@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|accounts|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|mail|accounts|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -447,6 +447,8 @@ million() {
 # Chromium, on this build.
 door_stack() {
   local build="$1" name="$2"
+  # Extra environment for the API and the worker (payments' Stripe settings).
+  local -a extra=("${@:3}")
   # ticket_test_*: what `ticket-bench drop-database` agrees to drop.
   stack_database "$DATABASE_URL" "ticket_test_bench_door_${name}_$$"
   door_url="$database_url"
@@ -455,9 +457,9 @@ door_stack() {
   env DATABASE_URL="$door_url" TICKET_AUTH_SECRET="$secret" TICKET_CODE_KEYS="$stack_code_keys" \
     TICKET_API_ADDR="127.0.0.1:$port" TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench \
     TICKET_ADMIN_PASSWORD=bench-password-1234 "${stack_limits_off[@]}" \
-    TICKET_MAX_OPEN_REQUESTS_PER_USER=100000 RUST_LOG=warn "$build/ticket-api" &
+    TICKET_MAX_OPEN_REQUESTS_PER_USER=100000 RUST_LOG=warn "${extra[@]}" "$build/ticket-api" &
   api_pid=$!
-  env DATABASE_URL="$door_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "$build/ticket-worker" &
+  env DATABASE_URL="$door_url" TICKET_WORKER_HEALTH_ADDR=127.0.0.1:0 RUST_LOG=warn "${extra[@]}" "$build/ticket-worker" &
   worker_pid=$!
   api_url="http://127.0.0.1:$port"
   stack_wait_for "$port"
@@ -481,6 +483,37 @@ door() {
   TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
     "$bin/ticket-bench" door --url "$api_url" --tickets "${DOOR_TICKETS:-1000}" --scanners 8
   stop "$api_pid" "$worker_pid"
+  DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
+}
+
+# Money (issue 46), against localstripe on this host (its store in memory):
+# the confirm path of free holds as the baseline, payments made per second,
+# paid holds sold by signed webhooks per second with the webhook's p99, then
+# a show of PAYMENTS_ORDERS (5,000) orders sold through Stripe and cancelled:
+# the time until every refund is done at the provider, and duplicates.
+payments() {
+  local python ls_pid ls_port run
+  python="$(scripts/localstripe.sh)"
+  echo "## payments ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  coproc LOCALSTRIPE { "$python" scripts/localstripe-server.py; }
+  ls_pid=$LOCALSTRIPE_PID
+  read -r ls_port <&"${LOCALSTRIPE[0]}"
+  local -a stripe_env=(TICKET_STRIPE_SECRET_KEY=sk_test_bench TICKET_STRIPE_PUBLISHABLE_KEY=pk_test_bench
+    TICKET_STRIPE_WEBHOOK_SECRET=whsec_bench "TICKET_STRIPE_API_BASE=http://127.0.0.1:$ls_port/")
+  export TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
+  for run in 1 2; do
+    door_stack "$bin" "payments$run" "${stripe_env[@]}"
+    echo "confirm path (free holds, the baseline), run $run:"
+    "$bin/ticket-bench" confirm --url "$api_url" --holds "${PAYMENTS_HOLDS:-500}" --seats 2 --concurrency 8
+    echo "payments, run $run:"
+    TICKET_STRIPE_WEBHOOK_SECRET=whsec_bench "$bin/ticket-bench" payments --url "$api_url" \
+      --stripe-port "$ls_port" --holds "${PAYMENTS_HOLDS:-500}" --seats 2 --concurrency 8
+    stop "$api_pid" "$worker_pid"
+    DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
+  done
+  door_stack "$bin" cancel "${stripe_env[@]}"
+  "$bin/ticket-bench" cancel-show --url "$api_url" --stripe-port "$ls_port" --orders "${PAYMENTS_ORDERS:-5000}"
+  stop "$api_pid" "$worker_pid" "$ls_pid"
   DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
 
@@ -580,6 +613,7 @@ case "$what" in
   page) page ;;
   pow-page) pow_page ;;
   door) door ;;
+  payments) payments ;;
   mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
   *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;

@@ -16,7 +16,7 @@ use ticket_core::testing::browser::Chromedriver;
 pub struct Common {
     /// Base URL of the API (with a worker deciding).
     #[arg(long)]
-    url: String,
+    pub(crate) url: String,
     #[arg(long, env = "TICKET_ADMIN_NICKNAME")]
     admin: String,
     #[arg(long, env = "TICKET_ADMIN_PASSWORD")]
@@ -51,21 +51,21 @@ pub struct DoorArgs {
     verifies: usize,
 }
 
-struct Api {
+pub(crate) struct Api {
     http: reqwest::Client,
     url: String,
-    admin: String,
+    pub(crate) admin: String,
 }
 
 impl Api {
-    async fn new(common: &Common) -> anyhow::Result<Self> {
+    pub(crate) async fn new(common: &Common) -> anyhow::Result<Self> {
         let http = reqwest::Client::new();
         let url = common.url.clone();
         let admin = login(&http, &url, &common.admin, &common.password).await?;
         Ok(Self { http, url, admin })
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         method: reqwest::Method,
         path: &str,
@@ -89,7 +89,7 @@ impl Api {
     /// `users` fans signed in, each ordering `per_user` orders of `size`
     /// seats (in seat order), all decided: the reservations' ids and their
     /// owners' tokens.
-    async fn sold(
+    pub(crate) async fn sold(
         &self,
         seats: usize,
         size: usize,
@@ -222,7 +222,7 @@ async fn login(
 }
 
 /// p50, p99 and max of latencies, in ms.
-fn spread(mut ms: Vec<f64>) -> (f64, f64, f64) {
+pub(crate) fn spread(mut ms: Vec<f64>) -> (f64, f64, f64) {
     ms.sort_by(f64::total_cmp);
     let at = |q: f64| ms[((ms.len() - 1) as f64 * q).round() as usize];
     (at(0.50), at(0.99), at(1.0))

@@ -13,6 +13,7 @@ mod many_concerts;
 mod million;
 mod otlp_sink;
 mod page;
+mod payments;
 mod per_request;
 mod pow;
 mod pow_page;
@@ -68,6 +69,10 @@ enum Command {
     Confirm(door::ConfirmArgs),
     /// Check-ins with concurrent scanners, and a code verified offline in Chromium.
     Door(door::DoorArgs),
+    /// Payments made and holds sold by webhook per second, against localstripe.
+    Payments(payments::PayArgs),
+    /// A show of sold orders cancelled: time until every refund is done, duplicates.
+    CancelShow(payments::CancelArgs),
     /// Mails delivered to a local SMTP server (aiosmtpd): confirmations with their tickets.
     Mail(mail::Args),
     /// Print the number of queue rows.
@@ -113,6 +118,8 @@ async fn main() -> anyhow::Result<()> {
         Command::Confirm(args) => door::confirm(args).await,
         Command::Door(args) => door::door(args).await,
         Command::Mail(args) => mail::run(args).await,
+        Command::Payments(args) => payments::pay(args).await,
+        Command::CancelShow(args) => payments::cancel(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
         Command::WaitDrained(args) => latency::wait_drained(args).await,

@@ -15,7 +15,8 @@ pub const WEBHOOK_SECRET: &str = "whsec_ticket_test";
 
 pub struct LocalStripe {
     port: u16,
-    child: Child,
+    /// None: a server someone else started (a benchmark's).
+    child: Option<Child>,
     http: reqwest::Client,
 }
 
@@ -58,7 +59,7 @@ impl LocalStripe {
         .expect("localstripe printed no port");
         let stripe = Self {
             port,
-            child,
+            child: Some(child),
             http: reqwest::Client::new(),
         };
         // Up once it answers.
@@ -76,6 +77,16 @@ impl LocalStripe {
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         panic!("localstripe did not answer on port {port}");
+    }
+
+    /// A server already running on `port` of this host.
+    pub fn on_port(port: u16) -> Self {
+        crate::tls::install_crypto_provider();
+        Self {
+            port,
+            child: None,
+            http: reqwest::Client::new(),
+        }
     }
 
     /// Its API's base, for `TICKET_STRIPE_API_BASE`.
@@ -228,7 +239,9 @@ pub fn provider_at(base: &str, js_url: &str) -> crate::payments::Stripe {
 
 impl Drop for LocalStripe {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Some(child) = &mut self.child {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
 }
