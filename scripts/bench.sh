@@ -501,7 +501,8 @@ payments() {
   local -a stripe_env=(TICKET_STRIPE_SECRET_KEY=sk_test_bench TICKET_STRIPE_PUBLISHABLE_KEY=pk_test_bench
     TICKET_STRIPE_WEBHOOK_SECRET=whsec_bench "TICKET_STRIPE_API_BASE=http://127.0.0.1:$ls_port/")
   export TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
-  for run in 1 2; do
+  # PAYMENTS_RUNS=0: only the cancelled show.
+  for run in $(seq 1 "${PAYMENTS_RUNS:-2}"); do
     door_stack "$bin" "payments$run" "${stripe_env[@]}"
     echo "confirm path (free holds, the baseline), run $run:"
     "$bin/ticket-bench" confirm --url "$api_url" --holds "${PAYMENTS_HOLDS:-500}" --seats 2 --concurrency 8
@@ -512,7 +513,8 @@ payments() {
     DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
   done
   door_stack "$bin" cancel "${stripe_env[@]}"
-  "$bin/ticket-bench" cancel-show --url "$api_url" --stripe-port "$ls_port" --orders "${PAYMENTS_ORDERS:-5000}"
+  TICKET_STRIPE_WEBHOOK_SECRET=whsec_bench "$bin/ticket-bench" cancel-show --url "$api_url" \
+    --stripe-port "$ls_port" --orders "${PAYMENTS_ORDERS:-5000}"
   stop "$api_pid" "$worker_pid" "$ls_pid"
   DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
