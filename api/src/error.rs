@@ -94,6 +94,9 @@ pub enum ErrorCode {
     /// No payment provider is configured, or it does not answer
     /// (`Retry-After`); nothing changed.
     PaymentsUnavailable,
+    /// A provider's webhook reached a server that has no payment provider
+    /// configured (the endpoint is not there).
+    PaymentsNotConfigured,
     /// A provider's webhook whose signature is missing, wrong or stale.
     WebhookSignatureInvalid,
     /// The reservation costs nothing: confirm it instead.
@@ -132,9 +135,17 @@ impl ErrorCode {
             Forbidden | AccessCodeRequired | AccessCodeInvalid | RefundNotAllowed => {
                 StatusCode::FORBIDDEN
             }
-            RouteNotFound | UserNotFound | ConcertNotFound | SeatNotFound | QueueNotFound
-            | ReservationNotFound | AccessCodeNotFound | NotOnWaitingList | TicketNotFound
-            | ScannerNotFound => StatusCode::NOT_FOUND,
+            RouteNotFound
+            | UserNotFound
+            | ConcertNotFound
+            | SeatNotFound
+            | QueueNotFound
+            | ReservationNotFound
+            | AccessCodeNotFound
+            | NotOnWaitingList
+            | TicketNotFound
+            | ScannerNotFound
+            | PaymentsNotConfigured => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated

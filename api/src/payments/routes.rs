@@ -248,16 +248,19 @@ pub struct WebhookResponse {
 /// notes the decline. Signed (`Stripe-Signature`), applied once per event.
 #[utoipa::path(post, path = "/api/payments/stripe/webhook", tag = "payments",
     request_body(content = String, content_type = "application/json"),
-    responses((status = 200, body = WebhookResponse), (status = 400, body = Problem), (status = 503, body = Problem)))]
+    responses((status = 200, body = WebhookResponse), (status = 400, body = Problem), (status = 404, body = Problem),
+              (status = 503, body = Problem)))]
 pub async fn stripe_webhook(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<WebhookResponse>> {
+    // A server without the provider has no such endpoint (Stripe, sent
+    // here by mistake, keeps retrying and says so in its dashboard).
     let Some(stripe) = state.stripe.clone() else {
-        return Err(ApiError::payments_unavailable(
-            "no payment provider is configured",
-            60,
+        return Err(ApiError::new(
+            ErrorCode::PaymentsNotConfigured,
+            "no payment provider is configured on this server",
         ));
     };
     let mut conn = state.pool.acquire().await?;
