@@ -92,6 +92,45 @@ where
     Ok((times, started.elapsed().as_secs_f64()))
 }
 
+/// Pays for hold `id` through the API: its PaymentIntent's id.
+async fn payment_of(api: &Api, id: u64, token: &str) -> anyhow::Result<String> {
+    let (status, body) = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/api/reservations/{id}/payment"),
+            token,
+            Some(json!({})),
+        )
+        .await?;
+    ensure!(status == 201, "payment: {status} {body}");
+    let secret = body["clientSecret"].as_str().context("clientSecret")?;
+    Ok(secret.split("_secret_").next().unwrap_or(secret).to_owned())
+}
+
+/// Delivers `payment_intent.succeeded` for `intent` (as Stripe has it) to
+/// the API's webhook, signed with `signing` as Stripe would.
+async fn deliver_succeeded(
+    http: &reqwest::Client,
+    webhook: &str,
+    signing: &Secret,
+    event_id: String,
+    intent: &Value,
+) -> anyhow::Result<()> {
+    let event = json!({"id": event_id, "type": "payment_intent.succeeded",
+                       "object": "event", "data": {"object": intent}});
+    let payload = serde_json::to_vec(&event)?;
+    let signature = stripe::sign(&payload, signing, chrono::Utc::now().timestamp());
+    let response = http
+        .post(webhook)
+        .header("content-type", "application/json")
+        .header("stripe-signature", signature)
+        .body(payload)
+        .send()
+        .await?;
+    ensure!(response.status() == 200, "webhook: {}", response.status());
+    Ok(())
+}
+
 fn report(what: &str, times: Vec<f64>, elapsed: f64) {
     let n = times.len();
     let (p50, p99, max) = spread(times);
@@ -121,17 +160,7 @@ pub async fn pay(args: PayArgs) -> anyhow::Result<()> {
             let (api, pis) = (api.clone(), pis.clone());
             async move {
                 let (id, token) = &holds[i];
-                let (status, body) = api
-                    .call(
-                        reqwest::Method::POST,
-                        &format!("/api/reservations/{id}/payment"),
-                        token,
-                        Some(json!({})),
-                    )
-                    .await?;
-                ensure!(status == 201, "payment: {status} {body}");
-                let secret = body["clientSecret"].as_str().context("clientSecret")?;
-                let pi = secret.split("_secret_").next().unwrap_or(secret).to_owned();
+                let pi = payment_of(&api, *id, token).await?;
                 if let Ok(mut pis) = pis.lock() {
                     pis[i] = pi;
                 }
@@ -153,25 +182,14 @@ pub async fn pay(args: PayArgs) -> anyhow::Result<()> {
     let secret = Secret::new(args.webhook_secret.clone());
     let http = reqwest::Client::new();
     let url = format!("{}/api/payments/stripe/webhook", args.api.url);
-    let (times, elapsed) = timed_each(paid, args.concurrency, move |paid: Arc<Vec<Value>>, i| {
-        let (http, url, secret) = (http.clone(), url.clone(), secret.clone());
-        async move {
-            let event = json!({"id": format!("evt_bench_{i}"), "type": "payment_intent.succeeded",
-                               "object": "event", "data": {"object": paid[i]}});
-            let payload = serde_json::to_vec(&event)?;
-            let signature = stripe::sign(&payload, &secret, chrono::Utc::now().timestamp());
-            let response = http
-                .post(&url)
-                .header("content-type", "application/json")
-                .header("stripe-signature", signature)
-                .body(payload)
-                .send()
-                .await?;
-            ensure!(response.status() == 200, "webhook: {}", response.status());
-            Ok(())
-        }
-    })
-    .await?;
+    let (times, elapsed) =
+        timed_each(paid, args.concurrency, move |paid: Arc<Vec<Value>>, i| {
+            let (http, url, secret) = (http.clone(), url.clone(), secret.clone());
+            async move {
+                deliver_succeeded(&http, &url, &secret, format!("evt_bench_{i}"), &paid[i]).await
+            }
+        })
+        .await?;
     report(
         "holds sold by webhook (webhook to CONFIRMED)",
         times,
@@ -220,31 +238,12 @@ pub async fn cancel(args: CancelArgs) -> anyhow::Result<()> {
             let (signing, webhook) = (signing.clone(), webhook.clone());
             async move {
                 let (id, token) = &holds[i];
-                let (status, body) = api
-                    .call(
-                        reqwest::Method::POST,
-                        &format!("/api/reservations/{id}/payment"),
-                        token,
-                        Some(json!({})),
-                    )
-                    .await?;
-                ensure!(status == 201, "payment: {status} {body}");
-                let secret = body["clientSecret"].as_str().context("clientSecret")?;
-                let pi = secret.split("_secret_").next().unwrap_or(secret).to_owned();
+                let pi = payment_of(&api, *id, token).await?;
                 let (status, body) = stripe.pay(&pi, "pm_card_visa").await;
                 ensure!(status == 200, "paying {pi}: {body}");
-                let event = json!({"id": format!("evt_sold_{i}"), "type": "payment_intent.succeeded",
-                                   "object": "event", "data": {"object": body}});
-                let payload = serde_json::to_vec(&event)?;
-                let signature = stripe::sign(&payload, &signing, chrono::Utc::now().timestamp());
-                let response = reqwest::Client::new()
-                    .post(&webhook)
-                    .header("content-type", "application/json")
-                    .header("stripe-signature", signature)
-                    .body(payload)
-                    .send()
+                let http = reqwest::Client::new();
+                deliver_succeeded(&http, &webhook, &signing, format!("evt_sold_{i}"), &body)
                     .await?;
-                ensure!(response.status() == 200, "webhook: {}", response.status());
                 if let Ok(mut pis) = pis.lock() {
                     pis.push(pi);
                 }

@@ -56,26 +56,23 @@ impl Cancellations {
         Ok(pass)
     }
 
-    /// Passes until `shutdown`; a failed pass is logged and tried again.
+    /// Passes until `shutdown`: at once while there is more, else every
+    /// second.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            let pass = tokio::select! {
-                () = shutdown.cancelled() => return,
-                pass = self.pass() => pass,
-            };
-            let pause = match pass {
-                Ok(pass) if pass.more => Duration::ZERO,
-                Ok(_) => IDLE_PAUSE,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cancellation pass failed; trying again");
+        crate::passes::until_shutdown(
+            shutdown,
+            "cancellation",
+            IDLE_PAUSE,
+            || self.pass(),
+            |pass: &Pass| {
+                if pass.more {
+                    Duration::ZERO
+                } else {
                     IDLE_PAUSE
                 }
-            };
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(crate::random::jitter(pause, 0.2)) => {}
-            }
-        }
+            },
+        )
+        .await;
     }
 }
 

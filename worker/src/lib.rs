@@ -14,6 +14,7 @@ pub mod live_config;
 pub mod mail;
 pub mod observability;
 pub mod opening;
+mod passes;
 pub mod payments;
 mod random;
 pub mod rates;

@@ -240,30 +240,21 @@ impl Money {
         }
     }
 
-    /// Passes until `shutdown`; a failed pass is logged and tried again.
+    /// Passes until `shutdown`: at once while there is more, as long as
+    /// the provider asked after a 429, else every second.
     pub async fn run(self, shutdown: CancellationToken) {
-        loop {
-            let pass = tokio::select! {
-                () = shutdown.cancelled() => return,
-                pass = self.pass() => pass,
-            };
-            let pause = match pass {
-                Ok(Pass {
-                    slow_down: Some(wait),
-                    ..
-                }) => wait,
-                Ok(pass) if pass.more => Duration::ZERO,
-                Ok(_) => IDLE_PAUSE,
-                Err(e) => {
-                    tracing::warn!(error = %e, "payments pass failed; trying again");
-                    IDLE_PAUSE
-                }
-            };
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(crate::random::jitter(pause, 0.2)) => {}
-            }
-        }
+        crate::passes::until_shutdown(
+            shutdown,
+            "payments",
+            IDLE_PAUSE,
+            || self.pass(),
+            |pass: &Pass| match pass.slow_down {
+                Some(wait) => wait,
+                None if pass.more => Duration::ZERO,
+                None => IDLE_PAUSE,
+            },
+        )
+        .await;
     }
 }
 
