@@ -35,7 +35,7 @@ use crate::state::AppState;
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,
         crate::check_in::scanners::create_scanner, crate::check_in::scanners::list_scanners, crate::check_in::scanners::revoke_scanner,
         crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
-        crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook,
+        crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook, crate::payments::routes::config,
         crate::payments::refunds::refund_tickets,
         crate::payments::cancellation::cancel, crate::payments::cancellation::progress,
         crate::payments::takings::sales,

@@ -35,7 +35,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(crate::tickets::router())
         .merge(crate::check_in::router())
         .merge(crate::payments::router())
-        .merge(crate::web::router())
+        .merge(crate::web::router(state.stripe.as_deref()))
         .merge(crate::openapi::router())
         .merge(metrics)
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })

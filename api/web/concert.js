@@ -10,6 +10,7 @@ import { ProofOfWork } from "./proof.js";
 import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
+import { PayPanel, paidOnline, refundWords } from "./payment.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
@@ -29,7 +30,7 @@ export async function concertView(main, { signal, params }) {
       const numbers = map.selectedNumbers();
       const total = map.selectedTotal();
       fill(choice, ids.length ? `Selected: ${numbers.join(", ")}${total ? ` · ${total}` : ""}` : "Pick a seat on the map.");
-      reserve.disabled = ids.length === 0 || saleState(concert).phase === "soon" || busy;
+      reserve.disabled = ids.length === 0 || ["soon", "cancelled"].includes(saleState(concert).phase) || busy;
     },
     // While the fan's own request is in line its seats turn held or sold
     // for them: the decision tells, not this.
@@ -57,7 +58,20 @@ export async function concertView(main, { signal, params }) {
   const showSale = () => {
     const state = saleState(concert);
     codeField.hidden = !(state.phase === "presale" || state.presale);
-    if (state.phase === "open") {
+    if (state.phase === "cancelled") {
+      reserve.hidden = true;
+      waiting.element.hidden = true;
+      fill(
+        sale,
+        h("p", { class: "badge cancelled" }, "Cancelled"),
+        h(
+          "div",
+          { class: "notice error cancelled-show", role: "alert" },
+          h("p", {}, h("strong", {}, "This concert is cancelled"), concert.cancelReason ? `: ${concert.cancelReason}` : "."),
+          h("p", {}, "Every ticket sold is refunded in full to the card it was paid with; there is nothing you need to do. ", h("a", { href: "#/me/reservations" }, "My reservations"), " shows your refund."),
+        ),
+      );
+    } else if (state.phase === "open") {
       fill(sale, h("p", { class: "badge open" }, "On sale now"));
     } else if (state.phase === "presale") {
       const left = h("strong", { class: "countdown" });
@@ -113,14 +127,18 @@ export async function concertView(main, { signal, params }) {
     map.onChange(map.selected());
   };
 
-  const showReservation = (reservation) => {
+  const showReservation = async (reservation) => {
     const seats = reservation.seats.map((s) => s.seatNumber).join(", ");
     const w = words(reservation.seats.length);
     map.clear();
     map.refresh().catch(() => {});
     if (reservation.status === "CONFIRMED") {
       line.className = "line confirmed";
-      fill(line, h("h2", {}, "Confirmed"), h("p", {}, `${w.Seats} ${seats} ${w.are} yours. `, h("a", { href: "#/me/reservations" }, "My reservations")));
+      fill(
+        line,
+        h("h2", {}, reservation.paymentReference ? "Paid and confirmed" : "Confirmed"),
+        h("p", {}, `${w.Seats} ${seats} ${w.are} yours. `, h("a", { href: "#/me/tickets" }, "Your tickets"), " · ", h("a", { href: "#/me/reservations" }, "My reservations")),
+      );
       return;
     }
     if (reservation.status !== "HELD") {
@@ -129,25 +147,46 @@ export async function concertView(main, { signal, params }) {
       return;
     }
     const left = h("strong", { class: "countdown hold-countdown" });
-    const confirm = h("button", { type: "button", class: "primary" }, "Confirm");
+    // With payments on, a priced hold is paid for (Stripe sells it); a
+    // free one is confirmed as always.
+    const online = await paidOnline(reservation);
+    const pay = online
+      ? new PayPanel(reservation, {
+          signal,
+          onSettled: (outcome) => {
+            stop();
+            if (outcome.paid) {
+              showReservation(outcome.paid);
+              return;
+            }
+            line.className = "line failed refunded";
+            fill(line, h("h2", {}, "Your hold ended before the payment arrived"), h("p", { class: "refund" }, `${refundWords(outcome.refunded)}. ${w.Seats} ${seats} went back on sale.`));
+          },
+        })
+      : null;
+    const confirm = online ? null : h("button", { type: "button", class: "primary" }, "Confirm");
     const cancel = h("button", { type: "button" }, `Release ${w.Seats.toLowerCase()}`);
     line.className = "line held";
     const heading = reservation.source === "WAITING_LIST" ? "Seats from the waiting list held for you" : "Seats held for you";
     const total = totalOf(reservation.seats, reservation.currency);
     const count = `${reservation.seats.length} ${w.Seats.toLowerCase()}`;
+    const verb = online ? "pay" : "confirm";
     fill(
       line,
       h("h2", {}, heading),
-      h("p", { class: "hold-summary" }, total ? `${count}, ${total}, confirm within ` : `${count}, confirm within `, left),
+      h("p", { class: "hold-summary" }, total ? `${count}, ${total}, ${verb} within ` : `${count}, ${verb} within `, left),
       h("p", {}, `${w.Seats} ${seats} ${w.are} yours until then.`),
+      pay?.element,
       h("p", { class: "actions" }, confirm, cancel),
     );
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {
+      // A payment on its way decides for itself (sold, or refunded).
+      if (pay?.busy) return;
       line.className = "line failed";
       fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `${w.Seats} ${seats} went back on sale.`));
       map.refresh().catch(() => {});
     });
-    confirm.addEventListener("click", async () => {
+    confirm?.addEventListener("click", async () => {
       confirm.disabled = true;
       try {
         const done = await api("POST", `/api/reservations/${reservation.reservationId}/confirm`, {});
@@ -171,7 +210,7 @@ export async function concertView(main, { signal, params }) {
         cancel.disabled = false;
       }
     });
-    confirm.focus();
+    (confirm || pay.button).focus();
   };
 
   const inLine = (status) => {

@@ -5,6 +5,7 @@ import { fill, h, when } from "./dom.js";
 
 /** Where a concert's sale stands at `now`: before its requests, in its lottery, or open. */
 export function saleState(concert, now = Date.now()) {
+  if (concert.cancelledAt) return { phase: "cancelled" };
   if (!concert.opensAt) return { phase: "open" };
   const opens = new Date(concert.opensAt).getTime();
   const from = opens - (concert.lotteryWindowSeconds || 0) * 1000;
@@ -19,6 +20,7 @@ export function saleState(concert, now = Date.now()) {
 
 function saleLabel(concert) {
   const state = saleState(concert);
+  if (state.phase === "cancelled") return "Cancelled";
   if (state.phase === "open") return "On sale";
   if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert.opensAt)}`;
   if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert.opensAt)}`;

@@ -1,7 +1,11 @@
-// One's own reservations: seats, state, a hold's time left, confirm and cancel.
+// One's own reservations: seats, state, a hold's time left, pay or
+// confirm, cancel (a paid order's cancel is its refund, while the concert
+// allows one), and the money: paid, refunded, a cancelled show.
 
 import { api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, quiet, tell } from "./dom.js";
+import { money } from "./money.js";
+import { PayPanel, paidOnline, refundWords, totalOf } from "./payment.js";
 
 export async function reservationsView(main, { signal }) {
   if (!currentUser()) {
@@ -9,37 +13,81 @@ export async function reservationsView(main, { signal }) {
     return;
   }
   const list = await api("GET", "/api/users/me/reservations?page=0&size=100", undefined, { signal });
-  const titles = new Map();
+  const concerts = new Map();
   await Promise.all(
     [...new Set(list.map((r) => r.concertId))].map(async (id) => {
       try {
-        titles.set(id, (await api("GET", `/api/concerts/${id}`, undefined, { signal })).title);
+        concerts.set(id, await api("GET", `/api/concerts/${id}`, undefined, { signal }));
       } catch {
-        titles.set(id, `Concert ${id}`);
+        concerts.set(id, { title: `Concert ${id}` });
       }
     }),
   );
-  const rows = list.map((r) => {
+  // The money of priced orders: what was paid, what came back.
+  const paidFor = new Map();
+  await Promise.all(
+    list
+      .filter((r) => totalOf(r) > 0 && r.status !== "HELD")
+      .map(async (r) => {
+        paidFor.set(r.reservationId, await api("GET", `/api/reservations/${r.reservationId}/payments`, undefined, { signal }).catch(() => null));
+      }),
+  );
+  const rows = await Promise.all(list.map(async (r) => {
+    const concert = concerts.get(r.concertId);
     const actions = h("td", { class: "actions" });
     const state = h("td", {}, h("span", { class: `status ${r.status.toLowerCase()}` }, r.status.toLowerCase()));
+    const paid = paidFor.get(r.reservationId);
+    const providerPaid = paid?.payments.some((p) => p.status === "SUCCEEDED");
+    if (providerPaid) state.append(h("p", { class: "paid" }, `Paid ${money(totalOf(r), r.currency)}`));
+    for (const refund of paid?.refunds || []) {
+      state.append(h("p", { class: "refund" }, `${refundWords(refund)}${REASONS[refund.reason] ? ` (${REASONS[refund.reason]})` : ""}.`));
+    }
+    if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, "This concert is cancelled."));
+    let panel = null;
     if (r.status === "HELD") {
       const left = h("span", { class: "countdown" });
       state.append(" ", left);
-      countdown(left, r.holdExpiresAt, (ms) => `(${clock(ms)} left)`, () => reservationsView(main, { signal }));
-      actions.append(act("Confirm", () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
+      countdown(left, r.holdExpiresAt, (ms) => `(${clock(ms)} left)`, () => {
+        if (!panel?.busy) reservationsView(main, { signal });
+      });
+      panel = (await paidOnline(r)) ? payButton(r, actions) : null;
+      if (!panel) actions.append(act("Confirm", () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
     }
     // A ticket used at the door is not given back; anything else is
-    // cancelled only once the fan has said so twice.
-    if ((r.status === "HELD" || r.status === "CONFIRMED") && !r.checkedIn) {
-      actions.append(cancel(r));
+    // cancelled only once the fan has said so twice. A paid order is
+    // given back (refunded) only while its concert allows it.
+    const refundable = !providerPaid || (concert.refundableUntil && new Date(concert.refundableUntil) > Date.now());
+    if ((r.status === "HELD" || (r.status === "CONFIRMED" && refundable && !concert.cancelledAt)) && !r.checkedIn) {
+      actions.append(cancel(r, providerPaid));
     }
     if (r.checkedIn) actions.append(h("span", { class: "muted" }, "Used at the door"));
-    return h("tr", {}, h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, titles.get(r.concertId))), h("td", {}, r.seats.map((s) => s.seatNumber).join(", ")), state, actions);
-  });
-  function cancel(r) {
+    return h(
+      "tr",
+      { "data-reservation": r.reservationId },
+      h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, concert.title), h("span", { class: "muted order" }, ` · order ${r.reservationId}`)),
+      h("td", {}, r.seats.map((s) => s.seatNumber).join(", ")),
+      state,
+      actions,
+    );
+  }));
+  /** "Pay €178.00": the card form opens in place of the button. */
+  function payButton(r, actions) {
+    const panel = new PayPanel(r, { signal, onSettled: () => reservationsView(main, { signal }) });
+    panel.element.hidden = true;
+    const open = h("button", { type: "button", class: "primary" }, `Pay ${money(totalOf(r), r.currency)}`);
+    open.addEventListener("click", () => {
+      open.hidden = true;
+      panel.element.hidden = false;
+      panel.button.focus();
+    });
+    actions.append(open, panel.element);
+    return panel;
+  }
+  function cancel(r, providerPaid) {
     const seats = r.seats.map((s) => s.seatNumber).join(", ");
-    const ask = h("button", { type: "button", class: "cancel" }, "Cancel");
-    const question = h("span", { class: "confirm-cancel", hidden: true }, `Cancel ${seats}? They go back on sale. `);
+    const ask = h("button", { type: "button", class: "cancel" }, providerPaid ? "Cancel and refund" : "Cancel");
+    const back = providerPaid ? ` ${money(totalOf(r), r.currency)} goes back to your card.` : "";
+    const question = h("span", { class: "confirm-cancel", hidden: true }, `Cancel ${seats}? They go back on sale.${back} `);
     const keep = h("button", { type: "button" }, "Keep them");
     question.append(act("Yes, cancel", () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})), " ", keep);
     ask.addEventListener("click", () => {
@@ -78,3 +126,11 @@ export async function reservationsView(main, { signal }) {
       : h("p", { class: "muted" }, "No reservations yet: ", h("a", { href: "#/" }, "find a concert"), "."),
   );
 }
+
+/** Why money came back, in words. */
+const REASONS = {
+  LATE_PAYMENT: "your hold ended before the payment arrived",
+  EXTRA_PAYMENT: "paid twice",
+  REQUESTED: "cancelled",
+  CONCERT_CANCELLED: "the concert is cancelled",
+};

@@ -6,6 +6,7 @@ import { api } from "./api.js";
 import { fill, h, tell, when } from "./dom.js";
 import { adminOnly } from "./admin.js";
 import { SeatMap } from "./seatmap.js";
+import { cancelConcert, refundForm, takingsTiles } from "./orders.js";
 
 const REFRESH_MS = 1000;
 const HISTORY = 120;
@@ -39,8 +40,11 @@ export async function saleView(main, { params, signal }) {
       tile("free", "Free"),
     ),
     h("figure", {}, chart, h("figcaption", {}, h("span", { class: "key requests" }, "requests/s"), " ", h("span", { class: "key decisions" }, "decisions/s"))),
+    takingsTiles(id, signal),
     h("h2", {}, "Seats"),
     map.element,
+    refundForm(),
+    cancelConcert(concert, signal),
   );
   const rate = (n) => (n >= 100 ? Math.round(n).toLocaleString() : n.toFixed(1));
   const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${Math.round(n)} ms`);

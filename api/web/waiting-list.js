@@ -26,7 +26,8 @@ export class WaitingList {
 
   /** The seat counts changed: a sold-out concert offers its list. */
   counts(available) {
-    const soldOut = available === 0;
+    // A cancelled concert has no list to wait on.
+    const soldOut = available === 0 && !this.concert.cancelledAt;
     if (soldOut === this.soldOut) return;
     this.soldOut = soldOut;
     this.refresh();

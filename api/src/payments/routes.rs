@@ -27,6 +27,38 @@ pub fn router() -> Router<AppState> {
         .route("/api/reservations/{id}/payment", post(pay))
         .route("/api/reservations/{id}/payments", get(payments_of))
         .route("/api/payments/stripe/webhook", post(stripe_webhook))
+        .route("/api/payments/config", get(config))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PaymentsConfig {
+    /// `stripe`: fans pay for their holds on the page; `manual`: the box
+    /// office confirms paid orders by hand (bank transfer, at the desk).
+    #[schema(example = "stripe")]
+    provider: &'static str,
+    /// What the page gives Stripe.js (not a secret); null when manual.
+    publishable_key: Option<String>,
+    /// The Stripe.js the page loads; null when manual.
+    js_url: Option<String>,
+}
+
+/// How fans pay on this box office: what the page needs to take a card.
+#[utoipa::path(get, path = "/api/payments/config", tag = "payments",
+    responses((status = 200, body = PaymentsConfig)))]
+pub async fn config(State(state): State<AppState>) -> Json<PaymentsConfig> {
+    Json(match state.stripe.as_deref() {
+        Some(stripe) => PaymentsConfig {
+            provider: Provider::Stripe.api_name(),
+            publishable_key: Some(stripe.publishable_key.clone()),
+            js_url: Some(stripe.js_url.clone()),
+        },
+        None => PaymentsConfig {
+            provider: Provider::Manual.api_name(),
+            publishable_key: None,
+            js_url: None,
+        },
+    })
 }
 
 /// Seconds a client waits before asking again when the provider is down.

@@ -4,9 +4,12 @@
 //! are what is served). The page is a client of the public API like any
 //! other. Each asset goes with a strong ETag (a 304 when unchanged), gzip
 //! for clients that take it (`CachedBody`), and a Content-Security-Policy
-//! that allows nothing inline and nothing from elsewhere.
+//! that allows nothing inline and nothing from elsewhere but Stripe.js
+//! when payments are on (`csp.rs`).
 
-use std::sync::LazyLock;
+mod csp;
+
+use std::sync::{Arc, LazyLock};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -19,16 +22,23 @@ use crate::cached_body::CachedBody;
 use crate::error::{ApiError, ErrorCode};
 use crate::state::AppState;
 
-/// Nothing inline (no `unsafe-inline`, no `eval`), nothing from another
-/// origin; the API is the page's own origin.
-pub const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
-     style-src 'self'; img-src 'self' data:; connect-src 'self'; \
-     base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+pub use csp::content_security_policy;
 
-pub fn router() -> Router<AppState> {
+/// The page, under the policy that `stripe` (when payments are on) calls for.
+pub fn router(stripe: Option<&ticket_core::payments::Stripe>) -> Router<AppState> {
+    let policy = Arc::new(content_security_policy(stripe));
+    let for_assets = policy.clone();
     Router::new()
-        .route("/", get(index))
-        .route("/assets/{name}", get(asset))
+        .route(
+            "/",
+            get(move |headers: HeaderMap| async move { index(&policy, &headers) }),
+        )
+        .route(
+            "/assets/{name}",
+            get(move |Path(name): Path<String>, headers: HeaderMap| async move {
+                asset(&for_assets, &name, &headers)
+            }),
+        )
 }
 
 /// Whether a path is the page's (served from memory, never rate limited:
@@ -74,6 +84,8 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "proof.js" => "text/javascript; charset=utf-8",
         "waiting-list.js" => "text/javascript; charset=utf-8",
         "money.js" => "text/javascript; charset=utf-8",
+        "payment.js" => "text/javascript; charset=utf-8",
+        "orders.js" => "text/javascript; charset=utf-8",
         "tickets.js" => "text/javascript; charset=utf-8",
         "door.js" => "text/javascript; charset=utf-8",
         // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
@@ -97,15 +109,12 @@ impl Asset {
         }
     }
 
-    fn respond(&self, headers: &HeaderMap) -> Response {
+    fn respond(&self, policy: &HeaderValue, headers: &HeaderMap) -> Response {
         // Revalidated every time (a 304 when unchanged): a new release is
         // seen at once, and nothing needs versioned names.
         let mut response = self.body.respond(headers, self.content_type, "no-cache");
         let out = response.headers_mut();
-        out.insert(
-            header::CONTENT_SECURITY_POLICY,
-            HeaderValue::from_static(CONTENT_SECURITY_POLICY),
-        );
+        out.insert(header::CONTENT_SECURITY_POLICY, policy.clone());
         out.insert(
             header::X_CONTENT_TYPE_OPTIONS,
             HeaderValue::from_static("nosniff"),
@@ -123,16 +132,16 @@ fn find(name: &str) -> Option<&'static Asset> {
     ASSETS.iter().find(|asset| asset.name == name)
 }
 
-async fn index(headers: HeaderMap) -> Response {
+fn index(policy: &HeaderValue, headers: &HeaderMap) -> Response {
     match find("index.html") {
-        Some(asset) => asset.respond(&headers),
+        Some(asset) => asset.respond(policy, headers),
         None => not_found(),
     }
 }
 
-async fn asset(Path(name): Path<String>, headers: HeaderMap) -> Response {
-    match find(&name).filter(|asset| asset.name != "index.html") {
-        Some(asset) => asset.respond(&headers),
+fn asset(policy: &HeaderValue, name: &str, headers: &HeaderMap) -> Response {
+    match find(name).filter(|asset| asset.name != "index.html") {
+        Some(asset) => asset.respond(policy, headers),
         None => not_found(),
     }
 }

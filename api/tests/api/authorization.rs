@@ -399,6 +399,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "GET /api/concerts/{id}/waiting-list/me",
         // The provider's word, signed by it: no caller and no id.
         "POST /api/payments/stripe/webhook",
+        // What the page gives Stripe.js: public by design.
+        "GET /api/payments/config",
     ];
     let mut classified: Vec<String> = attempts
         .iter()

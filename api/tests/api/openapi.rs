@@ -54,6 +54,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/reservations/{id}/payment"),
     ("get", "/api/reservations/{id}/payments"),
     ("post", "/api/payments/stripe/webhook"),
+    ("get", "/api/payments/config"),
     ("post", "/api/reservations/{id}/refund"),
     ("post", "/api/concerts/{id}/cancel"),
     ("get", "/api/concerts/{id}/cancellation"),

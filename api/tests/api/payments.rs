@@ -587,3 +587,39 @@ async fn the_webhook_racing_the_holds_end_sells_or_refunds_never_both() {
     );
     app.assert_invariants().await;
 }
+
+#[tokio::test]
+async fn the_page_is_told_how_to_pay_and_may_load_stripe_js_from_its_origin_only() {
+    let free = spawn_app().await;
+    let manual = free.get("/api/payments/config", None).await;
+    manual.assert_status(200);
+    assert_eq!(
+        manual.body,
+        json!({"provider": "manual", "publishableKey": null, "jsUrl": null})
+    );
+    let strict = free.fetch("/", &[]).await;
+    let strict = strict.headers()["content-security-policy"].to_str().unwrap();
+    assert!(!strict.contains("frame-src") && !strict.contains("127.0.0.1"), "{strict}");
+
+    let stripe = LocalStripe::start().await;
+    let app = app_paying_at(&stripe, false).await;
+    let config = app.get("/api/payments/config", None).await;
+    config.assert_status(200);
+    assert_eq!(config.body["provider"], "stripe");
+    assert_eq!(config.body["publishableKey"], localstripe::PUBLISHABLE_KEY);
+    assert_eq!(config.body["jsUrl"], stripe.js_url());
+    let origin = stripe.js_url().replace("/js.stripe.com/v3/", "");
+    for path in ["/", "/assets/app.js"] {
+        let page = app.fetch(path, &[]).await;
+        let policy = page.headers()["content-security-policy"].to_str().unwrap();
+        assert_eq!(
+            policy,
+            format!(
+                "default-src 'none'; script-src 'self' {origin}; style-src 'self'; \
+                 img-src 'self' data:; frame-src {origin}; connect-src 'self' {origin}; \
+                 base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+            ),
+            "{path}"
+        );
+    }
+}

@@ -97,6 +97,17 @@ pub struct Stripe {
     pub webhook_secret: Secret,
 }
 
+impl Stripe {
+    /// The origins a paying page reaches: Stripe.js's, and the API's that
+    /// Stripe.js sends the card to.
+    pub fn page_origins(&self) -> (String, String) {
+        let js = reqwest::Url::parse(&self.js_url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_default();
+        (js, self.client.base().origin().ascii_serialization())
+    }
+}
+
 impl StripeArgs {
     /// Stripe when `TICKET_STRIPE_SECRET_KEY` (or `_FILE`) is set; then the
     /// publishable key and the webhook secret are required too.

@@ -29,6 +29,13 @@ pub struct StripeClient {
     key: Secret,
 }
 
+impl StripeClient {
+    /// The API's address (Stripe.js in the page calls the same one).
+    pub fn base(&self) -> &reqwest::Url {
+        &self.base
+    }
+}
+
 impl std::fmt::Debug for StripeClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("StripeClient")

@@ -1,0 +1,176 @@
+// Paying for a hold by card through Stripe.js, loaded only when a fan pays
+// (from the address the box office names; the CSP allows that origin and
+// no other). The card is typed into Stripe's field and goes to Stripe,
+// never through the box office, which hears from Stripe that the money
+// moved and sells the hold. What the fan sees: paying, paid (then the
+// tickets), declined (in words; the hold runs on), and a payment that
+// arrived after the hold ended (refunded).
+
+import { Problem, api } from "./api.js";
+import { fill, h } from "./dom.js";
+import { money } from "./money.js";
+
+/** How long the page waits for Stripe's word to reach the box office. */
+const SETTLE_WAIT_MS = 120_000;
+const SETTLE_POLL_MS = 1000;
+
+let config = null;
+
+/** The box office's payment settings: `{provider, publishableKey, jsUrl}`. */
+export function paymentsConfig() {
+  config ??= api("GET", "/api/payments/config").catch((e) => {
+    config = null;
+    throw e;
+  });
+  return config;
+}
+
+/** The hold's total in minor units, or 0 (free, or not priced). */
+export function totalOf(reservation) {
+  return reservation.currency ? reservation.total || 0 : 0;
+}
+
+/** Whether this hold is paid for on the page rather than confirmed. */
+export async function paidOnline(reservation) {
+  if (totalOf(reservation) === 0) return false;
+  try {
+    return (await paymentsConfig()).provider === "stripe";
+  } catch {
+    return false;
+  }
+}
+
+let stripeJs = null;
+
+function loadStripe(url) {
+  stripeJs ??= new Promise((resolve, reject) => {
+    const script = h("script", { src: url });
+    script.addEventListener("load", () => resolve(window.Stripe));
+    script.addEventListener("error", () => {
+      stripeJs = null;
+      script.remove();
+      reject(new Error("The card form could not be loaded. Check your connection and try again."));
+    });
+    document.head.append(script);
+  });
+  return stripeJs;
+}
+
+/**
+ * The card form of a held reservation. `onSettled(outcome)` is called
+ * once the box office knows: `{paid: reservation}` or `{refunded: refund,
+ * reservation}` (the hold had ended).
+ */
+export class PayPanel {
+  constructor(reservation, { onSettled, signal }) {
+    this.reservation = reservation;
+    this.onSettled = onSettled;
+    this.signal = signal;
+    this.busy = false;
+    const amount = money(totalOf(reservation), reservation.currency);
+    this.status = h("p", { class: "pay-status", role: "status" });
+    this.card = h("div", { class: "card-field", id: `card-${reservation.reservationId}` });
+    this.button = h("button", { type: "submit", class: "primary", disabled: true }, `Pay ${amount}`);
+    this.element = h(
+      "form",
+      { class: "pay", "aria-label": `Pay ${amount}` },
+      h("label", { for: this.card.id }, "Card"),
+      this.card,
+      this.button,
+      this.status,
+    );
+    this.element.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.pay();
+    });
+    this.ready = this.prepare();
+  }
+
+  /** Loads Stripe.js and mounts its card field. */
+  async prepare() {
+    try {
+      const settings = await paymentsConfig();
+      const Stripe = await loadStripe(settings.jsUrl);
+      this.stripe = Stripe(settings.publishableKey);
+      this.field = this.stripe.elements().create("card");
+      this.field.mount(this.card);
+      this.button.disabled = false;
+    } catch (e) {
+      this.say(e.message, "failed");
+    }
+  }
+
+  say(text, state = "") {
+    this.element.dataset.state = state;
+    fill(this.status, text);
+  }
+
+  async pay() {
+    if (this.busy) return;
+    this.busy = true;
+    this.button.disabled = true;
+    this.say("Paying…", "paying");
+    let payment;
+    try {
+      payment = await api("POST", `/api/reservations/${this.reservation.reservationId}/payment`, {});
+    } catch (e) {
+      this.busy = false;
+      this.button.disabled = false;
+      this.say(e instanceof Problem && e.code === "PAYMENTS_UNAVAILABLE" ? "Payments cannot be taken just now; your seats stay held. Try again in a moment." : e.message, "failed");
+      return;
+    }
+    if (payment.status !== "SUCCEEDED") {
+      const result = await this.stripe.confirmCardPayment(payment.clientSecret, { payment_method: { card: this.field } });
+      if (result.error) {
+        this.busy = false;
+        this.button.disabled = false;
+        this.say(`${declined(result.error)} Your seats are still held: try again, or with another card.`, "declined");
+        return;
+      }
+    }
+    this.say("Payment received: your tickets are being issued…", "paying");
+    await this.settled();
+  }
+
+  /** Waits for the box office to have Stripe's word: sold, or refunded. */
+  async settled() {
+    const id = this.reservation.reservationId;
+    const until = Date.now() + SETTLE_WAIT_MS;
+    while (!this.signal?.aborted && Date.now() < until) {
+      try {
+        const reservation = await api("GET", `/api/reservations/${id}`);
+        if (reservation.status === "CONFIRMED") {
+          this.onSettled({ paid: reservation });
+          return;
+        }
+        if (reservation.status !== "HELD") {
+          const { refunds } = await api("GET", `/api/reservations/${id}/payments`);
+          if (refunds.length > 0) {
+            this.onSettled({ refunded: refunds[refunds.length - 1], reservation });
+            return;
+          }
+        }
+      } catch {
+        // The network comes and goes; the payment is safe at Stripe.
+      }
+      await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
+    }
+    if (!this.signal?.aborted) {
+      this.say("Stripe has your payment but the box office has not heard yet: your order appears under My reservations as soon as it does.", "paying");
+    }
+  }
+}
+
+/** Stripe's reason in words a fan reads (its messages are written so). */
+function declined(error) {
+  const reason = error?.message || "The payment did not go through.";
+  return error?.type === "validation_error" ? reason : `Not paid: ${reason}`;
+}
+
+/** "€178.00 refunded to your card" or "… is being refunded". */
+export function refundWords(refund) {
+  const amount = money(refund.amount, refund.currency);
+  if (refund.status === "SUCCEEDED") return `${amount} refunded to your card`;
+  if (refund.status === "FAILED") return `The refund of ${amount} needs the box office: it will contact you`;
+  return `${amount} is being refunded to your card`;
+}
