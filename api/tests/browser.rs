@@ -21,6 +21,9 @@ mod helpers;
 
 use helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
 
+#[path = "browser/paying.rs"]
+mod paying;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,

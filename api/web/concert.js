@@ -160,6 +160,7 @@ export async function concertView(main, { signal, params }) {
               return;
             }
             line.className = "line failed refunded";
+            map.refresh().catch(() => {});
             fill(line, h("h2", {}, "Your hold ended before the payment arrived"), h("p", { class: "refund" }, `${refundWords(outcome.refunded)}. ${w.Seats} ${seats} went back on sale.`));
           },
         })

@@ -93,7 +93,7 @@ export function refundForm() {
     all.addEventListener("click", () => refund(null));
     fill(
       found,
-      h("p", {}, `Order ${id}: ${tickets.length} ticket${tickets.length === 1 ? "" : "s"}${order.total != null && order.currency ? `, ${money(order.total, order.currency)}` : ""}.`),
+      h("p", {}, `Order ${id}: ${tickets.length} valid ticket${tickets.length === 1 ? "" : "s"} of ${order.seats.length}. Tick the ones to give back, or refund the whole order.`),
       h("ul", { class: "refund-tickets" }, boxes),
       h("p", { class: "actions" }, some, all),
     );
@@ -116,7 +116,7 @@ export function refundForm() {
  * Cancelling the concert: the operator types its title to confirm; then
  * the refunds' progress, followed until every order is done.
  */
-export function cancelConcert(concert, signal) {
+export function cancelConcert(concert, signal, { onCancelled }) {
   const progress = h("p", { class: "cancellation-progress", role: "status" });
   const follow = async () => {
     try {
@@ -159,6 +159,7 @@ export function cancelConcert(concert, signal) {
     try {
       await api("POST", `/api/concerts/${concert.id}/cancel`, { reason: reason.value.trim() });
       form.hidden = true;
+      onCancelled();
       tell(`${concert.title} is cancelled: the refunds are under way.`, "info");
       follow();
     } catch (e) {

@@ -23,6 +23,8 @@ export async function saleView(main, { params, signal }) {
   const chart = h("canvas", { width: 640, height: 160, class: "chart", role: "img", "aria-label": "Requests and decisions per second over the last two minutes" });
   const history = [];
   const map = new SeatMap(id);
+  // A cancelled concert's orders are all given back by the workers.
+  const refunds = concert.cancelledAt ? null : refundForm();
   fill(
     main,
     h("h1", {}, `On sale: ${concert.title}`),
@@ -43,8 +45,8 @@ export async function saleView(main, { params, signal }) {
     takingsTiles(id, signal),
     h("h2", {}, "Seats"),
     map.element,
-    refundForm(),
-    cancelConcert(concert, signal),
+    refunds,
+    cancelConcert(concert, signal, { onCancelled: () => refunds?.remove() }),
   );
   const rate = (n) => (n >= 100 ? Math.round(n).toLocaleString() : n.toFixed(1));
   const ms = (n) => (n >= 1000 ? `${(n / 1000).toFixed(2)} s` : `${Math.round(n)} ms`);

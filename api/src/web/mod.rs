@@ -35,9 +35,11 @@ pub fn router(stripe: Option<&ticket_core::payments::Stripe>) -> Router<AppState
         )
         .route(
             "/assets/{name}",
-            get(move |Path(name): Path<String>, headers: HeaderMap| async move {
-                asset(&for_assets, &name, &headers)
-            }),
+            get(
+                move |Path(name): Path<String>, headers: HeaderMap| async move {
+                    asset(&for_assets, &name, &headers)
+                },
+            ),
         )
 }
 

@@ -26,13 +26,11 @@ async fn priced(app: &TestApp, n: u32, hold_seconds: u32) -> (u64, Vec<u64>) {
 }
 
 async fn app_paying_at(stripe: &LocalStripe, webhooks: bool) -> TestApp {
-    let app = spawn_app_paid(stripe.provider()).await;
     if webhooks {
-        stripe
-            .send_webhooks_to(&format!("{}/api/payments/stripe/webhook", app.base))
-            .await;
+        paying_app(stripe).await
+    } else {
+        spawn_app_paid(stripe.provider()).await
     }
-    app
 }
 
 async fn reservation(app: &TestApp, token: &str, id: u64) -> Value {
@@ -598,8 +596,13 @@ async fn the_page_is_told_how_to_pay_and_may_load_stripe_js_from_its_origin_only
         json!({"provider": "manual", "publishableKey": null, "jsUrl": null})
     );
     let strict = free.fetch("/", &[]).await;
-    let strict = strict.headers()["content-security-policy"].to_str().unwrap();
-    assert!(!strict.contains("frame-src") && !strict.contains("127.0.0.1"), "{strict}");
+    let strict = strict.headers()["content-security-policy"]
+        .to_str()
+        .unwrap();
+    assert!(
+        !strict.contains("frame-src") && !strict.contains("127.0.0.1"),
+        "{strict}"
+    );
 
     let stripe = LocalStripe::start().await;
     let app = app_paying_at(&stripe, false).await;

@@ -42,36 +42,6 @@ fn seat(seats: &[(String, u64)], number: &str) -> u64 {
     seats.iter().find(|(n, _)| n == number).unwrap().1
 }
 
-/// Wins `seats` for `token` and pays for them at localstripe; the
-/// reservation once sold, and its PaymentIntent.
-async fn bought(app: &TestApp, stripe: &LocalStripe, token: &str, seats: &[u64]) -> (u64, String) {
-    let id = won(app, token, seats).await;
-    let payment = app
-        .post(
-            &format!("/api/reservations/{id}/payment"),
-            Some(token),
-            json!({}),
-        )
-        .await;
-    let secret = payment.assert_status(201)["clientSecret"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let pi = secret.split("_secret_").next().unwrap().to_owned();
-    let (status, body) = stripe.pay(&pi, "pm_card_visa").await;
-    assert_eq!(status, 200, "{body}");
-    for _ in 0..300 {
-        let r = app
-            .get(&format!("/api/reservations/{id}"), Some(token))
-            .await;
-        if r.body["status"] == "CONFIRMED" {
-            return (id, pi);
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("reservation {id} was not sold");
-}
-
 async fn tickets_of(app: &TestApp, token: &str, id: u64) -> Vec<Value> {
     app.get(&format!("/api/reservations/{id}/tickets"), Some(token))
         .await
@@ -79,14 +49,6 @@ async fn tickets_of(app: &TestApp, token: &str, id: u64) -> Vec<Value> {
         .as_array()
         .cloned()
         .unwrap_or_default()
-}
-
-async fn paying_app(stripe: &LocalStripe) -> TestApp {
-    let app = spawn_app_paid(stripe.provider()).await;
-    stripe
-        .send_webhooks_to(&format!("{}/api/payments/stripe/webhook", app.base))
-        .await;
-    app
 }
 
 #[tokio::test]

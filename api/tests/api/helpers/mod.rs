@@ -7,6 +7,7 @@ use ticket_core::testing::TestDatabase;
 
 mod data;
 mod http;
+mod paying;
 mod processes;
 mod spawn;
 mod workers;
@@ -16,6 +17,8 @@ mod workers;
 pub use data::{concert_with, order, won};
 #[allow(unused_imports)]
 pub use http::*;
+#[allow(unused_imports)]
+pub use paying::{bought, paying_app};
 #[allow(unused_imports)]
 pub use processes::*;
 #[allow(unused_imports)]

@@ -1,0 +1,348 @@
+//! Paying on the page (issue 46) in Chromium, against localstripe and its
+//! fake Stripe.js: a hold paid by card after a decline the fan reads in
+//! words, a payment that arrives after the hold ended (refunded, and said
+//! so), and the operator's takings, refunds and a cancelled show whose
+//! refunds the page follows to the end, with the fan's page telling them.
+
+use serde_json::json;
+use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
+use ticket_core::testing::localstripe::LocalStripe;
+use ticket_worker::cancellation::Cancellations;
+use ticket_worker::payments::Money;
+use tokio_util::sync::CancellationToken;
+
+use super::helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, bought, paying_app};
+use super::{Deciding, log_in, open_concert, open_view, reserve, seat, sign_up};
+
+const FAN_PASSWORD: &str = "a-long-password-1";
+
+/// One row of four seats at €89.00, held five minutes.
+async fn priced_concert(app: &TestApp, title: &str) -> u64 {
+    app.concert(
+        json!({"title": title, "rows": 1, "seatsPerRow": 4, "holdSeconds": 300,
+                       "categories": [{"name": "Standard", "price": 8900, "currency": "EUR"}]}),
+    )
+    .await["id"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Signs up in the page, wins seat A1 of `concert` and waits for the card
+/// form of its hold; the reservation's id.
+async fn hold_a1(page: &Browser, app: &TestApp, concert: u64, nick: &str) -> u64 {
+    sign_up(page, &app.base, nick).await;
+    open_concert(page, &app.base, concert).await;
+    let a1 = page.wait_element(&seat("A1"), None).await;
+    page.click(&a1).await;
+    reserve(page).await;
+    page.wait_element(
+        ".line.held .hold-summary",
+        Some("1 seat, €89.00, pay within"),
+    )
+    .await;
+    page.wait_for(
+        "the card form",
+        "const b = document.querySelector('.pay button[type=submit]'); \
+         return b && !b.disabled && document.querySelector('.card-field input') !== null;",
+        vec![],
+    )
+    .await;
+    let token = app.login(nick, FAN_PASSWORD).await;
+    app.get("/api/users/me/reservations?page=0&size=10", Some(&token))
+        .await
+        .assert_status(200)[0]["reservationId"]
+        .as_u64()
+        .unwrap()
+}
+
+/// Types a card into Stripe's field (localstripe's inputs, by name).
+async fn type_card(page: &Browser, number: &str) {
+    for (field, value) in [
+        ("number", number),
+        ("exp_month", "12"),
+        ("exp_year", "34"),
+        ("cvc", "123"),
+        ("postal_code", "75001"),
+    ] {
+        let input = page
+            .wait_element(&format!(".card-field input[placeholder={field}]"), None)
+            .await;
+        page.type_into(&input, value).await;
+    }
+}
+
+async fn press_pay(page: &Browser) {
+    let pay = page
+        .wait_element(".pay button[type=submit]", Some("Pay €89.00"))
+        .await;
+    page.click(&pay).await;
+}
+
+async fn status_of(app: &TestApp, id: u64) -> String {
+    app.get(&format!("/api/reservations/{id}"), Some(&app.admin_token))
+        .await
+        .assert_status(200)["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn a_fan_pays_by_card_after_a_decline_said_in_words_and_gets_the_tickets() {
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let concert = priced_concert(&app, "Paid by card").await;
+    let deciding = Deciding::start(&app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    let id = hold_a1(&page, &app, concert, "card-fan").await;
+    page.screenshot(&screenshot_dir().join("hold-being-paid.png"))
+        .await;
+
+    // Declined when charged: said in words, the hold runs on.
+    type_card(&page, "4000000000000341").await;
+    press_pay(&page).await;
+    page.wait_element(
+        ".pay[data-state=declined] .pay-status",
+        Some("Not paid: Your card was declined. Your seats are still held"),
+    )
+    .await;
+    assert_eq!(status_of(&app, id).await, "HELD");
+    page.screenshot(&screenshot_dir().join("payment-declined.png"))
+        .await;
+
+    // Another card pays; Stripe's webhook sells the hold.
+    type_card(&page, "4242424242424242").await;
+    press_pay(&page).await;
+    page.wait_element(".line.confirmed h2", Some("Paid and confirmed"))
+        .await;
+    assert_eq!(status_of(&app, id).await, "CONFIRMED");
+    let tickets = page
+        .wait_element(".line.confirmed a", Some("Your tickets"))
+        .await;
+    page.click(&tickets).await;
+    page.wait_element(".ticket .ticket-seat", Some("A1")).await;
+
+    // Its reservation shows what was paid.
+    open_view(&page, &app.base, "#/me/reservations").await;
+    page.wait_element(".paid", Some("Paid €89.00")).await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_payment_arriving_after_the_hold_ended_is_refunded_and_the_fan_told() {
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let concert = priced_concert(&app, "Too late").await;
+    let deciding = Deciding::start(&app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    let id = hold_a1(&page, &app, concert, "slow-fan").await;
+
+    // The card asks for 3-D Secure; while the fan authenticates, the
+    // hold ends.
+    type_card(&page, "4000002500003155").await;
+    press_pay(&page).await;
+    let complete = page
+        .wait_element("button", Some("Complete authentication"))
+        .await;
+    let ended = sqlx::query(
+        "UPDATE reservations SET hold_expires_at = NOW(6) - INTERVAL 1 SECOND WHERE id = ?",
+    )
+    .bind(id)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    assert_eq!(ended.rows_affected(), 1);
+    page.click(&complete).await;
+
+    page.wait_element(
+        ".line.refunded h2",
+        Some("Your hold ended before the payment arrived"),
+    )
+    .await;
+    page.wait_element(
+        ".line.refunded .refund",
+        Some("€89.00 is being refunded to your card. Seat A1 went back on sale."),
+    )
+    .await;
+    page.screenshot(&screenshot_dir().join("payment-after-hold-refunded.png"))
+        .await;
+    assert_eq!(status_of(&app, id).await, "EXPIRED");
+    let refunds = app
+        .get(
+            &format!("/api/reservations/{id}/payments"),
+            Some(&app.admin_token),
+        )
+        .await;
+    assert_eq!(
+        refunds.assert_status(200)["refunds"][0]["reason"],
+        "LATE_PAYMENT"
+    );
+    assert_eq!(refunds.body["refunds"][0]["amount"], 8900);
+
+    // Carried out, the refund reads as done on the fan's reservations.
+    let money = Money::new(app.pool.clone(), stripe.client());
+    assert_eq!(
+        money.carry_out_refunds().await.unwrap().refunds_succeeded,
+        1
+    );
+    open_view(&page, &app.base, "#/me/reservations").await;
+    page.wait_element(
+        ".refund",
+        Some("€89.00 refunded to your card (your hold ended before the payment arrived)."),
+    )
+    .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    app.assert_invariants().await;
+}
+
+/// Background workers of a cancelled show: orders given back, refunds
+/// carried out at the provider.
+struct Refunding {
+    shutdown: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Refunding {
+    fn start(app: &TestApp, stripe: &LocalStripe) -> Self {
+        let shutdown = CancellationToken::new();
+        let tasks = vec![
+            tokio::spawn(Cancellations::new(app.pool.clone()).run(shutdown.clone())),
+            tokio::spawn(Money::new(app.pool.clone(), stripe.client()).run(shutdown.clone())),
+        ];
+        Self { shutdown, tasks }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        for task in self.tasks {
+            task.await.expect("a worker stops");
+        }
+    }
+}
+
+#[tokio::test]
+async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_refunds() {
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let concert = priced_concert(&app, "Storm Night").await;
+    let seats: Vec<u64> = app
+        .seats(concert)
+        .await
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    let (_, pair) = app.user("pair-fan").await;
+    let (two, _) = bought(&app, &stripe, &pair, &seats[0..2]).await;
+    let (_, solo) = app.user("solo-fan").await;
+    let (one, _) = bought(&app, &stripe, &solo, &seats[2..3]).await;
+
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1100, 1400).await;
+    log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
+    open_view(
+        &page,
+        &app.base,
+        &format!("#/admin/concerts/{concert}/sale"),
+    )
+    .await;
+    super::wait_metric(&page, "ticketsSold", "3").await;
+    super::wait_metric(&page, "net", "€267.00").await;
+
+    // A fan calls with order `two`: one of its two tickets is given back.
+    let number = page.wait_element("input[name=orderNumber]", None).await;
+    page.type_into(&number, &two.to_string()).await;
+    let find = page
+        .wait_element("button[type=submit]", Some("Find the order"))
+        .await;
+    page.click(&find).await;
+    page.wait_element(".refund-tickets li", Some("A1, Standard, €89.00"))
+        .await;
+    let tick = page.wait_element(".refund-tickets li input", None).await;
+    page.click(&tick).await;
+    let some = page
+        .wait_element("button", Some("Refund the ticked tickets"))
+        .await;
+    page.click(&some).await;
+    page.wait_element(
+        "#notice",
+        Some(&format!("Order {two}: €89.00 is being refunded; the seats are back on sale. The rest of the order stays valid.")),
+    )
+    .await;
+    page.wait_element(
+        ".refund-order p",
+        Some(&format!("Order {two}: 1 valid ticket of 2.")),
+    )
+    .await;
+    super::wait_metric(&page, "ticketsRefunded", "1").await;
+    super::wait_metric(&page, "net", "€178.00").await;
+    assert_eq!(status_of(&app, two).await, "CONFIRMED");
+
+    // The show is cancelled: the title typed to confirm.
+    let open = page.wait_element(".cancel-concert summary", None).await;
+    page.click(&open).await;
+    let go = page
+        .wait_element("button", Some("Cancel the concert and refund everyone"))
+        .await;
+    let reason = page.wait_element("textarea[name=reason]", None).await;
+    page.type_into(&reason, "The singer lost her voice").await;
+    let title = page.wait_element("input[name=confirmTitle]", None).await;
+    page.type_into(&title, "Storm").await;
+    assert_eq!(
+        page.attribute(&go, "disabled").await.as_deref(),
+        Some("true")
+    );
+    page.type_into(&title, "Storm Night").await;
+    page.click(&go).await;
+    page.wait_element(".cancellation-progress", Some("Refunding"))
+        .await;
+    page.wait_for(
+        "the refund form to go (the workers give every order back)",
+        "return document.querySelector('input[name=orderNumber]') === null;",
+        vec![],
+    )
+    .await;
+    let refunding = Refunding::start(&app, &stripe);
+    page.wait_element(
+        ".cancellation-progress[data-status=DONE]",
+        Some("Cancelled: every order refunded (2)."),
+    )
+    .await;
+    super::wait_metric(&page, "net", "€0.00").await;
+    page.screenshot(&screenshot_dir().join("cancelled-show-refunded.png"))
+        .await;
+    assert_eq!(status_of(&app, one).await, "CANCELLED");
+    assert_eq!(status_of(&app, two).await, "CANCELLED");
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+
+    // The fan sees the banner and the refund.
+    page.script(
+        "document.cookie = 'ticket_session=; Max-Age=0; Path=/';",
+        vec![],
+    )
+    .await;
+    super::reload(&page).await;
+    log_in(&page, &app.base, "solo-fan", "password123").await;
+    open_view(&page, &app.base, &format!("#/concerts/{concert}")).await;
+    page.wait_element(
+        ".cancelled-show",
+        Some("This concert is cancelled: The singer lost her voice"),
+    )
+    .await;
+    open_view(&page, &app.base, "#/me/reservations").await;
+    page.wait_element(
+        ".refund",
+        Some("€89.00 refunded to your card (the concert is cancelled)."),
+    )
+    .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    refunding.stop().await;
+    app.assert_invariants().await;
+}
