@@ -70,15 +70,23 @@ async fn open_view(page: &Browser, base: &str, view: &str) {
     .await;
 }
 
+/// Types each value into the input that `css(name)` finds, as a user would.
+async fn type_fields(page: &Browser, css: impl Fn(&str) -> String, fields: &[(&str, &str)]) {
+    for (name, value) in fields {
+        let input = page.wait_element(&css(name), None).await;
+        page.type_into(&input, value).await;
+    }
+}
+
 /// Fills the sign-up or log-in form (`route`) and waits to be signed in.
 async fn account_form(page: &Browser, base: &str, route: &str, nick: &str, password: &str) {
     open_view(page, base, &format!("#/{route}")).await;
-    for (field, value) in [("nickName", nick), ("password", password)] {
-        let input = page
-            .wait_element(&format!("input[name={field}]"), None)
-            .await;
-        page.type_into(&input, value).await;
-    }
+    type_fields(
+        page,
+        |name| format!("input[name={name}]"),
+        &[("nickName", nick), ("password", password)],
+    )
+    .await;
     let submit = page.wait_element("button[type=submit]", None).await;
     page.click(&submit).await;
     page.wait_element("#nav .who", Some(nick)).await;
@@ -449,17 +457,17 @@ async fn a_fan_gives_an_address_at_sign_up_and_changes_it_on_the_account_page() 
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 768).await;
     open_view(&page, &app.base, "#/signup").await;
-    for (name, value) in [
-        ("nickName", "mailfan"),
-        ("password", "a-long-password-1"),
-        // A browser takes it; the box office cannot deliver to it.
-        ("email", "mailfan@localhost"),
-    ] {
-        let input = page
-            .wait_element(&format!("input[name={name}]"), None)
-            .await;
-        page.type_into(&input, value).await;
-    }
+    type_fields(
+        &page,
+        |name| format!("input[name={name}]"),
+        &[
+            ("nickName", "mailfan"),
+            ("password", "a-long-password-1"),
+            // A browser takes it; the box office cannot deliver to it.
+            ("email", "mailfan@localhost"),
+        ],
+    )
+    .await;
     let submit = page.wait_element("button[type=submit]", None).await;
     page.click(&submit).await;
     let said = page.wait_element(".form-errors", Some("Email: ")).await;
@@ -504,19 +512,19 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let page = driver.browser(1280, 1000).await;
     log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
     open_view(&page, &app.base, "#/admin/concerts/new").await;
-    for (name, value) in [
-        ("title", "Operator's Night"),
-        ("venue", "Main Hall"),
-        ("rows", "4"),
-        ("seatsPerRow", "10"),
-        ("holdSeconds", "0"),
-        ("maxSeatsPerOrder", "2"),
-    ] {
-        let input = page
-            .wait_element(&format!("input[name={name}]"), None)
-            .await;
-        page.type_into(&input, value).await;
-    }
+    type_fields(
+        &page,
+        |name| format!("input[name={name}]"),
+        &[
+            ("title", "Operator's Night"),
+            ("venue", "Main Hall"),
+            ("rows", "4"),
+            ("seatsPerRow", "10"),
+            ("holdSeconds", "0"),
+            ("maxSeatsPerOrder", "2"),
+        ],
+    )
+    .await;
     // A date field takes its value as the browser's own picker would set it.
     page.script(
         "document.querySelector('input[name=concertDate]').value = '2099-06-01T19:30';",

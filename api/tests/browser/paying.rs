@@ -16,15 +16,13 @@ use super::{Deciding, log_in, open_concert, open_view, reserve, seat, sign_up};
 
 const FAN_PASSWORD: &str = "a-long-password-1";
 
-/// One row of four seats at €89.00, held five minutes.
-async fn priced_concert(app: &TestApp, title: &str) -> u64 {
-    app.concert(
-        json!({"title": title, "rows": 1, "seatsPerRow": 4, "holdSeconds": 300,
-                       "categories": [{"name": "Standard", "price": 8900, "currency": "EUR"}]}),
-    )
-    .await["id"]
-        .as_u64()
-        .unwrap()
+/// One row of four seats at €89.00, held five minutes; (id, seats).
+async fn priced_concert(app: &TestApp, title: &str) -> (u64, Vec<u64>) {
+    app.concert_and_seats(json!({
+        "title": title, "rows": 1, "seatsPerRow": 4, "holdSeconds": 300,
+        "categories": [{"name": "Standard", "price": 8900, "currency": "EUR"}],
+    }))
+    .await
 }
 
 /// Signs up in the page, wins seat A1 of `concert` and waits for the card
@@ -57,18 +55,24 @@ async fn hold_a1(page: &Browser, app: &TestApp, concert: u64, nick: &str) -> u64
 
 /// Types a card into Stripe's field (localstripe's inputs, by name).
 async fn type_card(page: &Browser, number: &str) {
-    for (field, value) in [
-        ("number", number),
-        ("exp_month", "12"),
-        ("exp_year", "34"),
-        ("cvc", "123"),
-        ("postal_code", "75001"),
-    ] {
-        let input = page
-            .wait_element(&format!(".card-field input[placeholder={field}]"), None)
-            .await;
-        page.type_into(&input, value).await;
-    }
+    super::type_fields(
+        page,
+        |field| format!(".card-field input[placeholder={field}]"),
+        &[
+            ("number", number),
+            ("exp_month", "12"),
+            ("exp_year", "34"),
+            ("cvc", "123"),
+            ("postal_code", "75001"),
+        ],
+    )
+    .await;
+}
+
+/// The fan's reservations say what came back, and why.
+async fn refund_reads(page: &Browser, base: &str, words: &str) {
+    open_view(page, base, "#/me/reservations").await;
+    page.wait_element(".refund", Some(words)).await;
 }
 
 async fn press_pay(page: &Browser) {
@@ -91,7 +95,7 @@ async fn status_of(app: &TestApp, id: u64) -> String {
 async fn a_fan_pays_by_card_after_a_decline_said_in_words_and_gets_the_tickets() {
     let stripe = LocalStripe::start().await;
     let app = paying_app(&stripe).await;
-    let concert = priced_concert(&app, "Paid by card").await;
+    let (concert, _) = priced_concert(&app, "Paid by card").await;
     let deciding = Deciding::start(&app);
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 900).await;
@@ -136,7 +140,7 @@ async fn a_fan_pays_by_card_after_a_decline_said_in_words_and_gets_the_tickets()
 async fn a_payment_arriving_after_the_hold_ended_is_refunded_and_the_fan_told() {
     let stripe = LocalStripe::start().await;
     let app = paying_app(&stripe).await;
-    let concert = priced_concert(&app, "Too late").await;
+    let (concert, _) = priced_concert(&app, "Too late").await;
     let deciding = Deciding::start(&app);
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 900).await;
@@ -190,10 +194,10 @@ async fn a_payment_arriving_after_the_hold_ended_is_refunded_and_the_fan_told() 
         money.carry_out_refunds().await.unwrap().refunds_succeeded,
         1
     );
-    open_view(&page, &app.base, "#/me/reservations").await;
-    page.wait_element(
-        ".refund",
-        Some("€89.00 refunded to your card (your hold ended before the payment arrived)."),
+    refund_reads(
+        &page,
+        &app.base,
+        "€89.00 refunded to your card (your hold ended before the payment arrived).",
     )
     .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
@@ -231,13 +235,7 @@ impl Refunding {
 async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_refunds() {
     let stripe = LocalStripe::start().await;
     let app = paying_app(&stripe).await;
-    let concert = priced_concert(&app, "Storm Night").await;
-    let seats: Vec<u64> = app
-        .seats(concert)
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
+    let (concert, seats) = priced_concert(&app, "Storm Night").await;
     let (_, pair) = app.user("pair-fan").await;
     let (two, _) = bought(&app, &stripe, &pair, &seats[0..2]).await;
     let (_, solo) = app.user("solo-fan").await;
@@ -335,10 +333,10 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
         Some("This concert is cancelled: The singer lost her voice"),
     )
     .await;
-    open_view(&page, &app.base, "#/me/reservations").await;
-    page.wait_element(
-        ".refund",
-        Some("€89.00 refunded to your card (the concert is cancelled)."),
+    refund_reads(
+        &page,
+        &app.base,
+        "€89.00 refunded to your card (the concert is cancelled).",
     )
     .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
