@@ -19,6 +19,17 @@
 //!   takes nothing, and its seats stay free for the requests behind it;
 //! - otherwise **won**: every seat it names is its own.
 //!
+//! A request may instead ask for the best `count` places of a pool (a
+//! price category's seats side by side, or a standing area; see [`best`]).
+//! It is decided by the same rule, the pool standing for its seats: it
+//! waits while an earlier request that could take one of the pool's free
+//! places is open elsewhere (or was deferred in this batch), and an exact
+//! request waits likewise behind an earlier open request for the pool of
+//! one of its seats; when its turn comes it gets the best of what the
+//! requests before it left ([`best::choose`]), or fails SOLD_OUT or
+//! NO_ADJACENT_SEATS and takes nothing. So the earlier of two requests of
+//! one size in a pool never gets the worse block.
+//!
 //! So for every seat the winner is the earliest request in line that wanted
 //! it while it was free and its fan had room, whichever worker holds which
 //! request; and a fan's requests are decided in their line order, one
@@ -28,16 +39,56 @@ use std::collections::{HashMap, HashSet};
 
 use super::{ConcertId, QueueId, SeatId, UserId};
 
+pub mod best;
+
+pub use best::{Place, Refusal, Shape};
+
 /// One request of a batch as the rule sees it.
 #[derive(Debug, Clone, Copy)]
 pub struct Request<'a> {
     pub id: QueueId,
     /// Its place in line (`LineKey::place`): smaller is earlier.
     pub place: u64,
-    /// The seats it names, all or nothing.
-    pub seats: &'a [SeatId],
+    pub wants: Wants<'a>,
     pub fan: Fan,
 }
+
+/// What a request asks for.
+#[derive(Debug, Clone, Copy)]
+pub enum Wants<'a> {
+    /// The seats it names, all or nothing.
+    Seats(&'a [SeatId]),
+    /// The best places of a pool in this shape.
+    Best(PoolId, Shape),
+}
+
+impl Wants<'_> {
+    /// How many seats it takes when it wins.
+    fn count(&self) -> u32 {
+        match self {
+            Self::Seats(seats) => u32::try_from(seats.len()).unwrap_or(u32::MAX),
+            Self::Best(_, shape) => shape.count,
+        }
+    }
+}
+
+/// A pool of places asked for by count: a category's seats or a standing
+/// area of one concert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PoolId(pub u64);
+
+/// A pool of the batch: its free places, and who else wants them.
+#[derive(Debug, Clone, Default)]
+pub struct Pool {
+    /// Its free places (each also in [`FreeSeats`], with its own line).
+    pub places: Vec<Place>,
+    /// The place in line of the first open request for the pool outside
+    /// the batch (requests naming its seats are in [`FreeSeats`]).
+    pub first_open_elsewhere: Option<u64>,
+}
+
+/// Every pool the batch asks for or whose seats it names.
+pub type Pools = HashMap<PoolId, Pool>;
 
 /// A user in one concert: whose seats the concert's cap counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -62,8 +113,8 @@ pub type Fans = HashMap<Fan, FanStanding>;
 
 /// The seats a batch wants that are free (no live claim; a hold that has
 /// ended is none), each with the place in line of the first open request
-/// for it outside the batch, if there is one. A seat not in the map is
-/// taken.
+/// outside the batch that could take it: one naming it, or one asking for
+/// its pool. A seat not in the map is taken.
 pub type FreeSeats = HashMap<SeatId, Option<u64>>;
 
 /// What becomes of one request.
@@ -77,51 +128,139 @@ pub enum Verdict {
     Deferred,
     /// USER_LIMIT_REACHED: its seats would take its fan past the cap.
     OverLimit,
+    /// SOLD_OUT: fewer free places in its pool than it asks for.
+    SoldOut,
+    /// NO_ADJACENT_SEATS: no block of its count side by side.
+    NoAdjacentSeats,
 }
 
-/// The verdict of each request of `line` (in line order), in that order.
+/// A request's verdict and, when it won, its seats.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    /// The seats won (empty unless [`Verdict::Won`]).
+    pub seats: Vec<SeatId>,
+}
+
+impl Decision {
+    fn refused(verdict: Verdict) -> Self {
+        Self {
+            verdict,
+            seats: Vec::new(),
+        }
+    }
+}
+
+/// The verdict of each request of `line` (in line order) that names its
+/// seats, in that order.
 pub fn allocate(line: &[Request<'_>], free: &FreeSeats, fans: &Fans) -> Vec<Verdict> {
+    decide(line, free, &Pools::new(), fans)
+        .into_iter()
+        .map(|d| d.verdict)
+        .collect()
+}
+
+/// The decision of each request of `line` (in line order), in that order.
+pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans) -> Vec<Decision> {
+    let pool_of: HashMap<SeatId, PoolId> = pools
+        .iter()
+        .flat_map(|(id, pool)| pool.places.iter().map(move |p| (p.seat, *id)))
+        .collect();
     let mut won: HashSet<SeatId> = HashSet::new();
     let mut waited_for: HashSet<SeatId> = HashSet::new();
+    let mut pools_waiting: HashSet<PoolId> = HashSet::new();
     let mut fans_waiting: HashSet<Fan> = HashSet::new();
     let mut room: HashMap<Fan, u32> = fans.iter().map(|(fan, s)| (*fan, s.room)).collect();
     line.iter()
         .map(|request| {
-            let lost = request.seats.is_empty()
-                || request
-                    .seats
-                    .iter()
-                    .any(|s| !free.contains_key(s) || won.contains(s));
-            let behind = request.seats.iter().any(|s| {
-                waited_for.contains(s)
-                    || free
-                        .get(s)
-                        .copied()
-                        .flatten()
-                        .is_some_and(|first| first < request.place)
-            });
             let fan_behind = fans_waiting.contains(&request.fan)
                 || fans
                     .get(&request.fan)
                     .and_then(|f| f.first_open_elsewhere)
                     .is_some_and(|first| first < request.place);
-            let wanted = u32::try_from(request.seats.len()).unwrap_or(u32::MAX);
             let fan_room = room.get(&request.fan).copied().unwrap_or(u32::MAX);
-            if lost {
-                Verdict::Lost
-            } else if behind || fan_behind {
-                waited_for.extend(request.seats);
-                fans_waiting.insert(request.fan);
-                Verdict::Deferred
-            } else if wanted > fan_room {
-                Verdict::OverLimit
-            } else {
-                won.extend(request.seats);
-                if let Some(left) = room.get_mut(&request.fan) {
-                    *left -= wanted;
+            let decision = match request.wants {
+                Wants::Seats(seats) => {
+                    let lost = seats.is_empty()
+                        || seats
+                            .iter()
+                            .any(|s| !free.contains_key(s) || won.contains(s));
+                    let behind = seats.iter().any(|s| {
+                        waited_for.contains(s)
+                            || pool_of.get(s).is_some_and(|p| pools_waiting.contains(p))
+                            || free
+                                .get(s)
+                                .copied()
+                                .flatten()
+                                .is_some_and(|first| first < request.place)
+                    });
+                    if lost {
+                        Decision::refused(Verdict::Lost)
+                    } else if behind || fan_behind {
+                        waited_for.extend(seats);
+                        Decision::refused(Verdict::Deferred)
+                    } else if request.wants.count() > fan_room {
+                        Decision::refused(Verdict::OverLimit)
+                    } else {
+                        Decision {
+                            verdict: Verdict::Won,
+                            seats: seats.to_vec(),
+                        }
+                    }
                 }
-                Verdict::Won
+                Wants::Best(id, shape) => {
+                    let pool = pools.get(&id);
+                    let places: Vec<Place> = pool
+                        .map(|p| p.places.as_slice())
+                        .unwrap_or_default()
+                        .iter()
+                        .filter(|p| free.contains_key(&p.seat) && !won.contains(&p.seat))
+                        .copied()
+                        .collect();
+                    let behind = pools_waiting.contains(&id)
+                        || pool
+                            .and_then(|p| p.first_open_elsewhere)
+                            .is_some_and(|first| first < request.place)
+                        || places.iter().any(|p| {
+                            waited_for.contains(&p.seat)
+                                || free
+                                    .get(&p.seat)
+                                    .copied()
+                                    .flatten()
+                                    .is_some_and(|first| first < request.place)
+                        });
+                    if behind || fan_behind {
+                        pools_waiting.insert(id);
+                        Decision::refused(Verdict::Deferred)
+                    } else if shape.count > fan_room {
+                        Decision::refused(Verdict::OverLimit)
+                    } else {
+                        match best::choose(&places, shape) {
+                            Ok(seats) => Decision {
+                                verdict: Verdict::Won,
+                                seats,
+                            },
+                            Err(Refusal::SoldOut) => Decision::refused(Verdict::SoldOut),
+                            Err(Refusal::NoAdjacentSeats) => {
+                                Decision::refused(Verdict::NoAdjacentSeats)
+                            }
+                        }
+                    }
+                }
+            };
+            match decision.verdict {
+                Verdict::Deferred => {
+                    fans_waiting.insert(request.fan);
+                }
+                Verdict::Won => {
+                    won.extend(&decision.seats);
+                    if let Some(left) = room.get_mut(&request.fan) {
+                        *left -= request.wants.count();
+                    }
+                }
+                _ => {}
             }
+            decision
         })
         .collect()
 }

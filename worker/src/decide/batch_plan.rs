@@ -153,7 +153,7 @@ pub(super) async fn plan(
         .map(|row| allocation::Request {
             id: row.id,
             place: row.line.place(row.id),
-            seats: &row.seats,
+            wants: allocation::Wants::Seats(&row.seats),
             fan: fan_of(row),
         })
         .collect();
@@ -162,6 +162,8 @@ pub(super) async fn plan(
             Verdict::Lost => plan.failed.push(row.id),
             Verdict::OverLimit => plan.over_limit.push(row.id),
             Verdict::Deferred => plan.deferred.push(row.id),
+            // Requests by count come with their pools (issue 47, next step).
+            Verdict::SoldOut | Verdict::NoAdjacentSeats => plan.failed.push(row.id),
             Verdict::Won => {
                 plan.reclaimed
                     .extend(row.seats.iter().filter(|s| ended_holds.contains(s)));

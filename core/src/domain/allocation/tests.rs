@@ -39,7 +39,7 @@ fn verdicts_of_fans(
         .map(|&(id, user, seats)| Request {
             id: QueueId(id),
             place: id,
-            seats,
+            wants: Wants::Seats(seats),
             fan: fan(user),
         })
         .collect();
@@ -195,7 +195,7 @@ impl Sale {
             .map(|(i, (seats, &place))| Request {
                 id: QueueId(i as u64 + 1),
                 place,
-                seats,
+                wants: Wants::Seats(seats),
                 fan: fan(self.fans[i]),
             })
             .collect()
@@ -250,7 +250,10 @@ impl Sale {
                             *taken.entry(self.fans[i]).or_default() += line[i].len() as u32;
                             outcome[i] = Some(true);
                         }
-                        Verdict::Lost | Verdict::OverLimit => outcome[i] = Some(false),
+                        Verdict::Lost
+                        | Verdict::OverLimit
+                        | Verdict::SoldOut
+                        | Verdict::NoAdjacentSeats => outcome[i] = Some(false),
                         Verdict::Deferred => {}
                     }
                 }
@@ -351,10 +354,11 @@ proptest! {
         let mut taken: HashMap<Fan, u32> = HashMap::new();
         for (request, verdict) in requests.iter().zip(allocate(&requests, &free, &fans)) {
             if verdict == Verdict::Won {
+                let Wants::Seats(seats) = request.wants else { unreachable!("seats by number only") };
                 let count = taken.entry(request.fan).or_default();
-                *count += request.seats.len() as u32;
+                *count += seats.len() as u32;
                 prop_assert!(*count <= sale.cap, "{:?} past the cap", request.fan);
-                for seat in request.seats {
+                for seat in seats {
                     prop_assert!(free.contains_key(seat));
                     // Nobody open elsewhere is ahead of it for this seat.
                     prop_assert!(free[seat].is_none_or(|first| first >= request.place));
