@@ -77,14 +77,12 @@ impl Wants<'_> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct PoolId(pub u64);
 
-/// A pool of the batch: its free places, and who else wants them.
+/// A pool of the batch: its free places, each also in [`FreeSeats`] with
+/// the first request elsewhere that could take it (asking for the pool,
+/// or naming the seat).
 #[derive(Debug, Clone, Default)]
 pub struct Pool {
-    /// Its free places (each also in [`FreeSeats`], with its own line).
     pub places: Vec<Place>,
-    /// The place in line of the first open request for the pool outside
-    /// the batch (requests naming its seats are in [`FreeSeats`]).
-    pub first_open_elsewhere: Option<u64>,
 }
 
 /// Every pool the batch asks for or whose seats it names.
@@ -218,9 +216,6 @@ pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans
                         .copied()
                         .collect();
                     let behind = pools_waiting.contains(&id)
-                        || pool
-                            .and_then(|p| p.first_open_elsewhere)
-                            .is_some_and(|first| first < request.place)
                         || places.iter().any(|p| {
                             waited_for.contains(&p.seat)
                                 || free

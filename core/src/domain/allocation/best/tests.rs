@@ -477,6 +477,12 @@ proptest! {
     }
 
     #[test]
+    fn one_worker_alone_decides_the_whole_line_at_once_as_the_clerk(sale in sale()) {
+        let alone = Sale { owner: vec![0; sale.line.len()], batch: vec![sale.line.len()], ..sale.clone() };
+        prop_assert_eq!(alone.decided_by_workers(), sale.clerk());
+    }
+
+    #[test]
     fn the_clerks_sale_keeps_every_rule(sale in sale()) {
         let venue = pools_of_venue();
         let won = sale.clerk();
