@@ -391,18 +391,7 @@ impl Sale {
                             for p in &places {
                                 free.insert(p.seat, first_for_seat(p.seat));
                             }
-                            let first_open_elsewhere = open_elsewhere
-                                .iter()
-                                .filter(|&&j| matches!(&self.line[j], Ask::Best(p, ..) if p == id))
-                                .map(|&j| self.places[j])
-                                .min();
-                            pools.insert(
-                                *id,
-                                Pool {
-                                    places,
-                                    first_open_elsewhere,
-                                },
-                            );
+                            pools.insert(*id, Pool { places });
                         }
                     }
                 }
