@@ -17,6 +17,7 @@ mod proof_of_work;
 mod reservation;
 mod sale;
 mod seat;
+pub mod seating_plan;
 mod status;
 pub mod ticket_code;
 mod user;

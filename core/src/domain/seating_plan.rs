@@ -1,0 +1,279 @@
+//! A venue's seating plan in pretix's open format (`seating-plan.schema.json`:
+//! `name`, `categories [{name, color}]`, `size`, `zones [{name, position,
+//! rows [{row_number, position, seats [{seat_guid, seat_number, position,
+//! category}]}], areas}]`), parsed into the seats a concert is sold from.
+//!
+//! Positions add up as pretix draws them: a seat's is relative to its row's,
+//! a row's to its zone's. Each seat is named `zone-row-seat` (the zone
+//! left out when the plan has one), which must be a valid seat number and
+//! unique in the plan.
+//!
+//! The plan's order is its order of preference: zones as listed (the
+//! first is nearest the stage), rows as listed in each zone (front first),
+//! and in a row the centre first, as for rows × seatsPerRow. Best available
+//! follows that rank (see `allocation::best`).
+
+use std::collections::HashSet;
+
+use serde::{Deserialize, Serialize};
+
+use super::allocation::best::grid_rank;
+use super::{FieldError, SeatNumber};
+
+/// At most this many seats in a plan (as in a concert made of rows).
+pub const MAX_SEATS: usize = 100_000;
+
+/// The plan as pretix writes it (what `GET` gives back).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPlan {
+    pub name: String,
+    pub categories: Vec<RawCategory>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<Size>,
+    pub zones: Vec<RawZone>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCategory {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Size {
+    pub width: f64,
+    pub height: f64,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Position {
+    pub x: f64,
+    pub y: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawZone {
+    #[serde(default)]
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub displayed: Option<bool>,
+    pub position: Position,
+    pub rows: Vec<RawRow>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub areas: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRow {
+    pub row_number: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    pub seats: Vec<RawSeat>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub number_of_seats: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seats_spacing: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSeat {
+    pub seat_guid: String,
+    pub seat_number: String,
+    pub position: Position,
+    pub category: String,
+}
+
+/// One seat of a plan, ready to be written.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PlanSeat {
+    pub number: SeatNumber,
+    pub guid: String,
+    pub zone: String,
+    pub row_label: String,
+    /// The seat's own label in its row (`seat_number` in the plan).
+    pub label: String,
+    /// The plan category's name (the concert's price category of that name).
+    pub category: String,
+    pub x: f64,
+    pub y: f64,
+    /// Rows counted through every zone, in plan order.
+    pub row_index: u32,
+    pub row_position: u32,
+    pub rank: u32,
+}
+
+/// A plan whose every seat is valid and named once.
+#[derive(Debug, Clone)]
+pub struct SeatingPlan {
+    pub raw: RawPlan,
+    pub seats: Vec<PlanSeat>,
+}
+
+/// How long the labels kept of a plan may be (the columns' widths).
+const MAX_ZONE_CHARS: usize = 64;
+const MAX_ROW_CHARS: usize = 32;
+const MAX_GUID_CHARS: usize = 64;
+
+impl SeatingPlan {
+    /// Checks `raw` against the concert's price categories (`categories`,
+    /// by name): the first seat whose category is not one of them, a
+    /// `seat_guid` or a seat name twice, or more than [`MAX_SEATS`] seats
+    /// is refused, naming the seat.
+    pub fn parse(raw: RawPlan, categories: &[&str]) -> Result<Self, FieldError> {
+        let count: usize = raw
+            .zones
+            .iter()
+            .flat_map(|z| &z.rows)
+            .map(|r| r.seats.len())
+            .sum();
+        if count == 0 {
+            return Err(FieldError::new("zones", "the plan has no seats"));
+        }
+        if count > MAX_SEATS {
+            return Err(FieldError::new(
+                "zones",
+                format!("the plan has {count} seats; at most {MAX_SEATS}"),
+            ));
+        }
+        let many_zones = raw.zones.len() > 1;
+        let mut guids: HashSet<&str> = HashSet::with_capacity(count);
+        let mut names: HashSet<String> = HashSet::with_capacity(count);
+        let mut seats = Vec::with_capacity(count);
+        let mut row_index: u32 = 0;
+        for zone in &raw.zones {
+            check_length("zones.name", &zone.name, MAX_ZONE_CHARS)?;
+            for row in &zone.rows {
+                check_length("rows.row_number", &row.row_number, MAX_ROW_CHARS)?;
+                let origin = row.position.unwrap_or_default();
+                for (i, seat) in row.seats.iter().enumerate() {
+                    let position = u32::try_from(i).unwrap_or(u32::MAX);
+                    let which = || {
+                        format!(
+                            "seat {:?} (row {:?}{})",
+                            seat.seat_guid,
+                            row.row_number,
+                            if zone.name.is_empty() {
+                                String::new()
+                            } else {
+                                format!(", zone {:?}", zone.name)
+                            }
+                        )
+                    };
+                    if !categories.contains(&seat.category.as_str()) {
+                        return Err(FieldError::new(
+                            "category",
+                            format!(
+                                "{}: category {:?} is not one of the concert's price categories",
+                                which(),
+                                seat.category
+                            ),
+                        ));
+                    }
+                    if seat.seat_guid.trim().is_empty()
+                        || seat.seat_guid.chars().count() > MAX_GUID_CHARS
+                    {
+                        return Err(FieldError::new(
+                            "seat_guid",
+                            format!(
+                                "{}: a seat_guid has 1 to {MAX_GUID_CHARS} characters",
+                                which()
+                            ),
+                        ));
+                    }
+                    if !guids.insert(&seat.seat_guid) {
+                        return Err(FieldError::new(
+                            "seat_guid",
+                            format!("{}: this seat_guid is in the plan twice", which()),
+                        ));
+                    }
+                    check_length("seat_number", &seat.seat_number, MAX_ROW_CHARS)?;
+                    let number = name_of(
+                        many_zones.then_some(&zone.name),
+                        &row.row_number,
+                        &seat.seat_number,
+                    )
+                    .map_err(|e| {
+                        FieldError::new("seat_number", format!("{}: {}", which(), e.message))
+                    })?;
+                    if !names.insert(number.as_str().to_owned()) {
+                        return Err(FieldError::new(
+                            "seat_number",
+                            format!("{}: another seat is named {} too", which(), number.as_str()),
+                        ));
+                    }
+                    seats.push(PlanSeat {
+                        number,
+                        guid: seat.seat_guid.clone(),
+                        zone: zone.name.clone(),
+                        row_label: row.row_number.clone(),
+                        label: seat.seat_number.clone(),
+                        category: seat.category.clone(),
+                        x: zone.position.x + origin.x + seat.position.x,
+                        y: zone.position.y + origin.y + seat.position.y,
+                        row_index,
+                        row_position: position,
+                        rank: 0,
+                    });
+                }
+                row_index = row_index.saturating_add(1);
+            }
+        }
+        rank(&mut seats);
+        Ok(Self { raw, seats })
+    }
+}
+
+/// Ranks in plan order: row by row, and in a row the centre first.
+fn rank(seats: &mut [PlanSeat]) {
+    let mut start = 0;
+    let mut rank_base: u32 = 0;
+    while start < seats.len() {
+        let row = seats[start].row_index;
+        let end = seats[start..]
+            .iter()
+            .position(|s| s.row_index != row)
+            .map_or(seats.len(), |n| start + n);
+        let width = u32::try_from(end - start).unwrap_or(u32::MAX);
+        for seat in &mut seats[start..end] {
+            seat.rank = rank_base + grid_rank(0, seat.row_position, width);
+        }
+        rank_base = rank_base.saturating_add(width);
+        start = end;
+    }
+}
+
+/// `zone-row-seat` with only letters and digits of each part.
+fn name_of(zone: Option<&String>, row: &str, seat: &str) -> Result<SeatNumber, FieldError> {
+    let clean = |s: &str| -> String { s.chars().filter(|c| c.is_alphanumeric()).collect() };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(zone) = zone {
+        parts.push(clean(zone));
+    }
+    parts.push(clean(row));
+    parts.push(clean(seat));
+    parts.retain(|p| !p.is_empty());
+    SeatNumber::parse(&parts.join("-"))
+}
+
+fn check_length(field: &'static str, value: &str, max: usize) -> Result<(), FieldError> {
+    if value.chars().count() > max {
+        return Err(FieldError::new(
+            field,
+            format!("{value:?} is longer than {max} characters"),
+        ));
+    }
+    Ok(())
+}
+
+pub mod example;
+
+#[cfg(test)]
+mod tests;
