@@ -108,6 +108,11 @@ pub enum ErrorCode {
     /// A named ticket is not a valid ticket of the reservation, or the
     /// refund would give back more than was paid.
     TicketNotRefundable,
+    /// Seats of the concert were asked for: a seating plan can no longer
+    /// replace them.
+    SeatsAlreadyRequested,
+    /// The concert has no seating plan (its seats are rows × seatsPerRow).
+    SeatingPlanNotFound,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -145,7 +150,8 @@ impl ErrorCode {
             | NotOnWaitingList
             | TicketNotFound
             | ScannerNotFound
-            | PaymentsNotConfigured => StatusCode::NOT_FOUND,
+            | PaymentsNotConfigured
+            | SeatingPlanNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -166,7 +172,8 @@ impl ErrorCode {
             | AlreadyCheckedIn
             | NothingToPay
             | ConcertCancelled
-            | TicketNotRefundable => StatusCode::CONFLICT,
+            | TicketNotRefundable
+            | SeatsAlreadyRequested => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

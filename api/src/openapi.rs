@@ -39,6 +39,7 @@ use crate::state::AppState;
         crate::payments::refunds::refund_tickets,
         crate::payments::cancellation::cancel, crate::payments::cancellation::progress,
         crate::payments::takings::sales,
+        crate::concerts::seating_plan::put_seating_plan, crate::concerts::seating_plan::seating_plan,
     ),
     components(schemas(crate::error::Problem, crate::error::ErrorCode, crate::error::ProblemField,
                       status_events::PositionEvent, crate::reservations::status::QueueStatusResponse)),

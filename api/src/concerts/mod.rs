@@ -10,6 +10,7 @@ pub mod sale;
 pub mod sale_windows;
 pub mod seat_directory;
 pub mod seat_map_cache;
+pub mod seating_plan;
 pub mod seats;
 
 use axum::Router;
@@ -22,4 +23,5 @@ pub fn router() -> Router<AppState> {
         .merge(availability::router())
         .merge(seats::router())
         .merge(sale::router())
+        .merge(seating_plan::router())
 }

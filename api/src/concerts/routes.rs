@@ -6,7 +6,9 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::{self, concerts::ConcertRow, whole};
-use ticket_core::domain::{ConcertId, OpensAt, PageRequest, PresaleStartsAt, PriceCategories};
+use ticket_core::domain::{
+    ConcertId, FieldError, OpensAt, PageRequest, PresaleStartsAt, PriceCategories,
+};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
@@ -247,6 +249,19 @@ pub async fn update(
         }
         if db::concerts::lock(tx, id).await?.is_none() {
             return Err(ApiError::concert_not_found());
+        }
+        if let Some(categories) = &new_categories {
+            // A plan's seats keep their plan category: its price category
+            // must stay.
+            for name in db::prices::plan_categories(tx, id).await? {
+                if !categories.categories.iter().any(|c| c.name == name) {
+                    return Err(FieldError::new(
+                        "categories",
+                        format!("the seating plan's category {name:?} needs a price category of that name"),
+                    )
+                    .into());
+                }
+            }
         }
         let now = db::now(tx).await?;
         db::concerts::update(tx, id, &changes, now).await?;

@@ -140,6 +140,7 @@ mod tests {
             id: SeatId(id),
             seat_number: number.to_owned(),
             category,
+            from_plan: false,
         };
         let seats = vec![
             seat(1, "A1", None),
@@ -176,11 +177,13 @@ mod tests {
                 id: SeatId(1),
                 seat_number: "A1".into(),
                 category: Some(0),
+                from_plan: false,
             },
             LayoutSeat {
                 id: SeatId(2),
                 seat_number: "B1".into(),
                 category: Some(1),
+                from_plan: false,
             },
         ];
         let body = SeatMapBody::of(ConcertId(1), seats, Some(&prices));

@@ -266,6 +266,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             403,
             "FORBIDDEN",
         ),
+        (
+            Method::PUT,
+            format!("/api/concerts/{concert_id}/seating-plan"),
+            Some(json!({"name": "Taken", "categories": [], "zones": []})),
+            403,
+            "FORBIDDEN",
+        ),
         // This server takes no payments: nothing to reach.
         (
             Method::POST,
@@ -401,6 +408,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "POST /api/payments/stripe/webhook",
         // What the page gives Stripe.js: public by design.
         "GET /api/payments/config",
+        // A venue's plan: what every buyer's map draws.
+        "GET /api/concerts/{id}/seating-plan",
     ];
     let mut classified: Vec<String> = attempts
         .iter()

@@ -31,6 +31,7 @@ mod proof_of_work;
 mod refunds;
 mod reservations;
 mod sale;
+mod seating_plans;
 mod seats;
 mod status_events;
 mod tickets;

@@ -55,6 +55,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/reservations/{id}/payments"),
     ("post", "/api/payments/stripe/webhook"),
     ("get", "/api/payments/config"),
+    ("put", "/api/concerts/{id}/seating-plan"),
+    ("get", "/api/concerts/{id}/seating-plan"),
     ("post", "/api/reservations/{id}/refund"),
     ("post", "/api/concerts/{id}/cancel"),
     ("get", "/api/concerts/{id}/cancellation"),

@@ -112,16 +112,20 @@ pub async fn insert_with_seats(
         .await?;
         let id = ConcertId(done.last_insert_id());
 
-        let seats: Vec<_> = layout.seat_numbers().collect();
+        let seats: Vec<_> = layout.seats().collect();
         for chunk in seats.chunks(SEAT_INSERT_CHUNK) {
             let mut insert = QueryBuilder::new(
-                "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) ",
+                "INSERT INTO seats (concert_id, seat_number, sort_key, status, row_index, \
+                 row_position, seat_rank, created_at, updated_at) ",
             );
             insert.push_values(chunk, |mut row, seat| {
                 row.push_bind(id)
-                    .push_bind(seat.as_str().to_owned())
-                    .push_bind(seat.sort_key())
+                    .push_bind(seat.number.as_str().to_owned())
+                    .push_bind(seat.number.sort_key())
                     .push_bind("AVAILABLE")
+                    .push_bind(seat.row)
+                    .push_bind(seat.position)
+                    .push_bind(seat.rank)
                     .push_bind(now.naive_utc())
                     .push_bind(now.naive_utc());
             });
@@ -377,6 +381,7 @@ pub async fn delete_with_seats(
             "waiting_lists",
             "sale_lines",
             "price_categories",
+            "seating_plans",
             "scanners",
             "lottery_buckets",
             "spent_challenges",

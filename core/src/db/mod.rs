@@ -31,6 +31,7 @@ pub mod request_seats;
 pub mod reservations;
 pub mod retention;
 pub mod revocations;
+pub mod seating_plans;
 pub mod seats;
 pub mod signals;
 pub mod spent_challenges;

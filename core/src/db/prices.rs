@@ -142,9 +142,20 @@ pub async fn replace(
             },
         );
         insert.build().execute(&mut *conn).await?;
+        // A plan's seats go to the category of their plan category's name
+        // (the caller made sure each is there); the others by their row.
+        sqlx::query(
+            "UPDATE seats s JOIN price_categories p ON p.concert_id = s.concert_id \
+                AND p.name = s.plan_category \
+                SET s.category = p.position WHERE s.concert_id = ? AND s.plan_category IS NOT NULL",
+        )
+        .bind(concert)
+        .execute(&mut *conn)
+        .await?;
         let seats: Vec<(SeatId, String)> = super::seats::layout_of_concert(conn, concert)
             .await?
             .into_iter()
+            .filter(|s| !s.from_plan)
             .map(|s| (s.id, s.seat_number))
             .collect();
         assign(conn, categories, &seats).await
@@ -193,4 +204,19 @@ pub async fn move_seat(
         .traced("UPDATE", "seats")
         .await?;
     Ok(())
+}
+
+/// The plan categories the concert's seats name (none without a plan).
+pub async fn plan_categories(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Vec<String>, sqlx::Error> {
+    let rows: Vec<(String,)> = sqlx::query_as(
+        "SELECT DISTINCT plan_category FROM seats WHERE concert_id = ? AND plan_category IS NOT NULL",
+    )
+    .bind(concert)
+    .fetch_all(conn)
+    .traced("SELECT", "seats")
+    .await?;
+    Ok(rows.into_iter().map(|(name,)| name).collect())
 }

@@ -252,6 +252,8 @@ pub struct LayoutSeat {
     pub seat_number: String,
     /// The position of its price category; None without categories.
     pub category: Option<u8>,
+    /// Written from a seating plan (its category follows the plan's).
+    pub from_plan: bool,
 }
 
 /// Every seat of the concert with its number and category, in natural
@@ -261,7 +263,8 @@ pub async fn layout_of_concert(
     concert: ConcertId,
 ) -> Result<Vec<LayoutSeat>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, seat_number, category FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
+        "SELECT id, seat_number, category, plan_category IS NOT NULL AS from_plan \
+         FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
     )
     .bind(concert)
     .fetch_all(conn)

@@ -106,11 +106,31 @@ impl SeatLayout {
 
     /// Every seat number of the layout, row by row.
     pub fn seat_numbers(self) -> impl Iterator<Item = SeatNumber> {
+        self.seats().map(|s| s.number)
+    }
+
+    /// Every seat of the layout, row by row, where it is: row A is the
+    /// front, and a row's centre is its best.
+    pub fn seats(self) -> impl Iterator<Item = GridSeat> {
         (0..self.rows).flat_map(move |row| {
             let label = row_label(row);
-            (1..=self.seats_per_row).map(move |n| SeatNumber::from_generated(format!("{label}{n}")))
+            (0..self.seats_per_row).map(move |position| GridSeat {
+                number: SeatNumber::from_generated(format!("{label}{}", position + 1)),
+                row,
+                position,
+                rank: super::allocation::best::grid_rank(row, position, self.seats_per_row),
+            })
         })
     }
+}
+
+/// A seat of rows × seatsPerRow.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GridSeat {
+    pub number: SeatNumber,
+    pub row: u32,
+    pub position: u32,
+    pub rank: u32,
 }
 
 /// Bijective base-26: 0 → A, 25 → Z, 26 → AA, 701 → ZZ, 702 → AAA.

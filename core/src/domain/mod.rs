@@ -24,7 +24,7 @@ mod user;
 pub mod waiting_list;
 
 pub use access_code::{AccessCode, CodeBatch};
-pub use concert::{ConcertDate, ConcertTitle, SeatLayout, Venue};
+pub use concert::{ConcertDate, ConcertTitle, GridSeat, SeatLayout, Venue};
 pub use email::EmailAddress;
 pub use ids::{
     AccessCodeId, ConcertId, PaymentId, QueueId, RefundId, ReservationId, ScannerId, SeatId,

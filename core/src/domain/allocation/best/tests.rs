@@ -440,11 +440,10 @@ impl Sale {
     }
 }
 
-fn key(
-    venue: &HashMap<PoolId, (bool, Vec<Place>)>,
-    pool: PoolId,
-    seats: &[SeatId],
-) -> (u64, u32, u32) {
+/// A block's order: rank sum, then its first row and position.
+type BlockKey = (u64, u32, u32);
+
+fn key(venue: &HashMap<PoolId, (bool, Vec<Place>)>, pool: PoolId, seats: &[SeatId]) -> BlockKey {
     let block: Vec<Place> = venue[&pool]
         .1
         .iter()
@@ -478,7 +477,7 @@ proptest! {
         let mut owners: HashMap<SeatId, usize> = HashMap::new();
         let mut per_fan: HashMap<u64, u32> = HashMap::new();
         // (pool, count) → the key of the block each unsplit request got, in line order.
-        let mut got: HashMap<(PoolId, u32), Vec<(u64, u32, u32)>> = HashMap::new();
+        let mut got: HashMap<(PoolId, u32), Vec<BlockKey>> = HashMap::new();
         for (i, seats) in won.iter().enumerate() {
             let Some(seats) = seats else { continue };
             for seat in seats {

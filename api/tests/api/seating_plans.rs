@@ -1,0 +1,219 @@
+//! Venues as they are (issue 47): a concert's seats from a seating plan in
+//! pretix's format (a stalls block with premium rows, a balcony), read back,
+//! sold like any seat, in their plan category's price; refused plans that
+//! change nothing; rows × seatsPerRow ranked for best available.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use ticket_core::domain::seating_plan::example;
+
+use crate::helpers::*;
+
+/// A concert priced by the example venue's categories; its id.
+async fn venue_concert(app: &TestApp) -> u64 {
+    app.concert(json!({"rows": 1, "seatsPerRow": 4, "categories": [
+        {"name": "Stalls", "price": 6900, "currency": "EUR"},
+        {"name": "Premium", "price": 12900, "currency": "EUR"},
+        {"name": "Balcony", "price": 3900, "currency": "EUR"},
+    ]}))
+    .await["id"]
+        .as_u64()
+        .unwrap()
+}
+
+async fn put_plan(app: &TestApp, concert: u64, plan: &Value) -> Reply {
+    app.request(
+        Method::PUT,
+        &format!("/api/concerts/{concert}/seating-plan"),
+        Some(&app.admin_token),
+        Some(plan.clone()),
+    )
+    .await
+}
+
+fn plan(stalls: u32, balcony: u32, width: u32) -> Value {
+    serde_json::to_value(example::venue(stalls, balcony, width)).unwrap()
+}
+
+/// (number, category) of the concert's seats, as its seat map gives them.
+async fn seats_with_categories(app: &TestApp, concert: u64) -> Vec<(String, String)> {
+    let map = app
+        .get(&format!("/api/concerts/{concert}/seat-map"), None)
+        .await
+        .assert_status(200)
+        .clone();
+    let names: Vec<String> = map["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_owned())
+        .collect();
+    map["seatNumbers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(map["seatCategories"].as_array().unwrap())
+        .map(|(n, c)| {
+            (
+                n.as_str().unwrap().to_owned(),
+                names[c.as_u64().unwrap() as usize].clone(),
+            )
+        })
+        .collect()
+}
+
+async fn rank_of(app: &TestApp, concert: u64, number: &str) -> (u32, u32, u32) {
+    sqlx::query_as(
+        "SELECT row_index, row_position, seat_rank FROM seats WHERE concert_id = ? AND seat_number = ?",
+    )
+    .bind(concert)
+    .bind(number)
+    .fetch_one(&app.pool)
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_venue_plan_becomes_the_concerts_seats_sold_in_their_plan_categorys_price() {
+    let app = spawn_app().await;
+    let concert = venue_concert(&app).await;
+    let venue = plan(8, 3, 12);
+    let put = put_plan(&app, concert, &venue).await;
+    assert_eq!(
+        put.assert_status(200).clone(),
+        json!({"concertId": concert, "name": "Olympic Hall", "seatCount": 132})
+    );
+    let shown = app.get(&format!("/api/concerts/{concert}"), None).await;
+    assert_eq!(shown.assert_status(200)["seatCount"], 132);
+    let back = app
+        .get(&format!("/api/concerts/{concert}/seating-plan"), None)
+        .await;
+    assert_eq!(back.assert_status(200).clone(), venue, "the plan as given");
+
+    let seats = seats_with_categories(&app, concert).await;
+    assert_eq!(seats.len(), 132);
+    let category = |n: &str| seats.iter().find(|(s, _)| s == n).unwrap().1.clone();
+    assert_eq!(category("Stalls-1-1"), "Premium");
+    assert_eq!(category("Stalls-4-12"), "Stalls");
+    assert_eq!(category("Balcony-3-6"), "Balcony");
+    // The plan's order: front row's centre best, then the rest of it.
+    assert_eq!(rank_of(&app, concert, "Stalls-1-6").await, (0, 5, 0));
+    assert_eq!(rank_of(&app, concert, "Stalls-1-7").await, (0, 6, 1));
+    assert_eq!(rank_of(&app, concert, "Balcony-1-1").await.0, 8);
+
+    // Its seats sell like any: a Premium seat at the Premium price.
+    let ids = app.seats(concert).await;
+    let premium = ids
+        .iter()
+        .find(|s| s["seatNumber"] == "Stalls-1-6")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let (_, fan) = app.user("plan-fan").await;
+    let won = won(&app, &fan, &[premium]).await;
+    let reservation = app
+        .get(&format!("/api/reservations/{won}"), Some(&fan))
+        .await;
+    assert_eq!(reservation.assert_status(200)["total"], 12900);
+
+    // Asked for once, the seats stay as they are.
+    put_plan(&app, concert, &plan(2, 1, 4))
+        .await
+        .assert_problem(409, "SEATS_ALREADY_REQUESTED");
+    assert_eq!(app.seats(concert).await.len(), 132);
+    app.assert_invariants().await;
+}
+
+#[tokio::test]
+async fn a_plan_refused_names_the_seat_and_changes_nothing() {
+    let app = spawn_app().await;
+    let concert = venue_concert(&app).await;
+    let before = seats_with_categories(&app, concert).await;
+
+    let mut unknown = plan(2, 1, 4);
+    unknown["zones"][1]["rows"][0]["seats"][2]["category"] = json!("Standing");
+    let refused = put_plan(&app, concert, &unknown).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(
+        refused.body["errors"][0]["message"],
+        "seat \"Balcony-1-3\" (row \"1\", zone \"Balcony\"): category \"Standing\" is not one of the concert's price categories"
+    );
+
+    let mut twice = plan(2, 1, 4);
+    twice["zones"][0]["rows"][1]["seats"][0]["seat_guid"] = json!("Stalls-1-1");
+    let refused = put_plan(&app, concert, &twice).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(refused.body["errors"][0]["field"], "seat_guid");
+
+    let mut unknown_field = plan(2, 1, 4);
+    unknown_field["zones"][0]["rows"][0]["seats"][0]["price"] = json!(10);
+    put_plan(&app, concert, &unknown_field)
+        .await
+        .assert_problem(400, "VALIDATION_ERROR");
+
+    let too_big = plan(400, 1, 250);
+    let refused = put_plan(&app, concert, &too_big).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(
+        refused.body["errors"][0]["message"],
+        "the plan has 100250 seats; at most 100000"
+    );
+
+    assert_eq!(seats_with_categories(&app, concert).await, before);
+    app.get(&format!("/api/concerts/{concert}/seating-plan"), None)
+        .await
+        .assert_problem(404, "SEATING_PLAN_NOT_FOUND");
+    put_plan(&app, 999_999, &plan(1, 1, 2))
+        .await
+        .assert_problem(404, "CONCERT_NOT_FOUND");
+}
+
+#[tokio::test]
+async fn a_plans_seats_keep_their_category_through_new_prices() {
+    let app = spawn_app().await;
+    let concert = venue_concert(&app).await;
+    put_plan(&app, concert, &plan(4, 1, 4))
+        .await
+        .assert_status(200);
+    let path = format!("/api/concerts/{concert}");
+    let without_balcony = json!({"categories": [
+        {"name": "Stalls", "price": 6900, "currency": "EUR"},
+        {"name": "Premium", "price": 12900, "currency": "EUR"},
+    ]});
+    let refused = app
+        .patch(&path, Some(&app.admin_token), without_balcony)
+        .await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(
+        refused.body["errors"][0]["message"],
+        "the seating plan's category \"Balcony\" needs a price category of that name"
+    );
+    // Reordered and repriced: each seat follows its plan category's name,
+    // whatever rows the categories name.
+    let reordered = json!({"categories": [
+        {"name": "Balcony", "price": 2900, "currency": "EUR"},
+        {"name": "Premium", "price": 14900, "currency": "EUR", "rows": ["A"]},
+        {"name": "Stalls", "price": 7900, "currency": "EUR"},
+    ]});
+    app.patch(&path, Some(&app.admin_token), reordered)
+        .await
+        .assert_status(200);
+    let seats = seats_with_categories(&app, concert).await;
+    let category = |n: &str| seats.iter().find(|(s, _)| s == n).unwrap().1.clone();
+    assert_eq!(category("Stalls-1-1"), "Premium");
+    assert_eq!(category("Stalls-4-1"), "Stalls");
+    assert_eq!(category("Balcony-1-4"), "Balcony");
+}
+
+#[tokio::test]
+async fn rows_and_seats_per_row_are_ranked_front_row_first_centre_first() {
+    let app = spawn_app().await;
+    let (concert, _) = app
+        .concert_and_seats(json!({"rows": 2, "seatsPerRow": 4}))
+        .await;
+    let mut ranked = Vec::new();
+    for number in ["A1", "A2", "A3", "A4", "B1", "B2", "B3", "B4"] {
+        ranked.push(rank_of(&app, concert, number).await.2);
+    }
+    assert_eq!(ranked, [2, 0, 1, 3, 6, 4, 5, 7]);
+}
