@@ -519,6 +519,18 @@ payments() {
   DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
 
+# Seating plans (issue 47): a 50,000-seat plan PUT, against as many seats
+# made of rows × seatsPerRow in the same run.
+seating_plan() {
+  echo "## seating plans ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  export TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
+  door_stack "$bin" plans
+  "$bin/ticket-bench" seating-plan --url "$api_url" --seats "${PLAN_SEATS:-50000}" --runs "${PLAN_RUNS:-3}"
+  echo "the API's peak RSS: $(sed -n 's/^VmHWM: *//p' "/proc/$api_pid/status")"
+  stop "$api_pid" "$worker_pid"
+  DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
+}
+
 # Mail (issue 31): the delivery rate of confirmations with their tickets to
 # aiosmtpd on this host, one relay over 1 and 8 connections, then two relays.
 mail() {
@@ -616,7 +628,8 @@ case "$what" in
   pow-page) pow_page ;;
   door) door ;;
   payments) payments ;;
+  seating-plan) seating_plan ;;
   mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

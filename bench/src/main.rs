@@ -14,6 +14,7 @@ mod million;
 mod otlp_sink;
 mod page;
 mod payments;
+mod seating_plan;
 mod per_request;
 mod pow;
 mod pow_page;
@@ -59,6 +60,8 @@ enum Command {
     MillionPrepare(million::PrepareArgs),
     /// A million in one line: enqueue, polls and streams before and after the opening, the sale.
     Million(million::Args),
+    /// A seating plan of 50,000 seats PUT, against as many made of rows × seatsPerRow.
+    SeatingPlan(seating_plan::Args),
     /// The concert page in headless Chromium: its weight and time to a usable seat map.
     Page(page::Args),
     /// Proof of work: the API's check of a solution, and native solves per level.
@@ -119,6 +122,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Door(args) => door::door(args).await,
         Command::Mail(args) => mail::run(args).await,
         Command::Payments(args) => payments::pay(args).await,
+        Command::SeatingPlan(args) => seating_plan::run(args).await,
         Command::CancelShow(args) => payments::cancel(args).await,
         Command::CountQueue(args) => latency::count(args).await,
         Command::AgeHistory(args) => latency::age_history(args).await,
