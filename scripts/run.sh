@@ -30,6 +30,7 @@ bin=target/debug
 
 "$bin/ticket-worker" &
 worker=$!
+command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
 # Ctrl-C reaches the API and the worker directly (same process group) and both
 # shut down gracefully; the script only waits for them. If the API stops for
 # any other reason, the worker goes with it.
@@ -48,4 +49,14 @@ cat <<MSG
 
 MSG
 
-"$bin/ticket-api"
+"$bin/ticket-api" &
+api=$!
+trap 'kill "$worker" "$api" 2>/dev/null || true; wait "$worker" "$api" 2>/dev/null || true' EXIT
+# An example concert seated from a venue's plan, once the API answers.
+for _ in $(seq 1 100); do
+  curl -fsS "http://$TICKET_API_ADDR/readyz" >/dev/null 2>&1 && break
+  sleep 0.2
+done
+scripts/example-concert.sh "http://$TICKET_API_ADDR" "$TICKET_ADMIN_NICKNAME" "$TICKET_ADMIN_PASSWORD" ||
+  echo "the example concert could not be made (the box office runs without it)" >&2
+wait "$api"

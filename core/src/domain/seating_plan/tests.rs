@@ -127,3 +127,19 @@ fn pretix_json_is_read_and_unknown_fields_refused() {
     let wrong = json.replace("\"seat_number\"", "\"number\"");
     assert!(serde_json::from_str::<RawPlan>(&wrong).is_err());
 }
+
+/// `docs/examples/olympic-hall.json`, the plan of `make run`'s example
+/// concert and a sample of the format, is the example venue's (set
+/// `TICKET_WRITE_EXAMPLES=1` to write it again).
+#[test]
+fn the_documented_example_is_the_example_venue() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/olympic-hall.json");
+    let expected = serde_json::to_string_pretty(&example::venue(12, 6, 24)).unwrap() + "\n";
+    if std::env::var_os("TICKET_WRITE_EXAMPLES").is_some() {
+        std::fs::write(path, &expected).unwrap();
+    }
+    let written = std::fs::read_to_string(path).unwrap_or_default();
+    assert!(written == expected, "{path} is not example::venue(12, 6, 24): run with TICKET_WRITE_EXAMPLES=1");
+    let plan = SeatingPlan::parse(serde_json::from_str(&written).unwrap(), &example::CATEGORIES).unwrap();
+    assert_eq!(plan.seats.len(), 432);
+}
