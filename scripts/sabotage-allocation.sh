@@ -3,7 +3,7 @@
 # lists the tests that catch it (issue 47: the property tests must fail
 # when a rule is broken). Restores core/src after each; run it on a clean
 # tree. Not part of `make test`.
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 set -u
 run() {
   echo "== $1"
