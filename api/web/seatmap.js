@@ -106,7 +106,8 @@ export class SeatMap {
     let lastNumber = 0;
     let widest = 0;
     for (const seat of list) {
-      const match = /^([A-Z]+)(\d+)$/.exec(seat.seatNumber);
+      // A1 (rows × seatsPerRow), or zone-row-seat (a venue's plan).
+      const match = /^([A-Z]+)(\d+)$/.exec(seat.seatNumber) || /^(.+)-(\d+)$/.exec(seat.seatNumber);
       const label = match ? match[1] : "Other";
       const number = match ? Number(match[2]) : null;
       if (label !== rowLabel) {

@@ -14,10 +14,10 @@ mod million;
 mod otlp_sink;
 mod page;
 mod payments;
-mod seating_plan;
 mod per_request;
 mod pow;
 mod pow_page;
+mod seating_plan;
 mod streams;
 
 use clap::{Parser, Subcommand};

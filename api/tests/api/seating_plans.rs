@@ -203,6 +203,28 @@ async fn a_plans_seats_keep_their_category_through_new_prices() {
     assert_eq!(category("Stalls-1-1"), "Premium");
     assert_eq!(category("Stalls-4-1"), "Stalls");
     assert_eq!(category("Balcony-1-4"), "Balcony");
+    app.assert_invariants().await;
+
+    // `ticket-api check` finds a seat moved out of its plan category.
+    sqlx::query(
+        "UPDATE seats SET category = 0 WHERE concert_id = ? AND seat_number = 'Stalls-1-1'",
+    )
+    .bind(concert)
+    .execute(&app.pool)
+    .await
+    .unwrap();
+    let mut conn = app.pool.acquire().await.unwrap();
+    let violations =
+        ticket_core::db::invariants::check(&mut conn, chrono::Duration::minutes(5), 5, None)
+            .await
+            .unwrap();
+    assert_eq!(
+        violations,
+        [ticket_core::db::invariants::Violation {
+            invariant: "a seat of a seating plan is not in the price category of its plan category's name",
+            rows: 1,
+        }]
+    );
 }
 
 #[tokio::test]

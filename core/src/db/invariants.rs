@@ -64,6 +64,13 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[Stale],
     ),
     (
+        "a seat of a seating plan is not in the price category of its plan category's name",
+        "SELECT COUNT(*) FROM seats s LEFT JOIN price_categories p \
+           ON p.concert_id = s.concert_id AND p.position = s.category \
+         WHERE s.plan_category IS NOT NULL AND (p.name IS NULL OR p.name <> s.plan_category)",
+        &[],
+    ),
+    (
         "a reservation has no seats",
         "SELECT COUNT(*) FROM reservations r WHERE NOT EXISTS \
          (SELECT 1 FROM reservation_seats rs WHERE rs.reservation_id = r.id)",

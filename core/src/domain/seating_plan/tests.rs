@@ -133,13 +133,23 @@ fn pretix_json_is_read_and_unknown_fields_refused() {
 /// `TICKET_WRITE_EXAMPLES=1` to write it again).
 #[test]
 fn the_documented_example_is_the_example_venue() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/examples/olympic-hall.json");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/examples/olympic-hall.json"
+    );
     let expected = serde_json::to_string_pretty(&example::venue(12, 6, 24)).unwrap() + "\n";
     if std::env::var_os("TICKET_WRITE_EXAMPLES").is_some() {
         std::fs::write(path, &expected).unwrap();
     }
     let written = std::fs::read_to_string(path).unwrap_or_default();
-    assert!(written == expected, "{path} is not example::venue(12, 6, 24): run with TICKET_WRITE_EXAMPLES=1");
-    let plan = SeatingPlan::parse(serde_json::from_str(&written).unwrap(), &example::CATEGORIES).unwrap();
+    assert!(
+        written == expected,
+        "{path} is not example::venue(12, 6, 24): run with TICKET_WRITE_EXAMPLES=1"
+    );
+    let plan = SeatingPlan::parse(
+        serde_json::from_str(&written).unwrap(),
+        &example::CATEGORIES,
+    )
+    .unwrap();
     assert_eq!(plan.seats.len(), 432);
 }
