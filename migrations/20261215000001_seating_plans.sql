@@ -18,19 +18,23 @@ ALTER TABLE seats
     ADD COLUMN pos_y         DOUBLE       NULL,
     ADD COLUMN plan_category VARCHAR(40)  NULL;
 
--- The seats rows × seatsPerRow made: row A is row 0 and the front; in a row
--- the centre comes first (left of it before right), as the application
--- ranks them (`best::grid_rank`).
+-- The seats rows × seatsPerRow made (rows A to ZZ): row A is row 0 and the
+-- front; in a row the centre comes first (left of it before right), as the
+-- application ranks them (`best::grid_rank`). Other seats (added one by
+-- one under other names) keep row 0, position 0 and rank 0.
+UPDATE seats
+   SET row_index = IF(seat_number REGEXP '^[A-Z][0-9]+$', ASCII(seat_number) - 65,
+                      (ASCII(seat_number) - 64) * 26 + ASCII(SUBSTRING(seat_number, 2, 1)) - 65),
+       row_position = CAST(SUBSTRING(seat_number, IF(seat_number REGEXP '^[A-Z][0-9]+$', 2, 3)) AS UNSIGNED) - 1
+ WHERE seat_number REGEXP '^[A-Z]{1,2}[0-9]+$' AND seat_number NOT REGEXP '^[A-Z]{1,2}0';
 UPDATE seats s
-  JOIN (SELECT concert_id, MAX(CAST(SUBSTRING(seat_number, 2) AS UNSIGNED)) AS width
-          FROM seats WHERE seat_number REGEXP '^[A-Z][0-9]+$' GROUP BY concert_id) w
+  JOIN (SELECT concert_id, MAX(row_position) + 1 AS width FROM seats
+         WHERE seat_number REGEXP '^[A-Z]{1,2}[0-9]+$' GROUP BY concert_id) w
     ON w.concert_id = s.concert_id
-   SET s.row_index = ASCII(LEFT(s.seat_number, 1)) - 65,
-       s.row_position = CAST(SUBSTRING(s.seat_number, 2) AS UNSIGNED) - 1,
-       s.seat_rank = (ASCII(LEFT(s.seat_number, 1)) - 65) * w.width
-           + ABS(2 * CAST(SUBSTRING(s.seat_number, 2) AS UNSIGNED) - 1 - w.width)
-           - IF(2 * CAST(SUBSTRING(s.seat_number, 2) AS UNSIGNED) - 1 < w.width, 1, 0)
- WHERE s.seat_number REGEXP '^[A-Z][0-9]+$';
+   SET s.seat_rank = s.row_index * w.width
+                     + ABS(CAST(2 * s.row_position + 1 AS SIGNED) - CAST(w.width AS SIGNED))
+                     - IF(2 * s.row_position + 1 < w.width, 1, 0)
+ WHERE s.seat_number REGEXP '^[A-Z]{1,2}[0-9]+$' AND s.seat_number NOT REGEXP '^[A-Z]{1,2}0';
 
 -- A concert's plan as the operator gave it (pretix's format), for GET.
 CREATE TABLE seating_plans (

@@ -238,4 +238,23 @@ async fn rows_and_seats_per_row_are_ranked_front_row_first_centre_first() {
         ranked.push(rank_of(&app, concert, number).await.2);
     }
     assert_eq!(ranked, [2, 0, 1, 3, 6, 4, 5, 7]);
+    // A seat added one by one takes its row and place from its name, and
+    // is offered after every seat of the layout.
+    for number in ["C2", "VIP-1"] {
+        app.post(
+            "/api/seats",
+            Some(&app.admin_token),
+            json!({"concertId": concert, "seatNumber": number}),
+        )
+        .await
+        .assert_status(201);
+    }
+    assert_eq!(
+        rank_of(&app, concert, "C2").await,
+        (2, 1, (1 << 31) + 2_001)
+    );
+    assert_eq!(
+        rank_of(&app, concert, "VIP-1").await,
+        (u32::MAX, 0, u32::MAX)
+    );
 }

@@ -119,21 +119,36 @@ pub async fn of_same_concert(
     .await
 }
 
+/// Seats added one by one are offered after every seat of the layout
+/// (best available), front row first, then left first: where a row's
+/// centre is, is not known.
+const ADDED_RANKS_FROM: u32 = 1 << 31;
+const ADDED_ROW_RANKS: u32 = 1_000;
+
 /// Fails with a violation of `uq_seats_concert_seat_number` when the concert
-/// already has a seat with this number.
+/// already has a seat with this number. A seat named like rows ×
+/// seatsPerRow's takes its row and position; others come last.
 pub async fn insert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     number: &SeatNumber,
     now: DateTime<Utc>,
 ) -> Result<SeatId, sqlx::Error> {
+    let (row, position) = number.grid_place().unwrap_or((u32::MAX, 0));
+    let rank = row
+        .saturating_mul(ADDED_ROW_RANKS)
+        .saturating_add(position)
+        .saturating_add(ADDED_RANKS_FROM);
     let done = sqlx::query(
-        "INSERT INTO seats (concert_id, seat_number, sort_key, status, created_at, updated_at) \
-         VALUES (?, ?, ?, 'AVAILABLE', ?, ?)",
+        "INSERT INTO seats (concert_id, seat_number, sort_key, status, row_index, row_position, \
+         seat_rank, created_at, updated_at) VALUES (?, ?, ?, 'AVAILABLE', ?, ?, ?, ?, ?)",
     )
     .bind(concert)
     .bind(number.as_str())
     .bind(number.sort_key())
+    .bind(row)
+    .bind(position)
+    .bind(rank)
     .bind(now.naive_utc())
     .bind(now.naive_utc())
     .execute(conn)

@@ -41,6 +41,22 @@ impl SeatNumber {
         &self.0
     }
 
+    /// Where a seat named like rows × seatsPerRow's (`A1`, `AB12`) is: its
+    /// row (A is 0, Z 25, AA 26) and its position in the row (seat 1 is
+    /// 0); None for any other name.
+    pub fn grid_place(&self) -> Option<(u32, u32)> {
+        let letters = self.0.bytes().take_while(u8::is_ascii_uppercase).count();
+        let (row, seat) = self.0.split_at(letters);
+        if letters == 0 || seat.is_empty() || !seat.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let row = row.bytes().try_fold(0u32, |index, b| {
+            index.checked_mul(26)?.checked_add(u32::from(b - b'A') + 1)
+        })?;
+        let seat: u32 = seat.parse().ok()?;
+        Some((row - 1, seat.checked_sub(1)?))
+    }
+
     /// A key whose byte order is the natural order of seat numbers:
     /// A1 < A2 < A10 < B1 < B3 < B3a < B4 < Z9 < AA1. The label is cut into
     /// runs of digits and runs of anything else; each run is written as a tag
@@ -78,6 +94,18 @@ impl SeatNumber {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_grid_name_gives_its_row_and_position() {
+        let place = |n: &str| super::SeatNumber::parse(n).unwrap().grid_place();
+        assert_eq!(place("A1"), Some((0, 0)));
+        assert_eq!(place("Z12"), Some((25, 11)));
+        assert_eq!(place("AA3"), Some((26, 2)));
+        assert_eq!(place("AB1"), Some((27, 0)));
+        for other in ["VIP-3", "A0", "a1", "A", "12", "A1b"] {
+            assert_eq!(place(other), None, "{other}");
+        }
+    }
+
     use super::*;
 
     fn sorted(labels: &[&str]) -> Vec<String> {
