@@ -258,3 +258,17 @@ async fn rows_and_seats_per_row_are_ranked_front_row_first_centre_first() {
         (u32::MAX, 0, u32::MAX)
     );
 }
+
+#[tokio::test]
+async fn a_concert_deleted_takes_its_plan_with_it() {
+    let app = spawn_app().await;
+    let concert = venue_concert(&app).await;
+    put_plan(&app, concert, &plan(2, 1, 4))
+        .await
+        .assert_status(200);
+    app.delete(&format!("/api/concerts/{concert}"), Some(&app.admin_token))
+        .await
+        .assert_status(204);
+    assert_eq!(app.count("seating_plans").await, 0);
+    assert_eq!(app.count("seats").await, 0);
+}
