@@ -25,7 +25,9 @@ pub struct QueueStatusResponse {
     /// The first (lowest) of `seatIds`.
     seat_id: u64,
     seat_ids: Vec<u64>,
-    /// Set on FAILED, e.g. SEAT_TAKEN.
+    /// Set on FAILED: SEAT_TAKEN, USER_LIMIT_REACHED, CONCERT_CANCELLED,
+    /// PROCESSING_FAILED; for a request by count also SOLD_OUT or
+    /// NO_ADJACENT_SEATS.
     reason: Option<String>,
     /// When the request was accepted (server clock, UTC).
     requested_at: DateTime<Utc>,

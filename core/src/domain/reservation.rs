@@ -42,6 +42,12 @@ pub enum FailureReason {
     UserLimitReached,
     /// The concert was cancelled before the request was decided.
     ConcertCancelled,
+    /// A request by count: fewer free places in its category or area than
+    /// it asks for.
+    SoldOut,
+    /// A request by count: no block of its count side by side in its
+    /// category (and it did not allow a split).
+    NoAdjacentSeats,
 }
 
 impl FailureReason {
@@ -51,6 +57,8 @@ impl FailureReason {
             Self::ProcessingFailed => "PROCESSING_FAILED",
             Self::UserLimitReached => "USER_LIMIT_REACHED",
             Self::ConcertCancelled => "CONCERT_CANCELLED",
+            Self::SoldOut => "SOLD_OUT",
+            Self::NoAdjacentSeats => "NO_ADJACENT_SEATS",
         }
     }
 }

@@ -22,6 +22,10 @@ pub(super) struct Plan {
     pub(super) failed: Vec<QueueId>,
     /// USER_LIMIT_REACHED.
     pub(super) over_limit: Vec<QueueId>,
+    /// SOLD_OUT (requests by count).
+    pub(super) sold_out: Vec<QueueId>,
+    /// NO_ADJACENT_SEATS (requests by count).
+    pub(super) no_adjacent: Vec<QueueId>,
     pub(super) deferred: Vec<QueueId>,
     /// Won seats whose previous claim was a hold that has ended.
     pub(super) reclaimed: Vec<SeatId>,
@@ -36,15 +40,17 @@ impl Plan {
     }
 
     /// The refused requests by their reason.
-    pub(super) fn refusals(&self) -> [(FailureReason, &[QueueId]); 2] {
+    pub(super) fn refusals(&self) -> [(FailureReason, &[QueueId]); 4] {
         [
             (FailureReason::SeatTaken, &self.failed),
             (FailureReason::UserLimitReached, &self.over_limit),
+            (FailureReason::SoldOut, &self.sold_out),
+            (FailureReason::NoAdjacentSeats, &self.no_adjacent),
         ]
     }
 
     pub(super) fn refused(&self) -> usize {
-        self.failed.len() + self.over_limit.len()
+        self.refusals().iter().map(|(_, ids)| ids.len()).sum()
     }
 
     /// The won seats by the status (and hold end) they take, in id order.
@@ -162,8 +168,8 @@ pub(super) async fn plan(
             Verdict::Lost => plan.failed.push(row.id),
             Verdict::OverLimit => plan.over_limit.push(row.id),
             Verdict::Deferred => plan.deferred.push(row.id),
-            // Requests by count come with their pools (issue 47, next step).
-            Verdict::SoldOut | Verdict::NoAdjacentSeats => plan.failed.push(row.id),
+            Verdict::SoldOut => plan.sold_out.push(row.id),
+            Verdict::NoAdjacentSeats => plan.no_adjacent.push(row.id),
             Verdict::Won => {
                 plan.reclaimed
                     .extend(row.seats.iter().filter(|s| ended_holds.contains(s)));
