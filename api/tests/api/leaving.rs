@@ -239,13 +239,16 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
     scanner_token(&app, concert).await;
     let (fan, _) = app.user("fan").await;
     // What no request has made yet but may exist without one: a list, a
-    // fan on it, a lottery's count, a challenge spent on a refused request.
+    // fan on it, a lottery's count, a challenge spent on a refused request,
+    // a seating plan.
     for statement in [
         "INSERT INTO waiting_lists (concert_id, created_at) VALUES (?, UTC_TIMESTAMP(6))",
         "INSERT INTO lottery_buckets (concert_id, bucket, before_count, requests, ids) VALUES (?, 0, 0, 0, '')",
         "INSERT INTO spent_challenges (concert_id, challenge, expires_at) \
          VALUES (?, REPEAT('x', 32), UTC_TIMESTAMP(6) + INTERVAL 1 MINUTE)",
         "INSERT IGNORE INTO sale_lines (concert_id) VALUES (?)",
+        "INSERT INTO seating_plans (concert_id, name, plan, seat_count, created_at) \
+         VALUES (?, 'Hall', '{}', 0, UTC_TIMESTAMP(6))",
     ] {
         sqlx::query(sqlx::AssertSqlSafe(statement.to_owned()))
             .bind(concert)
