@@ -26,13 +26,13 @@ export function paymentsConfig() {
 }
 
 /** The hold's total in minor units, or 0 (free, or not priced). */
-export function totalOf(reservation) {
+export function amountDue(reservation) {
   return reservation.currency ? reservation.total || 0 : 0;
 }
 
 /** Whether this hold is paid for on the page rather than confirmed. */
 export async function paidOnline(reservation) {
-  if (totalOf(reservation) === 0) return false;
+  if (amountDue(reservation) === 0) return false;
   try {
     return (await paymentsConfig()).provider === "stripe";
   } catch {
@@ -67,7 +67,7 @@ export class PayPanel {
     this.onSettled = onSettled;
     this.signal = signal;
     this.busy = false;
-    const amount = money(totalOf(reservation), reservation.currency);
+    const amount = money(amountDue(reservation), reservation.currency);
     this.status = h("p", { class: "pay-status", role: "status" });
     this.card = h("div", { class: "card-field", id: `card-${reservation.reservationId}` });
     this.button = h("button", { type: "submit", class: "primary", disabled: true }, `Pay ${amount}`);

@@ -5,7 +5,7 @@
 import { api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, quiet, tell } from "./dom.js";
 import { money } from "./money.js";
-import { PayPanel, paidOnline, refundWords, totalOf } from "./payment.js";
+import { PayPanel, paidOnline, refundWords, amountDue } from "./payment.js";
 
 export async function reservationsView(main, { signal }) {
   if (!currentUser()) {
@@ -27,7 +27,7 @@ export async function reservationsView(main, { signal }) {
   const paidFor = new Map();
   await Promise.all(
     list
-      .filter((r) => totalOf(r) > 0 && r.status !== "HELD")
+      .filter((r) => amountDue(r) > 0 && r.status !== "HELD")
       .map(async (r) => {
         paidFor.set(r.reservationId, await api("GET", `/api/reservations/${r.reservationId}/payments`, undefined, { signal }).catch(() => null));
       }),
@@ -38,7 +38,7 @@ export async function reservationsView(main, { signal }) {
     const state = h("td", {}, h("span", { class: `status ${r.status.toLowerCase()}` }, r.status.toLowerCase()));
     const paid = paidFor.get(r.reservationId);
     const providerPaid = paid?.payments.some((p) => p.status === "SUCCEEDED");
-    if (providerPaid) state.append(h("p", { class: "paid" }, `Paid ${money(totalOf(r), r.currency)}`));
+    if (providerPaid) state.append(h("p", { class: "paid" }, `Paid ${money(amountDue(r), r.currency)}`));
     for (const refund of paid?.refunds || []) {
       state.append(h("p", { class: "refund" }, `${refundWords(refund)}${REASONS[refund.reason] ? ` (${REASONS[refund.reason]})` : ""}.`));
     }
@@ -74,7 +74,7 @@ export async function reservationsView(main, { signal }) {
   function payButton(r, actions) {
     const panel = new PayPanel(r, { signal, onSettled: () => reservationsView(main, { signal }) });
     panel.element.hidden = true;
-    const open = h("button", { type: "button", class: "primary" }, `Pay ${money(totalOf(r), r.currency)}`);
+    const open = h("button", { type: "button", class: "primary" }, `Pay ${money(amountDue(r), r.currency)}`);
     open.addEventListener("click", () => {
       open.hidden = true;
       panel.element.hidden = false;
@@ -86,7 +86,7 @@ export async function reservationsView(main, { signal }) {
   function cancel(r, providerPaid) {
     const seats = r.seats.map((s) => s.seatNumber).join(", ");
     const ask = h("button", { type: "button", class: "cancel" }, providerPaid ? "Cancel and refund" : "Cancel");
-    const back = providerPaid ? ` ${money(totalOf(r), r.currency)} goes back to your card.` : "";
+    const back = providerPaid ? ` ${money(amountDue(r), r.currency)} goes back to your card.` : "";
     const question = h("span", { class: "confirm-cancel", hidden: true }, `Cancel ${seats}? They go back on sale.${back} `);
     const keep = h("button", { type: "button" }, "Keep them");
     question.append(act("Yes, cancel", () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})), " ", keep);

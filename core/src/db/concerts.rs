@@ -1,3 +1,9 @@
+//! Concerts: their rows, the seats a layout makes, their sale settings,
+//! deletion with everything of their own, and cancellation.
+//!
+//! Long because a concert's every column is read and written here, through
+//! one column list, rather than spread over the features that set them.
+
 use super::{BindIds as _, IdList, Traced as _};
 use chrono::{DateTime, Utc};
 use sqlx::{MySqlConnection, QueryBuilder};
