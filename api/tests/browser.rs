@@ -24,6 +24,9 @@ use helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
 #[path = "browser/paying.rs"]
 mod paying;
 
+#[path = "browser/best_available.rs"]
+mod best_available;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,

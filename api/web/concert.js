@@ -11,6 +11,7 @@ import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
 import { PayPanel, paidOnline, refundWords } from "./payment.js";
+import { BestAvailable, bestFirst } from "./best.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
@@ -60,6 +61,7 @@ export async function concertView(main, { signal, params }) {
     codeField.hidden = !(state.phase === "presale" || state.presale);
     if (state.phase === "cancelled") {
       reserve.hidden = true;
+      if (best.element) best.element.hidden = true;
       waiting.element.hidden = true;
       fill(
         sale,
@@ -114,6 +116,14 @@ export async function concertView(main, { signal, params }) {
       fill(line, h("h2", {}, "Over your limit"), h("p", {}, `You may have at most ${concert.maxSeatsPerUser} seats of this concert, held, confirmed and requested together.`));
       line.className = "line failed";
       map.clear();
+    } else if (status.reason === "SOLD_OUT") {
+      fill(line, h("h2", {}, "Not enough seats left"), h("p", {}, "Fewer seats of that category were left when your turn came than you asked for. Try fewer tickets or another category."));
+      line.className = "line failed";
+      await map.refresh();
+    } else if (status.reason === "NO_ADJACENT_SEATS") {
+      fill(line, h("h2", {}, "No seats side by side left"), h("p", {}, "No block of that many seats together was left when your turn came. Ask again with \"Seats apart are fine\", or for fewer tickets."));
+      line.className = "line failed";
+      await map.refresh();
     } else if (status.reason === "SEAT_TAKEN") {
       fill(line, h("h2", {}, "Taken by someone faster"), h("p", {}, "Someone ahead of you in line got ", status.seatIds.length > 1 ? "one of these seats" : "this seat", ". The map shows what is still free: pick another."));
       line.className = "line failed";
@@ -241,16 +251,14 @@ export async function concertView(main, { signal, params }) {
     }
   };
 
-  reserve.addEventListener("click", async () => {
+  const send = async (body) => {
     if (!currentUser()) {
       location.hash = `#/login?next=${encodeURIComponent(location.hash)}`;
       return;
     }
-    const ids = map.selected();
-    if (ids.length === 0) return;
     quiet();
     reserve.disabled = true;
-    const body = ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids };
+    best.disabled = true;
     if (!codeField.hidden && code.value.trim()) body.accessCode = code.value.trim();
     try {
       const headers = proof ? { "Proof-Of-Work": await proof.solve(signal) } : {};
@@ -266,8 +274,17 @@ export async function concertView(main, { signal, params }) {
       tell(e instanceof Problem ? (REFUSALS[e.code] || e.message) : e.message);
       if (e instanceof Problem && e.code.startsWith("ACCESS_CODE")) code.focus();
       reserve.disabled = false;
+    } finally {
+      best.disabled = false;
     }
+  };
+  const best = new BestAvailable(concert, { onAsk: ({ category, count, allowSplit }) => send({ concertId: id, category, count, ...(allowSplit ? { allowSplit } : {}) }) });
+  reserve.addEventListener("click", () => {
+    const ids = map.selected();
+    if (ids.length === 0) return;
+    send(ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids });
   });
+  const first = bestFirst(concert);
 
   fill(
     main,
@@ -279,11 +296,12 @@ export async function concertView(main, { signal, params }) {
       h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order, ${concert.maxSeatsPerUser} per fan`),
     ),
     sale,
+    first ? best.element : null,
     h(
       "div",
       { class: "concert-body" },
       h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend(), prices(concert)),
-      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, choice, codeField, reserve, proof?.element, line, waiting.element),
+      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
     ),
   );
   showSale();

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 use anyhow::ensure;
 use clap::Args as ClapArgs;
 use ticket_core::domain::{SeatId, UserId};
-use ticket_core::testing::{TestDatabase, inversions, seed, shuffle};
+use ticket_core::testing::{TestDatabase, better_blocks_later, inversions, seed, shuffle};
 use ticket_worker::{Worker, WorkerConfig};
 
 use crate::per_request::Baseline;
@@ -43,6 +43,11 @@ pub struct Args {
     /// N's); one-seat requests in the stride layout.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     concerts: u32,
+    /// Best available: each request asks for `seats_per_order` seats side
+    /// by side of the concert's one category instead of naming them (one
+    /// concert); the line chooses, so request i gets the i-th best block.
+    #[arg(long)]
+    best: bool,
 }
 
 /// `ticket-api check`'s invariants, once every request is decided; an
@@ -111,7 +116,16 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let order = args.seats_per_order as usize;
-    if order > 1 {
+    if args.best {
+        ensure!(concerts == 1, "best-available requests are for one concert");
+        let concert = seed::concerts_of(&mut conn, seats.iter().copied().take(1))
+            .await?
+            .into_values()
+            .next()
+            .ok_or_else(|| anyhow::anyhow!("the concert has no seats"))?;
+        seed::one_category(&mut conn, concert).await?;
+        seed::best_requests(&mut conn, concert, &users, u8::try_from(order)?).await?;
+    } else if order > 1 {
         ensure!(
             matches!(args.layout, Layout::Stride),
             "orders of several seats use the stride layout"
@@ -187,12 +201,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE status = 'SUCCESS'")
             .fetch_one(&mut *conn)
             .await?;
-    let inverted = inversions(&mut conn).await?;
+    let inverted = inversions(&mut conn).await? + better_blocks_later(&mut conn).await?;
     let rate = args.requests as f64 / elapsed.as_secs_f64();
     println!(
-        "drain mode={:?} layout={:?} workers={} batch={} requests={} seats={} seats_per_order={} concerts={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
+        "drain mode={:?} layout={:?} best={} workers={} batch={} requests={} seats={} seats_per_order={} concerts={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
         args.mode,
         args.layout,
+        args.best,
         args.workers,
         worker_mode.map_or(crate::per_request::BATCH, |_| config.batch_size),
         args.requests,

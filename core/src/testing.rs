@@ -176,6 +176,33 @@ pub async fn inversions(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::E
     Ok(n)
 }
 
+/// Best-available requests served out of line order: those that got a
+/// better block (a smaller sum of seat ranks) than an earlier successful
+/// request of the same size and category. 0 when the line decides right.
+pub async fn better_blocks_later(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::Error> {
+    let rows: Vec<(u64, u8, u8, u64)> = sqlx::query_as(
+        "SELECT p.concert_id, p.category, p.seat_count, CAST(SUM(s.seat_rank) AS UNSIGNED) \
+           FROM reservation_queue q JOIN request_pools p ON p.queue_id = q.id \
+           JOIN reservation_seats rs ON rs.reservation_id = q.reservation_id \
+           JOIN seats s ON s.id = rs.seat_id \
+          WHERE q.status = 'SUCCESS' \
+          GROUP BY q.id, q.line_key, p.concert_id, p.category, p.seat_count \
+          ORDER BY q.line_key, q.id",
+    )
+    .fetch_all(conn)
+    .await?;
+    let mut worst: std::collections::HashMap<(u64, u8, u8), u64> = std::collections::HashMap::new();
+    let mut better = 0;
+    for (concert, category, count, sum) in rows {
+        let earlier = worst.entry((concert, category, count)).or_insert(0);
+        if sum < *earlier {
+            better += 1;
+        }
+        *earlier = (*earlier).max(sum);
+    }
+    Ok(better)
+}
+
 /// SplitMix64: a reproducible stream of well-mixed numbers from `state`.
 fn splitmix64(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);

@@ -13,6 +13,7 @@ use ticket_core::db::{self, outbox, queue, reservations, seats};
 use ticket_core::domain::{ConcertId, FailureReason, QueueId, SeatId};
 
 mod batch_plan;
+mod pools;
 use batch_plan::*;
 
 /// What deciding a batch did.

@@ -14,7 +14,7 @@ use ticket_core::db::queue::{self, GroupClock, NewRequest, Outcome, TraceContext
 use ticket_core::db::{reservations, seats};
 use ticket_core::domain::events::EventKind;
 use ticket_core::domain::{
-    ConcertId, LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
+    Asked, ConcertId, LineKey, QueueId, ReservationId, ReservationStatus, SeatId, SeatIds, UserId,
 };
 use ticket_core::testing::{TestDatabase, seed};
 
@@ -131,7 +131,9 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
     NewRequest {
         user,
         concert,
-        seats: SeatIds::parse(&wanted.iter().map(|s| s.0).collect::<Vec<_>>()).unwrap(),
+        asked: Asked::Seats(
+            SeatIds::parse(&wanted.iter().map(|s| s.0).collect::<Vec<_>>()).unwrap(),
+        ),
         sale: ticket_core::domain::SaleWindow::default(),
         draw: LineKey::AFTER_OPENING,
         max_seats_per_user: ticket_core::domain::MaxSeatsPerUser::parse(100).unwrap(),

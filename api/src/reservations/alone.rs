@@ -4,8 +4,8 @@
 //! counted, so that two instances cannot both spend its last use).
 
 use ticket_core::db::whole::Whole;
-use ticket_core::db::{self, access_codes, queue, request_seats};
-use ticket_core::domain::{AccessCode, AccessCodeId, ConcertId, IdempotencyKey, UserId};
+use ticket_core::db::{self, access_codes, queue, request_pools, request_seats};
+use ticket_core::domain::{AccessCode, AccessCodeId, Asked, ConcertId, IdempotencyKey, UserId};
 
 use super::enqueue_batcher::{EnqueueError, Queued};
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -76,7 +76,7 @@ async fn write(
     if let Some(code) = code
         && request.sale.in_presale(now)
     {
-        let seats = request.seats.len() as u64;
+        let seats = u64::from(request.seat_count());
         request.access_code =
             Some(take_code(tx, request.concert, request.user, seats, code, now).await?);
     }
@@ -91,7 +91,7 @@ async fn write(
     let fans = db::fans::seats_of(tx, &[user]).await?;
     let seats = fans.get(&request.fan()).copied().unwrap_or(0);
     if seats > u64::from(request.max_seats_per_user.get()) {
-        let without = seats.saturating_sub(request.seats.len() as u64);
+        let without = seats.saturating_sub(u64::from(request.seat_count()));
         return Err(ApiError::user_limit_reached(
             request.max_seats_per_user,
             without,
@@ -118,8 +118,17 @@ async fn replay(
     let Some(original) = queue::find_by_idempotency_key(conn, request.user, key).await? else {
         return Ok(None);
     };
-    let seats = request_seats::of_requests(conn, &[original.id]).await?;
-    if seats.get(&original.id).map(Vec::as_slice) != Some(request.seats.as_slice()) {
+    let same = match &request.asked {
+        Asked::Seats(seats) => {
+            let named = request_seats::of_requests(conn, &[original.id]).await?;
+            named.get(&original.id).map(Vec::as_slice) == Some(seats.as_slice())
+        }
+        Asked::Best(ask) => {
+            let asked = request_pools::of_requests(conn, &[original.id]).await?;
+            asked.get(&original.id) == Some(ask)
+        }
+    };
+    if !same {
         return Err(ApiError::new(
             ErrorCode::IdempotencyKeyReused,
             "this Idempotency-Key was used for a different request",

@@ -17,7 +17,8 @@ use opentelemetry::Context;
 use opentelemetry::trace::{SpanKind, TraceContextExt as _};
 use sqlx::MySqlPool;
 use ticket_core::db::kept::KeptConnections;
-use ticket_core::db::{self, queue, request_seats};
+use ticket_core::db::{self, queue, request_pools, request_seats};
+use ticket_core::domain::Asked;
 use ticket_core::domain::{Admission, LineKey, MaxSeatsPerUser, QueueId, QueueStatus, SaleWindow};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 
@@ -98,18 +99,19 @@ impl EnqueueError {
         request: &queue::NewRequest,
         err: sqlx::Error,
     ) -> Self {
-        if db::violated_unique_key(&err) == Some("uq_request_seats_open")
-            && let Ok(Some(existing)) = request_seats::find_open(
-                conn,
-                request.user,
-                request.concert,
-                request.seats.as_slice(),
-            )
-            .await
-        {
-            return Self::Duplicate(existing);
+        let existing = match (db::violated_unique_key(&err), &request.asked) {
+            (Some("uq_request_seats_open"), _) => {
+                request_seats::find_open(conn, request.user, request.concert, request.seats()).await
+            }
+            (Some("uq_request_pools_open"), Asked::Best(ask)) => {
+                request_pools::find_open(conn, request.user, request.concert, ask.category).await
+            }
+            _ => Ok(None),
+        };
+        match existing {
+            Ok(Some(existing)) => Self::Duplicate(existing),
+            _ => Self::Database(err),
         }
-        Self::Database(err)
     }
 }
 

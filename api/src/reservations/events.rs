@@ -84,10 +84,10 @@ pub async fn events(
         return Ok(StatusCode::NO_CONTENT.into_response());
     }
     if !row.is_open() {
-        let seats = ticket_core::db::request_seats::of_requests(&mut conn, &[row.id])
+        let seats = ticket_core::db::request_seats::shown_for(&mut conn, &[&row])
             .await?
             .remove(&row.id)
-            .unwrap_or_else(|| vec![row.seat_id]);
+            .unwrap_or_default();
         return Ok(sse(stream(Step::Decided(decision_event(row, seats)), None)));
     }
     drop(conn);

@@ -283,20 +283,18 @@ impl LineWatch {
         for chunk in left.chunks(LOOKUP_CHUNK) {
             self.queries.inc();
             let decided = db::queue::decided_among(&mut conn, chunk).await?;
-            let several: Vec<QueueId> = decided
+            let several: Vec<&db::queue::QueueRow> = decided
                 .iter()
-                .filter(|row| row.seat_count > 1)
-                .map(|row| row.id)
+                .filter(|row| row.seat_count > 1 || row.seat_id.is_none())
                 .collect();
-            let mut seats = if several.is_empty() {
-                HashMap::new()
-            } else {
+            if !several.is_empty() {
                 self.queries.inc();
-                request_seats::of_requests(&mut conn, &several).await?
-            };
+            }
+            let mut seats =
+                request_seats::shown_for(&mut conn, &decided.iter().collect::<Vec<_>>()).await?;
             let mut watched = self.lock();
             for row in decided {
-                let seats = seats.remove(&row.id).unwrap_or_else(|| vec![row.seat_id]);
+                let seats = seats.remove(&row.id).unwrap_or_default();
                 if let Some(stream) = watched.streams.remove(&row.id) {
                     stream
                         .sender

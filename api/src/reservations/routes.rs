@@ -7,8 +7,8 @@ use opentelemetry::trace::TraceContextExt as _;
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
-    AccessCode, ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser, PageRequest,
-    QueueId, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
+    AccessCode, Asked, ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser,
+    PageRequest, QueueId, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -32,7 +32,9 @@ pub fn router() -> Router<AppState> {
         .route("/api/users/me/reservations", get(mine))
 }
 
-/// One seat (`seatId`) or an order of several (`seatIds`), not both.
+/// One seat (`seatId`), an order of several (`seatIds`), or the best
+/// `count` seats of a price category (`concertId`, `category`, `count`):
+/// one of the three.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ReserveRequest {
@@ -43,6 +45,22 @@ pub struct ReserveRequest {
     #[serde(default, deserialize_with = "integral::optional_list")]
     #[schema(max_items = 10, min_items = 1)]
     seat_ids: Option<Vec<u64>>,
+    /// Best available: the concert (required with `category`).
+    #[serde(default, deserialize_with = "integral::optional")]
+    concert_id: Option<u64>,
+    /// Best available: the name of one of the concert's price categories.
+    /// The line gives `count` seats side by side in one row, the best its
+    /// earlier requests left (front row first, centre first; a seating
+    /// plan's order).
+    #[schema(max_length = 40, example = "Stalls")]
+    category: Option<String>,
+    /// Best available: 1 to the concert's `maxSeatsPerOrder`.
+    #[serde(default, deserialize_with = "integral::optional")]
+    #[schema(minimum = 1, maximum = 10)]
+    count: Option<u64>,
+    /// Best available: when no `count` seats side by side are free, the
+    /// best seats in the fewest blocks instead of NO_ADJACENT_SEATS.
+    allow_split: Option<bool>,
     /// Optional; when given it must be the caller's own id.
     #[serde(default, deserialize_with = "integral::optional")]
     user_id: Option<u64>,
@@ -106,18 +124,7 @@ pub async fn enqueue(
         Some(Ok(code)) => Some(code),
         Some(Err(_)) => return Err(ApiError::access_code_invalid()),
     };
-    let seats = match (req.seat_id, req.seat_ids) {
-        (Some(seat), None) => SeatIds::one(SeatId(seat)),
-        (None, Some(list)) => SeatIds::parse(&list)?,
-        _ => {
-            return Err(FieldError::new("seatIds", "give seatId or seatIds, not both").into());
-        }
-    };
-    let concert = if seats.len() == 1 {
-        state.seats.concert_of(&state.pool, seats.first()).await?
-    } else {
-        state.seats.concert_of_order(&state.pool, &seats).await?
-    };
+    let (concert, asked) = asked(&state, &req).await?;
     // Whether the sale takes the request yet, and in the lottery or behind
     // the line, is decided when it is written, by the database's clock.
     let terms = state.sales.terms(&state.pool, concert).await?;
@@ -128,7 +135,7 @@ pub async fn enqueue(
     let order = Order {
         user: caller.id,
         concert,
-        seats,
+        asked,
         sale: terms.window,
         max_seats_per_user: terms.max_seats_per_user,
         access_code,
@@ -153,11 +160,51 @@ pub async fn enqueue(
     placed.map(|(queued, replayed)| accepted(queued, replayed))
 }
 
+/// What `req` asks for, of which concert: 400 unless it is exactly one of
+/// a seat, seats, or a category's best.
+async fn asked(state: &AppState, req: &ReserveRequest) -> ApiResult<(ConcertId, Asked)> {
+    let by_count = req.count.is_some() || req.allow_split.is_some();
+    let (concert, asked) = match (req.seat_id, &req.seat_ids, &req.category) {
+        (Some(seat), None, None) if !by_count => {
+            let seats = SeatIds::one(SeatId(seat));
+            let concert = state.seats.concert_of(&state.pool, seats.first()).await?;
+            (concert, Asked::Seats(seats))
+        }
+        (None, Some(list), None) if !by_count => {
+            let seats = SeatIds::parse(list)?;
+            let concert = state.seats.concert_of_order(&state.pool, &seats).await?;
+            (concert, Asked::Seats(seats))
+        }
+        (None, None, Some(category)) => {
+            let Some(concert) = req.concert_id.map(ConcertId) else {
+                return Err(FieldError::new("concertId", "is required with category").into());
+            };
+            let Some(count) = req.count else {
+                return Err(FieldError::new("count", "is required with category").into());
+            };
+            let split = req.allow_split.unwrap_or(false);
+            let ask = super::best::ask(state, concert, category, count, split).await?;
+            (concert, Asked::Best(ask))
+        }
+        _ => {
+            return Err(FieldError::new(
+                "seatIds",
+                "give one of seatId, seatIds, or category with count",
+            )
+            .into());
+        }
+    };
+    if req.concert_id.is_some_and(|c| c != concert.get()) {
+        return Err(FieldError::new("concertId", "is not the concert of these seats").into());
+    }
+    Ok((concert, asked))
+}
+
 /// What a caller asks for, checked.
 struct Order {
     user: UserId,
     concert: ConcertId,
-    seats: SeatIds,
+    asked: Asked,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
     access_code: Option<AccessCode>,
@@ -188,14 +235,15 @@ async fn place_uncounted(
     let request = queue::NewRequest {
         user: order.user,
         concert: order.concert,
-        seats: order.seats,
+        asked: order.asked,
         sale: order.sale,
         draw: LineKey::draw(),
         max_seats_per_user: order.max_seats_per_user,
         access_code: None,
         trace: propagation::stored_form(&context),
     };
-    if key.is_none() && order.access_code.is_none() {
+    let by_count = matches!(request.asked, Asked::Best(_));
+    if key.is_none() && order.access_code.is_none() && !by_count {
         // The common case: written together with concurrent requests.
         return match state.enqueuer.enqueue(request, context).await {
             Ok(queued) => Ok((queued, false)),
@@ -218,19 +266,13 @@ pub async fn status(
 ) -> ApiResult<Json<QueueStatusResponse>> {
     let mut conn = state.pool.acquire().await?;
     let (row, lottery_place) = own_request(&mut conn, caller, id).await?;
-    // The status is what clients poll: a one-seat request (its first seat
-    // is its only one) costs no second query.
-    let seat_ids = if row.seat_count <= 1 {
-        vec![row.seat_id.get()]
-    } else {
-        request_seats::of_requests(&mut conn, &[row.id])
-            .await?
-            .remove(&row.id)
-            .map_or_else(
-                || vec![row.seat_id.get()],
-                |s| s.iter().map(|s| s.get()).collect(),
-            )
-    };
+    let seat_ids = request_seats::shown_for(&mut conn, &[&row])
+        .await?
+        .remove(&row.id)
+        .unwrap_or_default()
+        .iter()
+        .map(|s| s.get())
+        .collect();
     drop(conn);
     let line = LineFields::of(&state, &row, lottery_place).await?;
     Ok(Json(QueueStatusResponse::of(row, seat_ids, line)))

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::{self, queue};
-use ticket_core::domain::{QueueId, QueueStatus, ReservationId};
+use ticket_core::domain::{QueueId, QueueStatus, ReservationId, SeatId};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -23,7 +23,10 @@ pub struct QueueStatusResponse {
     /// Set on SUCCESS.
     reservation_id: Option<u64>,
     /// The first (lowest) of `seatIds`.
-    seat_id: u64,
+    /// The first seat it names; none for a request by count.
+    seat_id: Option<u64>,
+    /// The seats it names, or for a request by count the seats the line
+    /// gave it once it succeeded.
     seat_ids: Vec<u64>,
     /// Set on FAILED: SEAT_TAKEN, USER_LIMIT_REACHED, CONCERT_CANCELLED,
     /// PROCESSING_FAILED; for a request by count also SOLD_OUT or
@@ -133,7 +136,7 @@ impl QueueStatusResponse {
             queue_id: row.id.get(),
             status: line.status_of(&row),
             reservation_id: row.reservation_id.map(ReservationId::get),
-            seat_id: row.seat_id.get(),
+            seat_id: row.seat_id.map(SeatId::get),
             seat_ids,
             reason: row.reason,
             requested_at: row.created_at,

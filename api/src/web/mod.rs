@@ -87,6 +87,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "waiting-list.js" => "text/javascript; charset=utf-8",
         "money.js" => "text/javascript; charset=utf-8",
         "payment.js" => "text/javascript; charset=utf-8",
+        "best.js" => "text/javascript; charset=utf-8",
         "orders.js" => "text/javascript; charset=utf-8",
         "tickets.js" => "text/javascript; charset=utf-8",
         "door.js" => "text/javascript; charset=utf-8",

@@ -3,7 +3,9 @@
 
 use serde_json::json;
 use ticket_core::db::queue::{self, NewRequest, Outcome, TraceContext};
-use ticket_core::domain::{ConcertId, LineKey, MaxSeatsPerUser, QueueId, SeatId, SeatIds, UserId};
+use ticket_core::domain::{
+    Asked, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SeatId, SeatIds, UserId,
+};
 
 use crate::helpers::spawn_app;
 
@@ -19,7 +21,7 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
     NewRequest {
         user,
         concert: CONCERT,
-        seats: SeatIds::parse(&raw).unwrap(),
+        asked: Asked::Seats(SeatIds::parse(&raw).unwrap()),
         sale: ticket_core::domain::SaleWindow::default(),
         draw: LineKey::AFTER_OPENING,
         max_seats_per_user: MaxSeatsPerUser::parse(100).unwrap(),

@@ -147,7 +147,7 @@ async fn an_account_with_every_kind_of_history_can_leave() {
         .unwrap();
     // Bought a priced ticket the box office confirmed, then cancelled it
     // (a payment and its refund, by hand).
-    let (_, priced) = app
+    let (priced_concert, priced) = app
         .concert_and_seats(json!({"rows": 1, "seatsPerRow": 1, "holdSeconds": 600,
             "categories": [{"name": "Standard", "price": 5000, "currency": "EUR"}]}))
         .await;
@@ -166,6 +166,15 @@ async fn an_account_with_every_kind_of_history_can_leave() {
     )
     .await
     .assert_status(200);
+    // Asked for the best two seats of a category of one (SOLD_OUT).
+    app.post(
+        "/api/reservations",
+        Some(&token),
+        json!({"concertId": priced_concert, "category": "Standard", "count": 2}),
+    )
+    .await
+    .assert_status(201);
+    app.drain().await;
     // Waited for a sold-out concert, then left its list.
     let (sold_out, only) = app
         .concert_and_seats(json!({"rows": 1, "seatsPerRow": 1}))

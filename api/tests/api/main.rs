@@ -5,6 +5,7 @@ mod accounts;
 mod auth;
 mod authorization;
 mod availability;
+mod best_available;
 mod binaries;
 mod check_in;
 mod checkout;

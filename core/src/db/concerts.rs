@@ -359,8 +359,10 @@ pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bo
              OR EXISTS (SELECT 1 FROM seats s JOIN reservation_queue q ON q.seat_id = s.id \
                         WHERE s.concert_id = ?) \
              OR EXISTS (SELECT 1 FROM seats s JOIN request_seats rs ON rs.seat_id = s.id \
-                        WHERE s.concert_id = ?)",
+                        WHERE s.concert_id = ?) \
+             OR EXISTS (SELECT 1 FROM request_pools WHERE concert_id = ?)",
     )
+    .bind(id)
     .bind(id)
     .bind(id)
     .bind(id)

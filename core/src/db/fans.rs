@@ -46,13 +46,28 @@ pub async fn records(
             AND o.concert_id = ? AND o.queue_id NOT IN ({batch_list})",
         place = super::line::place_sql("o."),
     )));
-    let open: Vec<(UserId, u64)> = select
+    let mut open: Vec<(UserId, u64)> = select
         .bind_ids(&users_list)
         .bind(concert)
         .bind_ids(&batch_list)
         .fetch_all(&mut *conn)
         .traced("SELECT", "request_seats")
         .await?;
+    // Their open requests by count (best available) likewise.
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT o.user_id, CAST({place} AS UNSIGNED) FROM request_pools o FORCE INDEX (uq_request_pools_open) \
+          WHERE o.user_id IN ({users_list}) AND o.open_category IS NOT NULL \
+            AND o.concert_id = ? AND o.queue_id NOT IN ({batch_list})",
+        place = super::line::place_sql("o."),
+    )));
+    let by_count: Vec<(UserId, u64)> = select
+        .bind_ids(&users_list)
+        .bind(concert)
+        .bind_ids(&batch_list)
+        .fetch_all(&mut *conn)
+        .traced("SELECT", "request_pools")
+        .await?;
+    open.extend(by_count);
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT r.user_id FROM reservations r FORCE INDEX (idx_reservations_user) \
            JOIN reservation_seats rs ON rs.reservation_id = r.id \
@@ -100,9 +115,15 @@ pub async fn seats_of(
          SELECT concert_id, user_id, CAST(COUNT(*) AS UNSIGNED) \
            FROM request_seats FORCE INDEX (uq_request_seats_open) \
           WHERE user_id IN ({list}) AND open_seat_id IS NOT NULL \
+          GROUP BY concert_id, user_id \
+         UNION ALL \
+         SELECT concert_id, user_id, CAST(SUM(seat_count) AS UNSIGNED) \
+           FROM request_pools FORCE INDEX (uq_request_pools_open) \
+          WHERE user_id IN ({list}) AND open_category IS NOT NULL \
           GROUP BY concert_id, user_id"
     )));
     let rows: Vec<(ConcertId, UserId, u64)> = select
+        .bind_ids(&list)
         .bind_ids(&list)
         .bind_ids(&list)
         .fetch_all(conn)

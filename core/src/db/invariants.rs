@@ -185,12 +185,30 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
     ),
     (
         "a SUCCESS request's reservation has other seats than it asked for",
-        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status = 'SUCCESS' AND ( \
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status = 'SUCCESS' AND q.seat_id IS NOT NULL AND ( \
            (SELECT COUNT(*) FROM request_seats x WHERE x.queue_id = q.id) <> \
            (SELECT COUNT(*) FROM reservation_seats rs WHERE rs.reservation_id = q.reservation_id) \
          OR (SELECT COUNT(*) FROM request_seats x WHERE x.queue_id = q.id) <> \
            (SELECT COUNT(*) FROM reservation_seats rs JOIN request_seats x \
               ON x.queue_id = q.id AND x.seat_id = rs.seat_id WHERE rs.reservation_id = q.reservation_id))",
+        &[],
+    ),
+    (
+        "a SUCCESS request by count got another number of seats than it asked for, or (without allowSplit) \
+         seats not side by side in one row",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN request_pools p ON p.queue_id = q.id \
+           JOIN (SELECT rs.reservation_id, COUNT(*) AS seats, COUNT(DISTINCT s.row_index) AS seat_rows, \
+                        MAX(s.row_position) - MIN(s.row_position) + 1 AS span \
+                   FROM reservation_seats rs JOIN seats s ON s.id = rs.seat_id GROUP BY rs.reservation_id) w \
+             ON w.reservation_id = q.reservation_id \
+          WHERE q.status = 'SUCCESS' \
+            AND (w.seats <> p.seat_count OR (p.allow_split = 0 AND (w.seat_rows <> 1 OR w.span <> w.seats)))",
+        &[],
+    ),
+    (
+        "a request both names seats and asks by count",
+        "SELECT COUNT(*) FROM request_pools p WHERE \
+           EXISTS (SELECT 1 FROM request_seats x WHERE x.queue_id = p.queue_id)",
         &[],
     ),
     (
@@ -207,13 +225,15 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
     (
         "an open request has no open seats",
         "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('WAITING', 'PENDING', 'PROCESSING') AND NOT EXISTS \
-         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1)",
+         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1) AND NOT EXISTS \
+         (SELECT 1 FROM request_pools p WHERE p.queue_id = q.id AND p.is_open = 1)",
         &[],
     ),
     (
         "a decided request still holds open seats",
-        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('SUCCESS', 'FAILED') AND EXISTS \
-         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1)",
+        "SELECT COUNT(*) FROM reservation_queue q WHERE q.status IN ('SUCCESS', 'FAILED') AND (EXISTS \
+         (SELECT 1 FROM request_seats x WHERE x.queue_id = q.id AND x.is_open = 1) OR EXISTS \
+         (SELECT 1 FROM request_pools p WHERE p.queue_id = q.id AND p.is_open = 1))",
         &[],
     ),
     (

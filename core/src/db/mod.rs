@@ -27,6 +27,7 @@ pub mod prices;
 pub mod queue;
 pub mod rates;
 pub mod refunds;
+pub mod request_pools;
 pub mod request_seats;
 pub mod reservations;
 pub mod retention;

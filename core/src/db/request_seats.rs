@@ -86,6 +86,9 @@ pub async fn open_counts(
     for (user, ..) in open_of_users(conn, users).await? {
         *counts.entry(user).or_default() += 1;
     }
+    for (user, seats) in super::request_pools::open_seats_of_users(conn, users).await? {
+        *counts.entry(user).or_default() += seats;
+    }
     Ok(counts)
 }
 
@@ -164,4 +167,48 @@ pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<
     })
     .traced("DELETE", "request_seats")
     .await
+}
+
+/// The seats each of `rows` is about, for its status: those it names, or
+/// for a request by count the seats it won (none before its decision). A
+/// request naming one seat costs no query: its first seat is its only one.
+pub async fn shown_for(
+    conn: &mut MySqlConnection,
+    rows: &[&crate::db::queue::QueueRow],
+) -> Result<HashMap<QueueId, Vec<SeatId>>, sqlx::Error> {
+    let mut shown: HashMap<QueueId, Vec<SeatId>> = HashMap::new();
+    let mut several = Vec::new();
+    let mut won = Vec::new();
+    for row in rows {
+        match row.seat_id {
+            Some(seat) if row.seat_count <= 1 => {
+                shown.insert(row.id, vec![seat]);
+            }
+            Some(_) => several.push(row.id),
+            None => {
+                shown.insert(row.id, Vec::new());
+                won.extend(row.reservation_id.map(|r| (r, row.id)));
+            }
+        }
+    }
+    shown.extend(of_requests(conn, &several).await?);
+    let by_reservation: HashMap<u64, QueueId> = won.iter().map(|(r, q)| (r.get(), *q)).collect();
+    let reservations: Vec<u64> = by_reservation.keys().copied().collect();
+    if let Some(list) = IdList::of(&reservations) {
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT reservation_id, seat_id FROM reservation_seats \
+             WHERE reservation_id IN ({list}) ORDER BY reservation_id, seat_id"
+        )));
+        let seats: Vec<(u64, SeatId)> = select
+            .bind_ids(&list)
+            .fetch_all(conn)
+            .traced("SELECT", "reservation_seats")
+            .await?;
+        for (reservation, seat) in seats {
+            if let Some(request) = by_reservation.get(&reservation) {
+                shown.entry(*request).or_default().push(seat);
+            }
+        }
+    }
+    Ok(shown)
 }

@@ -57,11 +57,12 @@ pub async fn delete_decided(
             Some(decided_before),
         )
         .await?;
-        // A request's seats go with it (they refer to it).
+        // A request's seats and pool go with it (they refer to it).
         on_locked(
             conn,
             &[
                 "DELETE FROM request_seats WHERE queue_id = ?",
+                "DELETE FROM request_pools WHERE queue_id = ?",
                 "DELETE FROM reservation_queue WHERE id = ?",
             ],
             locked,

@@ -148,6 +148,10 @@ pub async fn delete_with_history(
             .bind(id)
             .execute(&mut *conn)
             .await?;
+        sqlx::query("DELETE FROM request_pools WHERE user_id = ?")
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
         sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
             .bind(id)
             .execute(&mut *conn)

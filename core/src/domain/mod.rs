@@ -31,7 +31,9 @@ pub use ids::{
     TicketId, UserId,
 };
 pub use line_position::{LineFront, LinePart, LineRank};
-pub use order::{HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds};
+pub use order::{
+    Asked, BestAsk, HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds,
+};
 pub use page::{PageBounds, PageRequest};
 pub use price::{Amount, Currency, PriceCategories, SeatPrice};
 pub use proof_of_work::ProofOfWork;

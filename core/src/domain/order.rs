@@ -54,6 +54,67 @@ impl SeatIds {
     }
 }
 
+/// What a request asks for: the seats it names, or the best places of a
+/// price category (best available).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked {
+    Seats(SeatIds),
+    Best(BestAsk),
+}
+
+impl Asked {
+    /// The seats it names (none when it asks for the best).
+    pub fn seats(&self) -> &[SeatId] {
+        match self {
+            Self::Seats(seats) => seats.as_slice(),
+            Self::Best(_) => &[],
+        }
+    }
+
+    /// How many seats it takes when it wins.
+    pub fn count(&self) -> u8 {
+        match self {
+            Self::Seats(seats) => u8::try_from(seats.len()).unwrap_or(u8::MAX),
+            Self::Best(best) => best.count,
+        }
+    }
+}
+
+/// `count` seats of the concert's price category at `category` (its
+/// position), side by side in one row, the best the line leaves; with
+/// `allow_split`, when no such block is free, the best in the fewest blocks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BestAsk {
+    pub category: u8,
+    pub count: u8,
+    pub allow_split: bool,
+}
+
+impl BestAsk {
+    /// `count` must be 1 to the concert's `maxSeatsPerOrder`.
+    pub fn parse(
+        category: u8,
+        count: u64,
+        allow_split: bool,
+        max: MaxSeatsPerOrder,
+    ) -> Result<Self, FieldError> {
+        match u8::try_from(count) {
+            Ok(count) if (1..=max.get()).contains(&count) => Ok(Self {
+                category,
+                count,
+                allow_split,
+            }),
+            _ => Err(FieldError::new(
+                "count",
+                format!(
+                    "must be 1 to {} (the concert's maxSeatsPerOrder)",
+                    max.get()
+                ),
+            )),
+        }
+    }
+}
+
 /// How long a won request holds its seats before it must be confirmed:
 /// 0 (the default) confirms at once, as the original flow did; at most an
 /// hour (pretix holds carts 30 minutes, alf.io 25, Hi.Events 15).

@@ -3,7 +3,7 @@
 use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::db;
-use crate::domain::{ConcertDate, ConcertTitle, SeatId, SeatLayout, UserId, Venue};
+use crate::domain::{ConcertDate, ConcertId, ConcertTitle, SeatId, SeatLayout, UserId, Venue};
 
 /// `n` users named `{prefix}{i}` that cannot log in (their hash is not a
 /// hash): for exercising reservations without paying for Argon2.
@@ -179,6 +179,64 @@ pub async fn orders(
     }
     db::line::rank_unranked(conn).await?;
     Ok(ids)
+}
+
+/// Puts every seat of `concert` in one free price category, "Stalls" (its
+/// position 0), as best-available requests need.
+pub async fn one_category(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO price_categories (concert_id, position, name, price, currency, row_labels) \
+         VALUES (?, 0, 'Stalls', 0, 'EUR', '')",
+    )
+    .bind(concert)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query("UPDATE seats SET category = 0 WHERE concert_id = ?")
+        .bind(concert)
+        .execute(&mut *conn)
+        .await?;
+    Ok(())
+}
+
+/// PENDING best-available requests, each for `count` seats side by side of
+/// `concert`'s category 0 (see [`one_category`]), queued in the order given.
+pub async fn best_requests(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    users: &[UserId],
+    count: u8,
+) -> Result<(), sqlx::Error> {
+    let now = db::now(&mut *conn).await?.naive_utc();
+    for chunk in users.chunks(5_000) {
+        let mut insert = QueryBuilder::new(
+            "INSERT INTO reservation_queue (user_id, concert_id, seat_id, seat_count, status, created_at, updated_at) ",
+        );
+        insert.push_values(chunk, |mut row, user| {
+            row.push_bind(*user)
+                .push_bind(concert)
+                .push_bind(None::<SeatId>)
+                .push_bind(count)
+                .push_bind("PENDING")
+                .push_bind(now)
+                .push_bind(now);
+        });
+        let first = insert.build().execute(&mut *conn).await?.last_insert_id();
+        // One writer: the rows got consecutive ids, in the order given.
+        sqlx::query(
+            "INSERT INTO request_pools (queue_id, user_id, concert_id, category, seat_count, line_key, is_open) \
+             SELECT id, user_id, concert_id, 0, seat_count, line_key, 1 FROM reservation_queue \
+              WHERE id >= ? ORDER BY id LIMIT ?",
+        )
+        .bind(first)
+        .bind(chunk.len() as u64)
+        .execute(&mut *conn)
+        .await?;
+    }
+    db::line::rank_unranked(conn).await?;
+    Ok(())
 }
 
 /// The concert of each seat.

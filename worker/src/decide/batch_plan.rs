@@ -8,6 +8,8 @@ use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use ticket_core::db::{fans, queue, reservations, seats, waiting_list};
 use ticket_core::domain::allocation::{self, Fan, FanStanding, Verdict};
+
+use super::pools;
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{
     ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatPrice,
@@ -120,21 +122,75 @@ impl Plan {
 
 /// Locks the free seats our rows want (in id order, like every other writer
 /// of seats) and has the allocation rule decide each row's fate, in line
-/// order (`rows` are); the plan is what that means for the tables.
+/// order (`rows` are); the plan is what that means for the tables. Rows
+/// asking by count get the best of a window of their category's free seats,
+/// or of the whole category when the window cannot prove their decision
+/// (the whole is then locked too, after the window: a deadlock with another
+/// such decision is rolled back and tried again, as any other).
 pub(super) async fn plan(
     tx: &mut MySqlConnection,
     rows: &[queue::LeasedRow],
     now: DateTime<Utc>,
 ) -> Result<Plan, sqlx::Error> {
-    let mut wanted: Vec<SeatId> = rows.iter().flat_map(|r| r.seats.iter().copied()).collect();
+    let mut windows = pools::Windows::for_rows(rows);
+    loop {
+        let (plan, unproven) = plan_over(tx, rows, &windows, now).await?;
+        if unproven.is_empty() {
+            return Ok(plan);
+        }
+        for category in unproven {
+            windows.widen(category);
+        }
+    }
+}
+
+/// The plan over what `windows` read, and the categories whose window did
+/// not prove a decision.
+async fn plan_over(
+    tx: &mut MySqlConnection,
+    rows: &[queue::LeasedRow],
+    windows: &pools::Windows,
+    now: DateTime<Utc>,
+) -> Result<(Plan, Vec<pools::CategoryOf>), sqlx::Error> {
+    let read = if windows.is_empty() {
+        pools::Read::default()
+    } else {
+        pools::read(tx, windows, now).await?
+    };
+    let mut wanted: Vec<SeatId> = rows
+        .iter()
+        .flat_map(|r| r.seats.iter().copied())
+        .chain(read.seats.iter().copied())
+        .collect();
     wanted.sort_unstable();
     wanted.dedup();
     let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
     let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
+    let mut categories: BTreeMap<ConcertId, Vec<u8>> = BTreeMap::new();
+    for s in &standing {
+        if let Some(category) = s.category {
+            categories.entry(s.concert).or_default().push(category);
+        }
+    }
+    for list in categories.values_mut() {
+        list.sort_unstable();
+        list.dedup();
+    }
+    let pool_firsts = pools::first_open_by_category(tx, &categories, &batch).await?;
+    let pools = pools::pools_of(&standing, &read);
     let mut plan = Plan::default();
     let mut free = allocation::FreeSeats::with_capacity(standing.len());
     let mut ended_holds: HashSet<SeatId> = HashSet::new();
+    let mut places: HashMap<SeatId, allocation::Place> = HashMap::with_capacity(standing.len());
     for s in standing {
+        // A request by count for the seat's category may take it too.
+        let pool_first = s
+            .category
+            .and_then(|c| pool_firsts.get(&(s.concert, c)).copied());
+        let first = match (s.first_open_elsewhere, pool_first) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         match s.claim {
             seats::SeatClaim::Live => tracing::warn!(
                 seat = s.seat.0,
@@ -142,12 +198,13 @@ pub(super) async fn plan(
             ),
             seats::SeatClaim::ExpiredHold => {
                 ended_holds.insert(s.seat);
-                free.insert(s.seat, s.first_open_elsewhere);
+                free.insert(s.seat, first);
             }
             seats::SeatClaim::None => {
-                free.insert(s.seat, s.first_open_elsewhere);
+                free.insert(s.seat, first);
             }
         }
+        places.insert(s.seat, s.place);
         plan.numbers.insert(s.seat, s.seat_number);
         if let Some(price) = s.price {
             plan.prices.insert(s.seat, price);
@@ -159,26 +216,57 @@ pub(super) async fn plan(
         .map(|row| allocation::Request {
             id: row.id,
             place: row.line.place(row.id),
-            wants: allocation::Wants::Seats(&row.seats),
+            wants: match row.best {
+                Some(best) => allocation::Wants::Best(
+                    pools::pool_id((row.concert_id, best.category)),
+                    allocation::Shape {
+                        count: u32::from(best.count),
+                        adjacent: true,
+                        allow_split: best.allow_split,
+                    },
+                ),
+                None => allocation::Wants::Seats(&row.seats),
+            },
             fan: fan_of(row),
         })
         .collect();
-    for (row, verdict) in rows.iter().zip(allocation::allocate(&line, &free, &fans)) {
-        match verdict {
+    let decisions = allocation::decide(&line, &free, &pools, &fans);
+    let mut unproven: Vec<pools::CategoryOf> = rows
+        .iter()
+        .zip(&decisions)
+        .filter_map(|(row, decision)| {
+            let category = (row.concert_id, row.best?.category);
+            let bound = read
+                .bounds
+                .get(&pools::pool_id(category))
+                .copied()
+                .flatten();
+            (!pools::proven(decision, &places, bound)).then_some(category)
+        })
+        .collect();
+    if !unproven.is_empty() {
+        unproven.sort_unstable();
+        unproven.dedup();
+        return Ok((plan, unproven));
+    }
+    for (row, decision) in rows.iter().zip(decisions) {
+        match decision.verdict {
             Verdict::Lost => plan.failed.push(row.id),
             Verdict::OverLimit => plan.over_limit.push(row.id),
             Verdict::Deferred => plan.deferred.push(row.id),
             Verdict::SoldOut => plan.sold_out.push(row.id),
             Verdict::NoAdjacentSeats => plan.no_adjacent.push(row.id),
             Verdict::Won => {
+                let mut won = decision.seats;
+                won.sort_unstable();
                 plan.reclaimed
-                    .extend(row.seats.iter().filter(|s| ended_holds.contains(s)));
+                    .extend(won.iter().filter(|s| ended_holds.contains(s)));
                 let held = row.hold.is_hold();
                 plan.reservations.push(reservations::NewReservation {
                     queue_id: row.id,
                     user: row.user_id,
                     concert: row.concert_id,
-                    seats: row.seats.clone(),
+                    seats: won,
                     status: if held {
                         ReservationStatus::Held
                     } else {
@@ -191,7 +279,7 @@ pub(super) async fn plan(
         }
     }
     plan.reclaimed.sort_unstable();
-    Ok(plan)
+    Ok((plan, Vec::new()))
 }
 
 fn fan_of(row: &queue::LeasedRow) -> Fan {

@@ -148,7 +148,7 @@ pub(super) async fn insert_group(
                         && let queue::Outcome::Queued(id) = written.outcomes[i]
                         && matches!(answers[i], Answer::Ready(Ok(_)))
                     {
-                        *over = over.saturating_sub(request.seats.len() as u64);
+                        *over = over.saturating_sub(u64::from(request.seat_count()));
                         withdrawn.push(id);
                         answers[i] = Answer::Ready(Err(EnqueueError::TooManyOpen));
                     }
@@ -186,7 +186,7 @@ async fn withdraw_over_cap(
             && let Some(count) = seats.get_mut(&request.fan())
             && *count > u64::from(cap.get())
         {
-            *count = count.saturating_sub(request.seats.len() as u64);
+            *count = count.saturating_sub(u64::from(request.seat_count()));
             withdrawn.push(queued.id);
             answers[i] = Answer::Ready(Err(EnqueueError::UserLimit(cap, *count)));
         }
@@ -205,12 +205,12 @@ pub(super) async fn insert_one(
     // decision, which holds the cap.
     let seats = fans::seats_of(&mut conn, &[r.user]).await?;
     let taken = seats.get(&r.fan()).copied().unwrap_or(0);
-    if taken + r.seats.len() as u64 > u64::from(r.max_seats_per_user.get()) {
+    if taken + u64::from(r.seat_count()) > u64::from(r.max_seats_per_user.get()) {
         return Err(EnqueueError::UserLimit(r.max_seats_per_user, taken));
     }
     if limit > 0 {
         let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
-        if open.get(&r.user).copied().unwrap_or(0) + r.seats.len() as u64 > u64::from(limit) {
+        if open.get(&r.user).copied().unwrap_or(0) + u64::from(r.seat_count()) > u64::from(limit) {
             return Err(EnqueueError::TooManyOpen);
         }
     }

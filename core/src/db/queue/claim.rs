@@ -6,7 +6,8 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::{IdList, Traced as _, execute_for_ids};
 use crate::domain::{
-    ConcertId, FailureReason, HoldDuration, LineKey, MaxSeatsPerUser, QueueId, SeatId, UserId,
+    BestAsk, ConcertId, FailureReason, HoldDuration, LineKey, MaxSeatsPerUser, QueueId, SeatId,
+    UserId,
 };
 
 use super::*;
@@ -217,9 +218,11 @@ pub struct LeasedRow {
     pub id: QueueId,
     pub user_id: UserId,
     pub concert_id: ConcertId,
-    /// In id order; empty only for a row written without its seats (see
-    /// [`enqueue_many`]).
+    /// In id order; empty for a request by count, and for a row written
+    /// without its seats (see [`enqueue_many`]).
     pub seats: Vec<SeatId>,
+    /// What a request by count asks for.
+    pub best: Option<BestAsk>,
     /// The concert's hold, as it is set now.
     pub hold: HoldDuration,
     /// When the request may be decided, as the concert is set now: its
@@ -241,6 +244,9 @@ struct LeasedSeat {
     user_id: UserId,
     concert_id: ConcertId,
     seat_id: Option<SeatId>,
+    category: Option<u8>,
+    seat_count: Option<u8>,
+    allow_split: Option<bool>,
     /// 1 for a request with an access code (a presale request).
     presale: i64,
     line_key: LineKey,
@@ -265,9 +271,10 @@ pub async fn lock_leased(
         return Ok(Vec::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, CAST(q.access_code_id IS NOT NULL AS SIGNED) AS presale, \
+        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, rp.category, rp.seat_count, rp.allow_split, CAST(q.access_code_id IS NOT NULL AS SIGNED) AS presale, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
+              LEFT JOIN request_pools rp ON rp.queue_id = q.id \
          WHERE {} AND q.id IN ({list}) \
          ORDER BY q.line_key, q.id, rs.seat_id FOR UPDATE",
         fence.condition("q."),
@@ -292,6 +299,14 @@ pub async fn lock_leased(
                 user_id: seat.user_id,
                 concert_id: seat.concert_id,
                 seats: seat.seat_id.into_iter().collect(),
+                best: seat
+                    .category
+                    .zip(seat.seat_count)
+                    .map(|(category, count)| BestAsk {
+                        category,
+                        count,
+                        allow_split: seat.allow_split.unwrap_or(false),
+                    }),
                 hold: concert.map(|c| c.hold).unwrap_or_default(),
                 opens_at: concert.and_then(|c| c.opens_at(seat.presale != 0)),
                 max_seats_per_user: concert

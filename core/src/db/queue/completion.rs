@@ -96,6 +96,7 @@ async fn close_if_all(
 ) -> Result<(), sqlx::Error> {
     if changed == ids.len() as u64 {
         request_seats::close(conn, ids).await?;
+        crate::db::request_pools::close(conn, ids).await?;
     }
     Ok(())
 }

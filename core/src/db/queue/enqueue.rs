@@ -6,6 +6,7 @@ use std::collections::{HashMap, HashSet};
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use crate::db::request_pools;
 use crate::db::request_seats::{self, RequestSeat};
 use crate::db::{IdList, Traced as _, execute_for_ids, fans};
 use crate::domain::allocation::Fan;
@@ -36,7 +37,7 @@ pub async fn enqueue(
         )
         .bind(request.user)
         .bind(request.concert)
-        .bind(request.seats.first())
+        .bind(request.seats().first())
         .bind(request.seat_count())
         .bind(line)
         .bind(QueueStatus::in_line_at(line))
@@ -50,6 +51,9 @@ pub async fn enqueue(
         .await?;
         let id = QueueId(done.last_insert_id());
         request_seats::insert(conn, &request.seat_rows(id, line), false).await?;
+        if let Some(pool) = request.pool_row(id, line) {
+            request_pools::insert(conn, &pool).await?;
+        }
         let entered = crate::db::line::Entered {
             concert: request.concert,
             key: line,
@@ -119,6 +123,7 @@ impl Enqueued {
 /// returns how many requests were removed.
 pub async fn withdraw(conn: &mut MySqlConnection, ids: &[QueueId]) -> Result<u64, sqlx::Error> {
     request_seats::delete(conn, ids).await?;
+    request_pools::delete(conn, ids).await?;
     execute_for_ids(conn, ids, |list| {
         sqlx::query(AssertSqlSafe(format!(
             "DELETE FROM reservation_queue WHERE status IN ('WAITING', 'PENDING') AND id IN ({list})"
@@ -163,14 +168,18 @@ pub async fn enqueue_many(
         if requests.is_empty() {
             return Ok(Enqueued::default());
         }
+        // A request by count is written alone: it stays unsettled here.
         let lines: Vec<Option<LineKey>> = requests
             .iter()
-            .map(|r| r.line_at(time.admitted_at))
+            .map(|r| match r.asked {
+                crate::domain::Asked::Seats(_) => r.line_at(time.admitted_at),
+                crate::domain::Asked::Best(_) => None,
+            })
             .collect();
         let mut order: Vec<usize> = (0..requests.len())
             .filter(|&i| lines[i].is_some())
             .collect();
-        order.sort_by_key(|&i| requests[i].seats.first());
+        order.sort_by_key(|&i| requests[i].first_seat());
         // Of two requests of one user with the same first seat, the first is
         // written and the second is its duplicate.
         let mut first_of: HashMap<(UserId, SeatId), usize> = HashMap::new();
@@ -178,7 +187,7 @@ pub async fn enqueue_many(
         for &i in &order {
             let r = &requests[i];
             if let (std::collections::hash_map::Entry::Vacant(e), Some(line)) =
-                (first_of.entry((r.user, r.seats.first())), lines[i])
+                (first_of.entry((r.user, r.first_seat())), lines[i])
             {
                 e.insert(i);
                 written.push((r, line));
@@ -194,10 +203,10 @@ pub async fn enqueue_many(
         // Before anything else it locks: see `line::lock_lines`.
         let concerts: Vec<_> = written.iter().map(|(r, _)| r.concert).collect();
         crate::db::line::lock_lines(conn, &concerts).await?;
-        if written.iter().any(|(r, _)| r.seats.len() > 1) {
+        if written.iter().any(|(r, _)| r.seats().len() > 1) {
             let mut group_seats: Vec<SeatId> = written
                 .iter()
-                .flat_map(|(r, _)| r.seats.as_slice().iter().copied())
+                .flat_map(|(r, _)| r.seats().iter().copied())
                 .collect();
             group_seats.sort_unstable();
             group_seats.dedup();
@@ -211,7 +220,7 @@ pub async fn enqueue_many(
         insert.push_values(&written, |mut row, (r, line)| {
             row.push_bind(r.user)
                 .push_bind(r.concert)
-                .push_bind(r.seats.first())
+                .push_bind(r.first_seat())
                 .push_bind(r.seat_count())
                 .push_bind(*line)
                 .push_bind(QueueStatus::in_line_at(*line))
@@ -226,7 +235,7 @@ pub async fn enqueue_many(
         let seat_rows: Vec<RequestSeat> = written
             .iter()
             .filter_map(|(r, line)| {
-                ids.get(&(r.user, r.seats.first()))
+                ids.get(&(r.user, r.first_seat()))
                     .map(|&id| r.seat_rows(id, *line))
             })
             .flatten()
@@ -249,14 +258,13 @@ pub async fn enqueue_many(
         let mut settled: HashMap<(UserId, SeatId), Outcome> = HashMap::new();
         let mut missing = Vec::new();
         for (r, _) in &written {
-            let key = (r.user, r.seats.first());
+            let key = (r.user, r.first_seat());
             let Some(&id) = ids.get(&key) else {
                 missing.push(*r);
                 continue;
             };
             let holders: Vec<Option<QueueId>> = r
-                .seats
-                .as_slice()
+                .seats()
                 .iter()
                 .map(|&s| open.get(&(r.user, s)).copied())
                 .collect();
@@ -278,20 +286,23 @@ pub async fn enqueue_many(
         } else {
             existing_seats_and_users(conn, &missing).await?
         };
-        let settle = |r: &NewRequest| match settled.get(&(r.user, r.seats.first())) {
+        let settle = |r: &NewRequest| match settled.get(&(r.user, r.first_seat())) {
             Some(&outcome) => outcome,
             None if !users.contains(&r.user) => Outcome::UserNotFound,
-            None if !r.seats.as_slice().iter().all(|s| seats.contains(s)) => Outcome::SeatNotFound,
+            None if !r.seats().iter().all(|s| seats.contains(s)) => Outcome::SeatNotFound,
             None => Outcome::Unsettled,
         };
         let outcomes = requests
             .iter()
             .enumerate()
             .map(|(i, r)| {
+                if matches!(r.asked, crate::domain::Asked::Best(_)) {
+                    return Outcome::Unsettled;
+                }
                 if lines[i].is_none() {
                     return Outcome::SaleNotOpen;
                 }
-                let first = first_of[&(r.user, r.seats.first())];
+                let first = first_of[&(r.user, r.first_seat())];
                 match settle(&requests[first]) {
                     Outcome::Queued(id) | Outcome::Duplicate(id) if first != i => {
                         Outcome::Duplicate(id)
@@ -352,7 +363,7 @@ async fn existing_seats_and_users(
 ) -> Result<(HashSet<SeatId>, HashSet<UserId>), sqlx::Error> {
     let seats: Vec<u64> = requests
         .iter()
-        .flat_map(|r| r.seats.as_slice().iter().map(|s| s.0))
+        .flat_map(|r| r.seats().iter().map(|s| s.0))
         .collect();
     let users: Vec<u64> = requests.iter().map(|r| r.user.0).collect();
     // Every request names a user and a seat: both lists or neither.

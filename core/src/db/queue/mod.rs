@@ -28,7 +28,7 @@ pub struct QueueRow {
     pub user_id: UserId,
     pub concert_id: ConcertId,
     /// The request's first (lowest) seat.
-    pub seat_id: SeatId,
+    pub seat_id: Option<SeatId>,
     pub seat_count: u8,
     pub line_key: LineKey,
     /// Its place in line, fixed when written (or, in a lottery, at the

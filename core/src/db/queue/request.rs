@@ -2,10 +2,11 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::db::request_pools::RequestPool;
 use crate::db::request_seats::RequestSeat;
 use crate::domain::{
-    AccessCodeId, Admission, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow, SeatIds,
-    UserId,
+    AccessCodeId, Admission, Asked, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow,
+    SeatId, UserId,
 };
 
 use super::*;
@@ -15,7 +16,9 @@ use super::*;
 pub struct NewRequest {
     pub user: UserId,
     pub concert: ConcertId,
-    pub seats: SeatIds,
+    /// Seats it names, or the best of a category: those are written alone
+    /// ([`enqueue`]), never in a group.
+    pub asked: Asked,
     /// Its concert's sale, which decides by the database's clock, when the
     /// request is written, whether it is too early, in the lottery, or
     /// behind everyone already in line.
@@ -39,8 +42,20 @@ impl NewRequest {
         }
     }
 
-    pub(super) fn seat_count(&self) -> u8 {
-        u8::try_from(self.seats.len()).unwrap_or(u8::MAX)
+    /// The seats it names (none when it asks for the best).
+    pub fn seats(&self) -> &[SeatId] {
+        self.asked.seats()
+    }
+
+    /// How many seats it takes when it wins.
+    pub fn seat_count(&self) -> u8 {
+        self.asked.count()
+    }
+
+    /// The first seat it names: the key of a group's rows (a group holds
+    /// only requests that name seats).
+    pub(super) fn first_seat(&self) -> SeatId {
+        self.seats().first().copied().unwrap_or(SeatId(0))
     }
 
     /// What its sale does with it at `now` (the database's clock).
@@ -64,8 +79,7 @@ impl NewRequest {
     }
 
     pub(super) fn seat_rows(&self, queue_id: QueueId, line: LineKey) -> Vec<RequestSeat> {
-        self.seats
-            .as_slice()
+        self.seats()
             .iter()
             .map(|&seat| RequestSeat {
                 queue_id,
@@ -75,6 +89,19 @@ impl NewRequest {
                 line,
             })
             .collect()
+    }
+
+    pub(super) fn pool_row(&self, queue_id: QueueId, line: LineKey) -> Option<RequestPool> {
+        match self.asked {
+            Asked::Best(ask) => Some(RequestPool {
+                queue_id,
+                user: self.user,
+                concert: self.concert,
+                ask,
+                line,
+            }),
+            Asked::Seats(_) => None,
+        }
     }
 }
 

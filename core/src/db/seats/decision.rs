@@ -3,7 +3,8 @@
 
 use crate::db::prices::{PriceColumns, SEAT_PRICE};
 use crate::db::{BindIds as _, IdList, Traced as _, execute_for_ids};
-use crate::domain::{QueueId, SeatId, SeatPrice, SeatStatus};
+use crate::domain::allocation::Place;
+use crate::domain::{ConcertId, QueueId, SeatId, SeatPrice, SeatStatus};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use std::collections::HashMap;
@@ -112,12 +113,22 @@ pub struct WantedSeat {
     /// the caller's batch. A request of the batch behind it waits: that one
     /// is ahead in line.
     pub first_open_elsewhere: Option<u64>,
+    pub concert: ConcertId,
+    /// Its price category's position, if it has one.
+    pub category: Option<u8>,
+    /// Where it is, for best available.
+    pub place: Place,
 }
 
 #[derive(sqlx::FromRow)]
 struct StandingRow {
     seat: SeatId,
     seat_number: String,
+    concert_id: ConcertId,
+    category_position: Option<u8>,
+    row_index: u32,
+    row_position: u32,
+    seat_rank: u32,
     #[sqlx(flatten)]
     price: PriceColumns,
     claim: Option<i64>,
@@ -157,7 +168,7 @@ pub async fn lock_free(
             return Ok(Vec::new());
         };
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT s.id AS seat, s.seat_number, {SEAT_PRICE}, \
+            "SELECT s.id AS seat, s.seat_number, s.concert_id, s.category AS category_position, s.row_index, s.row_position, s.seat_rank, {SEAT_PRICE}, \
                     (SELECT {CLAIM_OF_RESERVATION} \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
@@ -185,6 +196,14 @@ pub async fn lock_free(
                 price: r.price.into_price(),
                 claim: claim_of(r.claim),
                 first_open_elsewhere: r.first_open_elsewhere,
+                concert: r.concert_id,
+                category: r.category_position,
+                place: Place {
+                    seat: r.seat,
+                    row: r.row_index,
+                    position: r.row_position,
+                    rank: r.seat_rank,
+                },
             })
             .collect();
         let live: Vec<SeatId> = standing
@@ -232,4 +251,97 @@ async fn claims(
         .into_iter()
         .map(|(seat, code)| (seat, claim_of(Some(code))))
         .collect())
+}
+
+/// The best free seats of a price category, read, not locked: up to
+/// `limit` (all with `None`), best first, and the rank below which every
+/// free seat of the category is among them (`None`: all are). The caller
+/// locks them ([`lock_free`], in id order) and decides with them only what
+/// the bound proves: a block ranked below it is the best of the whole
+/// category. AVAILABLE seats come through the category's index in rank
+/// order; holds that have ended (HELD, not yet swept) are read apart.
+pub async fn best_free(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    category: u8,
+    limit: Option<u32>,
+    now: DateTime<Utc>,
+) -> Result<(Vec<SeatId>, Option<u32>), sqlx::Error> {
+    async move {
+        let take = limit.map_or(String::new(), |n| format!(" LIMIT {}", u64::from(n) + 1));
+        let available: Vec<(SeatId, u32)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, seat_rank FROM seats FORCE INDEX (idx_seats_best) \
+              WHERE concert_id = ? AND category = ? AND status = 'AVAILABLE' \
+              ORDER BY seat_rank, id{take}"
+        )))
+        .bind(concert)
+        .bind(category)
+        .fetch_all(&mut *conn)
+        .await?;
+        let ended: Vec<(SeatId, u32)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+            "SELECT id, seat_rank FROM seats FORCE INDEX (idx_seats_best) \
+              WHERE concert_id = ? AND category = ? AND status = 'HELD' AND held_until <= ? \
+              ORDER BY seat_rank, id{take}"
+        )))
+        .bind(concert)
+        .bind(category)
+        .bind(now.naive_utc())
+        .fetch_all(&mut *conn)
+        .await?;
+        Ok(best_of(available, ended, limit))
+    }
+    .traced("SELECT", "seats")
+    .await
+}
+
+/// Merges two reads of up to `limit + 1` seats each (best first): the
+/// seats ranked below the first rank either read left unread.
+fn best_of(
+    available: Vec<(SeatId, u32)>,
+    ended: Vec<(SeatId, u32)>,
+    limit: Option<u32>,
+) -> (Vec<SeatId>, Option<u32>) {
+    let cut = |read: &[(SeatId, u32)]| match limit {
+        Some(n) if read.len() > n as usize => read.last().map(|&(_, rank)| rank),
+        _ => None,
+    };
+    let bound = match (cut(&available), cut(&ended)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    let seats = available
+        .into_iter()
+        .chain(ended)
+        .filter(|&(_, rank)| bound.is_none_or(|b| rank < b))
+        .map(|(seat, _)| seat)
+        .collect();
+    (seats, bound)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_seats_ranked_below_what_was_left_unread_are_taken() {
+        let read = |ranks: &[u32]| -> Vec<(SeatId, u32)> {
+            ranks
+                .iter()
+                .map(|&r| (SeatId(u64::from(r) + 100), r))
+                .collect()
+        };
+        // Both reads complete: everything, no bound.
+        assert_eq!(
+            best_of(read(&[1, 5]), read(&[3]), Some(2)),
+            (vec![SeatId(101), SeatId(105), SeatId(103)], None)
+        );
+        // The available read was cut at rank 7 (its third row): seats from 7 on are unknown.
+        let (seats, bound) = best_of(read(&[1, 5, 7]), read(&[6, 9]), Some(2));
+        assert_eq!(bound, Some(7));
+        assert_eq!(seats, vec![SeatId(101), SeatId(105), SeatId(106)]);
+        // Both cut: the lower cut bounds.
+        let (seats, bound) = best_of(read(&[1, 5, 8]), read(&[2, 3, 4]), Some(2));
+        assert_eq!(bound, Some(4));
+        assert_eq!(seats, vec![SeatId(101), SeatId(102), SeatId(103)]);
+    }
 }

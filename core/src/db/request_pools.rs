@@ -1,0 +1,168 @@
+//! The pool each request by count asks for (best available): a price
+//! category of its concert. A row is open while its request is, as in
+//! `request_seats`; (user, concert, open category) is unique, which is "one
+//! open request a fan and category", and the open rows of a category in
+//! line order are its line.
+
+use std::collections::HashMap;
+
+use sqlx::{AssertSqlSafe, MySqlConnection};
+
+use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
+use crate::domain::{BestAsk, ConcertId, LineKey, QueueId, UserId};
+
+/// One request's pool, as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestPool {
+    pub queue_id: QueueId,
+    pub user: UserId,
+    pub concert: ConcertId,
+    pub ask: BestAsk,
+    pub line: LineKey,
+}
+
+/// Writes an open row. Fails with a violation of `uq_request_pools_open`
+/// when the fan already has an open request for the category.
+pub async fn insert(conn: &mut MySqlConnection, row: &RequestPool) -> Result<u64, sqlx::Error> {
+    Ok(sqlx::query(
+        "INSERT INTO request_pools \
+         (queue_id, user_id, concert_id, category, seat_count, allow_split, line_key, is_open) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+    )
+    .bind(row.queue_id)
+    .bind(row.user)
+    .bind(row.concert)
+    .bind(row.ask.category)
+    .bind(row.ask.count)
+    .bind(row.ask.allow_split)
+    .bind(row.line)
+    .execute(conn)
+    .traced("INSERT", "request_pools")
+    .await?
+    .rows_affected())
+}
+
+/// What each of `requests` that asks by count asks for.
+pub async fn of_requests(
+    conn: &mut MySqlConnection,
+    requests: &[QueueId],
+) -> Result<HashMap<QueueId, BestAsk>, sqlx::Error> {
+    let Some(list) = IdList::of(requests) else {
+        return Ok(HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT queue_id, category, seat_count, allow_split FROM request_pools WHERE queue_id IN ({list})"
+    )));
+    let rows: Vec<(QueueId, u8, u8, bool)> = select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_pools")
+        .await?;
+    Ok(rows
+        .into_iter()
+        .map(|(id, category, count, allow_split)| {
+            let ask = BestAsk {
+                category,
+                count,
+                allow_split,
+            };
+            (id, ask)
+        })
+        .collect())
+}
+
+/// The seats each of `users` asks for by count in open requests.
+pub async fn open_seats_of_users(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+) -> Result<Vec<(UserId, u64)>, sqlx::Error> {
+    let Some(list) = IdList::of(users) else {
+        return Ok(Vec::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT user_id, CAST(seat_count AS UNSIGNED) FROM request_pools FORCE INDEX (uq_request_pools_open) \
+         WHERE open_category IS NOT NULL AND user_id IN ({list})"
+    )));
+    select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_pools")
+        .await
+}
+
+/// The fan's open request for `category` of `concert`, if any (what a
+/// QUEUE_DUPLICATED answer points to).
+pub async fn find_open(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    concert: ConcertId,
+    category: u8,
+) -> Result<Option<QueueId>, sqlx::Error> {
+    let row: Option<(QueueId,)> = sqlx::query_as(
+        "SELECT queue_id FROM request_pools \
+         WHERE user_id = ? AND concert_id = ? AND open_category = ?",
+    )
+    .bind(user)
+    .bind(concert)
+    .bind(category)
+    .fetch_optional(conn)
+    .traced("SELECT", "request_pools")
+    .await?;
+    Ok(row.map(|(id,)| id))
+}
+
+/// Closes the rows of decided requests.
+pub async fn close(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
+    execute_for_ids(conn, requests, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "UPDATE request_pools FORCE INDEX (PRIMARY) SET is_open = 0 WHERE is_open = 1 AND queue_id IN ({list})"
+        )))
+    })
+    .traced("UPDATE", "request_pools")
+    .await
+}
+
+/// Removes the rows of requests being taken back.
+pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<u64, sqlx::Error> {
+    execute_for_ids(conn, requests, |list| {
+        sqlx::query(AssertSqlSafe(format!(
+            "DELETE FROM request_pools WHERE queue_id IN ({list})"
+        )))
+    })
+    .traced("DELETE", "request_pools")
+    .await
+}
+
+/// For each category of `concert` in `categories`, the place in line of its
+/// first open request outside `batch`: a free seat of the category may be
+/// taken by it, so it is folded into each seat's own line.
+pub async fn first_open_elsewhere(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    categories: &[u8],
+    batch: &[QueueId],
+) -> Result<HashMap<u8, u64>, sqlx::Error> {
+    let Some(batch_list) = IdList::of(batch) else {
+        return Ok(HashMap::new());
+    };
+    let mut firsts = HashMap::new();
+    for &category in categories {
+        let select = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT CAST({place} AS UNSIGNED) FROM request_pools o FORCE INDEX (idx_request_pools_line) \
+              WHERE o.concert_id = ? AND o.open_category = ? AND o.queue_id NOT IN ({batch_list}) \
+              ORDER BY o.line_key, o.queue_id LIMIT 1",
+            place = super::line::place_sql("o."),
+        )))
+        .bind(concert)
+        .bind(category);
+        let first: Option<(u64,)> = select
+            .bind_ids(&batch_list)
+            .fetch_optional(&mut *conn)
+            .traced("SELECT", "request_pools")
+            .await?;
+        if let Some((place,)) = first {
+            firsts.insert(category, place);
+        }
+    }
+    Ok(firsts)
+}
