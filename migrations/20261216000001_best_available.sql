@@ -27,6 +27,9 @@ CREATE TABLE request_pools (
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_unicode_ci;
 
 -- A category's free seats, best first: a decision reads the first few
--- hundred of a category (AVAILABLE ones through this index, holds that have
--- ended among the HELD ones), not the whole category.
-ALTER TABLE seats ADD INDEX idx_seats_best (concert_id, category, status, seat_rank);
+-- thousand of a category (AVAILABLE ones through this index, holds that
+-- have ended among the HELD ones), not the whole category, then the whole
+-- of the rows they are in (a block lies in one row).
+ALTER TABLE seats
+    ADD INDEX idx_seats_best (concert_id, category, status, seat_rank),
+    ADD INDEX idx_seats_row (concert_id, row_index);

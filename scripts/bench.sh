@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|mail|accounts|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|mail|accounts|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -531,6 +531,17 @@ seating_plan() {
   DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
 
+# Best available (issue 47): 100,000 requests of two seats over 50,000
+# seats, exact two-seat orders (the baseline) against best-available
+# requests of the same shape, alternating, three pairs, one worker.
+best_available() {
+  echo "## best available: 100,000 requests of 2 / 50,000 seats, exact orders against best available ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  for _ in 1 2 3; do
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 50000 --workers 1 --seats-per-order 2
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 50000 --workers 1 --seats-per-order 2 --best
+  done
+}
+
 # Mail (issue 31): the delivery rate of confirmations with their tickets to
 # aiosmtpd on this host, one relay over 1 and 8 connections, then two relays.
 mail() {
@@ -629,6 +640,7 @@ case "$what" in
   door) door ;;
   payments) payments ;;
   seating-plan) seating_plan ;;
+  best) best_available ;;
   mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
   *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;

@@ -22,7 +22,8 @@ export class BestAvailable {
     this.element = null;
     if (categories.length === 0) return;
     this.count = h("select", { name: "count", id: "best-count" }, ...range(concert.maxSeatsPerOrder).map((n) => h("option", { value: n }, String(n))));
-    this.category = h("select", { name: "category", id: "best-category" }, ...categories.map((c) => h("option", { value: c.name }, `${c.name} · ${money(c.price, c.currency)}`)));
+    this.categories = categories;
+    this.category = h("select", { name: "category", id: "best-category" }, ...categories.map((c) => h("option", { value: c.name }, label(c))));
     this.split = h("input", { type: "checkbox", name: "allowSplit", id: "best-split" });
     this.button = h("button", { type: "submit", class: "primary" }, "Find me the best seats");
     this.element = h(
@@ -40,9 +41,26 @@ export class BestAvailable {
     });
   }
 
+  /** Shows how many seats of each category are free (availability's `availableByCategory`). */
+  left(byCategory) {
+    if (!this.element) return;
+    this.categories.forEach((c, i) => {
+      const free = byCategory[i] ?? 0;
+      const option = this.category.options[i];
+      option.textContent = label(c, free);
+      option.disabled = free === 0;
+    });
+  }
+
   set disabled(value) {
     if (this.button) this.button.disabled = value;
   }
+}
+
+function label(category, free) {
+  const price = `${category.name} · ${money(category.price, category.currency)}`;
+  if (free === undefined) return price;
+  return free === 0 ? `${price} · sold out` : `${price} · ${free} left`;
 }
 
 function range(n) {

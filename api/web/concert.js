@@ -43,6 +43,7 @@ export async function concertView(main, { signal, params }) {
     onCounts: (c) => {
       fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
       waiting.counts(c.available);
+      best.left(c.byCategory);
     },
   });
   // Joining the list asks what reserving asks: the presale's code, the

@@ -27,6 +27,10 @@ pub struct Args {
     /// and event streams.
     #[arg(long)]
     queued: bool,
+    /// Make every Nth line a best-available request for two seats (the
+    /// seats all in one category, "Stalls"): `token best:<concertId>:2`.
+    #[arg(long)]
+    best_every: Option<usize>,
 }
 
 /// Makes a migrated database with users and seats, writes request lines for
@@ -44,6 +48,13 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .execute(&mut *conn)
         .await?;
     let users = seed::users(&mut conn, "load", args.users).await?;
+    let concert = seed::concerts_of(&mut conn, seats.iter().copied().take(1))
+        .await?
+        .into_values()
+        .next();
+    if let (Some(concert), Some(_)) = (concert, args.best_every) {
+        seed::one_category(&mut conn, concert).await?;
+    }
     let keys = TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?;
     let mut wanted: Vec<_> = (0..users.len()).map(|i| seats[i % seats.len()]).collect();
     if args.shuffle {
@@ -60,9 +71,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         pairs.iter().map(|(_, seat)| seat.get()).collect()
     };
     let mut out = std::io::BufWriter::new(std::fs::File::create(&args.out)?);
-    for ((user, _), target) in pairs.iter().zip(targets) {
+    for (i, ((user, _), target)) in pairs.iter().zip(targets).enumerate() {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
-        writeln!(out, "{token} {target}")?;
+        match (args.best_every, concert) {
+            (Some(every), Some(concert)) if every > 0 && i % every == every - 1 && !args.queued => {
+                writeln!(out, "{token} best:{concert}:2")?;
+            }
+            _ => writeln!(out, "{token} {target}")?,
+        }
     }
     out.flush()?;
     println!("{}", db.url());

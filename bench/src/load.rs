@@ -10,7 +10,8 @@ pub struct Args {
     /// Base URL of the API.
     #[arg(long, default_value = "http://127.0.0.1:8080")]
     url: String,
-    /// File of `token seatId` lines (from prepare-enqueue).
+    /// File of `token seatId` (or `token best:<concertId>:<count>`) lines
+    /// (from prepare-enqueue).
     #[arg(long)]
     lines: std::path::PathBuf,
     /// Requests per second, held constant whatever the latency (open loop).
@@ -68,6 +69,20 @@ impl Outcomes {
             .iter()
             .filter(|(sent, answered, status)| *status != 0 && answered - sent > 1000)
             .count()
+    }
+}
+
+/// A line's request: `seatId`, or `best:<concertId>:<count>` for the best
+/// `count` seats of the concert's category "Stalls".
+fn request_body(target: &str) -> String {
+    match target
+        .strip_prefix("best:")
+        .and_then(|rest| rest.split_once(':'))
+    {
+        Some((concert, count)) => {
+            format!("{{\"concertId\":{concert},\"category\":\"Stalls\",\"count\":{count}}}")
+        }
+        None => format!("{{\"seatId\":{target}}}"),
     }
 }
 
@@ -140,7 +155,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
                 client
                     .post(format!("{base}/api/reservations"))
                     .header("content-type", "application/json")
-                    .body(format!("{{\"seatId\":{seat}}}"))
+                    .body(request_body(&seat))
             };
             let response = request.bearer_auth(token).send().await;
             let ok = matches!(&response, Ok(r) if r.status() == expected);

@@ -38,6 +38,11 @@ pub struct AvailabilityBody {
     states: String,
     #[serde(flatten)]
     counts: SeatCounts,
+    /// Available seats of each price category, by its position in the
+    /// concert's `categories` (what best available may still give); empty
+    /// without categories.
+    #[schema(example = json!([120, 8]))]
+    available_by_category: Vec<u64>,
 }
 
 /// Adds `id` to runs of consecutive ids ([first id, how many]), as seat maps
@@ -50,15 +55,25 @@ pub(crate) fn add_to_runs(runs: &mut Vec<[u64; 2]>, id: SeatId) {
 }
 
 impl AvailabilityBody {
-    fn of(concert: ConcertId, seats: &[(SeatId, SeatStatus)]) -> Self {
+    fn of(concert: ConcertId, seats: &[(SeatId, SeatStatus, Option<u8>)]) -> Self {
         let mut seat_ranges: Vec<[u64; 2]> = Vec::new();
         let mut states = String::with_capacity(seats.len());
         let mut counts = SeatCounts::default();
-        for &(id, status) in seats {
+        let mut available_by_category: Vec<u64> = Vec::new();
+        for &(id, status, category) in seats {
             add_to_runs(&mut seat_ranges, id);
+            let category = category.map(usize::from);
+            if let Some(c) = category
+                && available_by_category.len() <= c
+            {
+                available_by_category.resize(c + 1, 0);
+            }
             states.push(match status {
                 SeatStatus::Available => {
                     counts.available += 1;
+                    if let Some(free) = category.and_then(|c| available_by_category.get_mut(c)) {
+                        *free += 1;
+                    }
                     'A'
                 }
                 SeatStatus::Held => {
@@ -76,6 +91,7 @@ impl AvailabilityBody {
             seat_ranges,
             states,
             counts,
+            available_by_category,
         }
     }
 }
@@ -149,22 +165,25 @@ mod tests {
     #[test]
     fn seats_come_as_runs_of_ids_and_a_letter_each() {
         let seats = [
-            (SeatId(10), SeatStatus::Available),
-            (SeatId(11), SeatStatus::Held),
-            (SeatId(12), SeatStatus::Reserved),
-            (SeatId(20), SeatStatus::Available),
+            (SeatId(10), SeatStatus::Available, Some(0)),
+            (SeatId(11), SeatStatus::Held, Some(0)),
+            (SeatId(12), SeatStatus::Reserved, Some(1)),
+            (SeatId(20), SeatStatus::Available, Some(0)),
+            (SeatId(21), SeatStatus::Reserved, Some(2)),
         ];
         let body = AvailabilityBody::of(ConcertId(3), &seats);
-        assert_eq!(body.seat_ranges, vec![[10, 3], [20, 1]]);
-        assert_eq!(body.states, "AHRA");
+        assert_eq!(body.seat_ranges, vec![[10, 3], [20, 2]]);
+        assert_eq!(body.states, "AHRAR");
         assert_eq!(
             body.counts,
             SeatCounts {
                 available: 2,
                 held: 1,
-                reserved: 1
+                reserved: 2
             }
         );
+        // Each category counted, those sold out too.
+        assert_eq!(body.available_by_category, vec![2, 0, 0]);
         let snapshot = Snapshot::of(&body);
         assert_eq!(
             snapshot.body.etag(),

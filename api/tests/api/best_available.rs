@@ -2,10 +2,8 @@
 //! category, the line choosing which, through the queue and real workers.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
 
 use serde_json::{Value, json};
-use tokio::sync::Barrier;
 
 use crate::helpers::{Reply, TestApp, spawn_app};
 
@@ -109,6 +107,14 @@ async fn each_request_in_line_gets_the_best_block_its_predecessors_left() {
     for ((token, id), expected) in asked.iter().zip(expected) {
         assert_eq!(outcome(&app, token, *id).await, expected);
     }
+    // What is left of each category, in the order of the concert's.
+    let availability = app
+        .get(&format!("/api/concerts/{concert}/availability"), None)
+        .await;
+    assert_eq!(
+        availability.assert_status(200)["availableByCategory"],
+        json!([12, 0])
+    );
     app.assert_invariants().await;
 }
 
@@ -268,38 +274,23 @@ async fn racing_requests_by_count_and_by_seat_keep_the_line_order_under_four_wor
         .map(|s| s["id"].as_u64().unwrap())
         .collect();
     let users = app.many_users("racer", 24).await;
-    let barrier = Arc::new(Barrier::new(users.len()));
-    let tasks: Vec<_> = users
-        .iter()
-        .enumerate()
-        .map(|(i, (_, token))| {
-            let body = if i % 4 == 3 {
+    let bodies: Vec<Value> = (0..users.len())
+        .map(|i| {
+            if i % 4 == 3 {
                 json!({"seatId": seat_ids[(i * 7) % seat_ids.len()]})
             } else {
                 best(concert, "VIP", 1 + (i % 3) as u64)
-            };
-            let (client, url, token) = (
-                app.client.clone(),
-                format!("{}/api/reservations", app.base),
-                token.clone(),
-            );
-            let barrier = barrier.clone();
-            tokio::spawn(async move {
-                barrier.wait().await;
-                let response = client
-                    .post(url)
-                    .bearer_auth(token)
-                    .json(&body)
-                    .send()
-                    .await
-                    .unwrap();
-                (TestApp::reply(response).await, body)
-            })
+            }
         })
         .collect();
+    let sent = users
+        .iter()
+        .zip(&bodies)
+        .map(|((_, token), body)| (token.clone(), body.clone()))
+        .collect();
+    let replies = app.request_all_at_once(sent).await;
     let mut requests = Vec::new();
-    for (task, (_, token)) in tasks.into_iter().zip(&users) {
-        let (reply, body) = task.await.unwrap();
+    for ((reply, body), (_, token)) in replies.iter().zip(bodies).zip(&users) {
         let id = reply.assert_status(201)["queueId"].as_u64().unwrap();
         requests.push((id, token.clone(), body));
     }

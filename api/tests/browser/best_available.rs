@@ -72,6 +72,9 @@ async fn a_fan_asks_for_the_best_two_vip_seats_and_is_told_which_the_line_gave()
         .await;
     page.wait_element(".line.held", Some("Seats A3, A4 are yours until then."))
         .await;
+    // The form counts what is left of each category.
+    page.wait_element("#best-category option", Some("VIP · €90.00 · 4 left"))
+        .await;
     page.screenshot(&screenshot_dir().join("best-available-held.png"))
         .await;
 

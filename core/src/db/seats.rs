@@ -241,22 +241,23 @@ pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx
     Ok(done.rows_affected() == 1)
 }
 
-/// Every seat of the concert with its stored status, in id order: what a
-/// seat map shows. Read from the (concert, status) index alone. A hold that
-/// has just ended shows HELD until the sweep frees it (about a second), as
-/// the concert's counts do.
+/// Every seat of the concert with its stored status and its price
+/// category's position, in id order: what a seat map shows. Read from the
+/// best-available index alone (concert, category, status, rank; the id is
+/// in every entry). A hold that has just ended shows HELD until the sweep
+/// frees it (about a second), as the concert's counts do.
 pub async fn states_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-) -> Result<Vec<(SeatId, SeatStatus)>, sqlx::Error> {
-    let mut seats: Vec<(SeatId, SeatStatus)> = sqlx::query_as(
-        "SELECT id, status FROM seats FORCE INDEX (idx_seats_concert_status) WHERE concert_id = ?",
+) -> Result<Vec<(SeatId, SeatStatus, Option<u8>)>, sqlx::Error> {
+    let mut seats: Vec<(SeatId, SeatStatus, Option<u8>)> = sqlx::query_as(
+        "SELECT id, status, category FROM seats FORCE INDEX (idx_seats_best) WHERE concert_id = ?",
     )
     .bind(concert)
     .fetch_all(conn)
     .traced("SELECT", "seats")
     .await?;
-    seats.sort_unstable_by_key(|(id, _)| *id);
+    seats.sort_unstable_by_key(|(id, ..)| *id);
     Ok(seats)
 }
 

@@ -23,32 +23,21 @@ pub(super) fn pool_id((concert, category): CategoryOf) -> PoolId {
 pub(super) struct Windows(BTreeMap<CategoryOf, Option<u32>>);
 
 impl Windows {
-    /// Per category, a window of twice its seats asked for times the
-    /// largest count (at least 64): a block of `count` ranks about `count`
-    /// times its worst seat, so a batch's blocks are proven with seats to
-    /// spare unless many seats in between were passed over.
+    /// Per category, a window of twice its seats asked for (at least 64):
+    /// the best blocks lie in it unless many seats in between were passed
+    /// over (the rows it touches are read whole besides).
     pub(super) fn for_rows(rows: &[queue::LeasedRow]) -> Self {
-        let mut asked: BTreeMap<CategoryOf, (u32, u32)> = BTreeMap::new();
+        let mut asked: BTreeMap<CategoryOf, u32> = BTreeMap::new();
         for row in rows {
             if let Some(best) = row.best {
-                let (seats, most) = asked.entry((row.concert_id, best.category)).or_default();
-                *seats += u32::from(best.count);
-                *most = (*most).max(u32::from(best.count));
+                *asked.entry((row.concert_id, best.category)).or_default() += u32::from(best.count);
             }
         }
         Self(
             asked
                 .into_iter()
-                .map(|(category, (seats, most))| {
-                    (
-                        category,
-                        Some(
-                            seats
-                                .saturating_mul(most)
-                                .saturating_mul(2)
-                                .saturating_add(64),
-                        ),
-                    )
+                .map(|(category, seats)| {
+                    (category, Some(seats.saturating_mul(2).saturating_add(64)))
                 })
                 .collect(),
         )
@@ -130,9 +119,11 @@ pub(super) async fn first_open_by_category(
 }
 
 /// Whether a decision over a window is the one the whole category would
-/// give: one block ranked below the window's bound beats every block with a
-/// seat outside it; a refusal, or seats in several blocks (a split), needs
-/// the whole category.
+/// give. Every free seat ranked below the bound was read, and so was every
+/// free seat of the rows those are in; so a block with a seat not read lies
+/// in a row not read, all its `count` seats rank at least the bound, and
+/// one block read that ranks below `count` times the bound beats it. A
+/// refusal, or seats in several blocks (a split), needs the whole category.
 pub(super) fn proven(
     decision: &Decision,
     places: &HashMap<SeatId, Place>,
@@ -154,7 +145,7 @@ pub(super) fn proven(
                     .windows(2)
                     .all(|w| w[0].row == w[1].row && w[0].position + 1 == w[1].position);
             let sum: u64 = won.iter().map(|p| u64::from(p.rank)).sum();
-            one_block && sum < u64::from(bound)
+            one_block && sum < u64::from(bound) * won.len() as u64
         }
         Verdict::SoldOut | Verdict::NoAdjacentSeats => false,
         Verdict::Lost | Verdict::Deferred | Verdict::OverLimit => true,

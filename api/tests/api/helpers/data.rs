@@ -201,10 +201,20 @@ impl TestApp {
 
     /// Sends every (token, seat) request at the same moment; returns the replies in order.
     pub async fn reserve_all_at_once(&self, requests: Vec<(String, u64)>) -> Vec<Reply> {
+        let bodies = requests
+            .into_iter()
+            .map(|(token, seat)| (token, json!({"seatId": seat})))
+            .collect();
+        self.request_all_at_once(bodies).await
+    }
+
+    /// Sends every `(token, body)` reservation request at the same moment;
+    /// the replies in the order given.
+    pub async fn request_all_at_once(&self, requests: Vec<(String, Value)>) -> Vec<Reply> {
         let barrier = Arc::new(Barrier::new(requests.len()));
         let tasks: Vec<_> = requests
             .into_iter()
-            .map(|(token, seat)| {
+            .map(|(token, body)| {
                 let client = self.client.clone();
                 let url = format!("{}/api/reservations", self.base);
                 let barrier = barrier.clone();
@@ -213,7 +223,7 @@ impl TestApp {
                     let response = client
                         .post(url)
                         .bearer_auth(token)
-                        .json(&json!({"seatId": seat}))
+                        .json(&body)
                         .send()
                         .await
                         .unwrap();
