@@ -385,7 +385,10 @@ ticket_open() { open_polls; open_streams; open_availability; }
 # instances and one worker on a fresh database.
 million_line() {
   local n="$1" url api1_pid api1_url worker_pid
-  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million-prepare --requests "$n")"
+  # MILLION_BEST=1: every request asks for the best two seats (issue 47).
+  local best=()
+  [ "${MILLION_BEST:-0}" = 1 ] && best=(--best)
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million-prepare --requests "$n" "${best[@]}")"
   local limits=(TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 TICKET_MAX_OPEN_REQUESTS_PER_USER=0)
   start_api "$url" "${limits[@]}"
   api1_pid=$api_pid api1_url=$api_url
@@ -396,7 +399,7 @@ million_line() {
   DATABASE_URL="$url" TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" million --requests "$n" \
     --url "$api1_url" --url "$api_url" --api-pid "$api1_pid" --api-pid "$api_pid" \
     --through-api "${MILLION_THROUGH_API:-100000}" --follow-sale "${MILLION_FOLLOW_SALE:-0}" \
-    --sweep-seconds "${MILLION_SWEEP:-0}" || status=$?
+    --sweep-seconds "${MILLION_SWEEP:-0}" "${best[@]}" || status=$?
   stack_peak_memory "million $n: API 1" "$api1_pid" api || status=1
   stack_peak_memory "million $n: API 2" "$api_pid" api || status=1
   stack_peak_memory "million $n: worker" "$worker_pid" worker || status=1

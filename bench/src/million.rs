@@ -25,6 +25,9 @@ pub struct PrepareArgs {
     requests: u64,
     #[arg(long, default_value_t = 50_000)]
     seats: u32,
+    /// Put every seat in one price category ("Stalls"), for `million --best`.
+    #[arg(long)]
+    best: bool,
 }
 
 /// A database with a concert whose lottery is open for a day, its seats and
@@ -33,7 +36,15 @@ pub async fn prepare(args: PrepareArgs) -> anyhow::Result<()> {
     let (db, pool) = TestDatabase::migrated().await;
     let mut conn = pool.acquire().await?;
     let rows = args.seats.div_ceil(1000);
-    seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
+    let seats = seed::concert(&mut conn, rows, args.seats.div_ceil(rows)).await?;
+    if args.best
+        && let Some(concert) = seed::concerts_of(&mut conn, seats.iter().copied().take(1))
+            .await?
+            .into_values()
+            .next()
+    {
+        seed::one_category(&mut conn, concert).await?;
+    }
     sqlx::query(
         "UPDATE concerts SET opens_at = UTC_TIMESTAMP(6) + INTERVAL 1 HOUR, \
          lottery_window_seconds = 86400, max_seats_per_user = 4, hold_seconds = 0",
@@ -80,6 +91,11 @@ pub struct Args {
     database_url: String,
     #[arg(long, env = "TICKET_AUTH_SECRET")]
     secret: String,
+    /// Best available: every request asks for the best two seats of the
+    /// concert's one category (prepared with `million-prepare --best`)
+    /// instead of naming seat i mod S.
+    #[arg(long)]
+    best: bool,
 }
 
 struct Line {
@@ -93,12 +109,28 @@ struct Line {
     users: u64,
     first_seat: u64,
     seats: u64,
+    best: bool,
 }
+
+/// Seats a best-available request of the line asks for.
+const BEST_COUNT: u8 = 2;
 
 impl Line {
     /// The i-th request: the i-th user's, on seat i mod S.
     fn request(&self, i: u64) -> (u64, u64) {
         (self.first_user + i, self.first_seat + i % self.seats)
+    }
+
+    /// The body of request i for seat `seat`.
+    fn body(&self, seat: u64) -> String {
+        if self.best {
+            format!(
+                "{{\"concertId\":{},\"category\":\"Stalls\",\"count\":{BEST_COUNT}}}",
+                self.concert
+            )
+        } else {
+            format!("{{\"seatId\":{seat}}}")
+        }
     }
 
     fn token(&self, user: u64) -> String {
@@ -136,6 +168,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         users: users.unsigned_abs(),
         first_seat,
         seats: seats.unsigned_abs(),
+        best: args.best,
     });
     anyhow::ensure!(args.requests <= line.users, "too few users");
     let n = args.requests;
@@ -223,15 +256,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     );
     let mut conn = line.pool.acquire().await?;
     crate::drain::invariants_hold(&mut conn).await?;
-    let (sold, seats_sold): (i64, i64) = sqlx::query_as(
-        "SELECT COUNT(*), COUNT(DISTINCT seat_id) FROM reservation_queue WHERE status = 'SUCCESS'",
+    let (sold, seats_sold, claims, last): (i64, i64, i64, Option<DateTime<Utc>>) = sqlx::query_as(
+        "SELECT COUNT(DISTINCT r.id), COUNT(DISTINCT rs.seat_id), COUNT(rs.seat_id), MAX(r.created_at) \
+           FROM reservation_queue q JOIN reservations r ON r.id = q.reservation_id \
+           JOIN reservation_seats rs ON rs.reservation_id = r.id WHERE q.status = 'SUCCESS'",
     )
     .fetch_one(&mut *conn)
     .await?;
+    let last = last.map_or(0.0, |at| (at - opens_at).num_milliseconds() as f64 / 1000.0);
     println!(
-        "after the sale: {sold} requests won {seats_sold} distinct seats, {} inversions \
-         (a later request won a seat an earlier one wanted), invariants hold",
-        ticket_core::testing::inversions(&mut conn).await?
+        "after the sale: {sold} requests won {seats_sold} distinct seats ({claims} claims), the last \
+         {last:.1} s after the opening; {} inversions (a later request won a seat an earlier one \
+         wanted), {} better blocks later (a best-available request got a better block than an \
+         earlier one of its size), invariants hold",
+        ticket_core::testing::inversions(&mut conn).await?,
+        ticket_core::testing::better_blocks_later(&mut conn).await?
     );
     drop(conn);
     if args.sweep_seconds > 0 {
@@ -311,7 +350,7 @@ async fn enqueue(
             .post(format!("{url}/api/reservations"))
             .bearer_auth(line.token(user))
             .header("content-type", "application/json")
-            .body(format!("{{\"seatId\":{seat}}}"));
+            .body(line.body(seat));
         let (created, other) = (created.clone(), other.clone());
         tasks.push(tokio::spawn(async move {
             let ok = matches!(request.send().await, Ok(r) if r.status() == 201);
@@ -338,15 +377,18 @@ async fn seed_lottery(line: &Line, range: std::ops::Range<u64>) -> anyhow::Resul
         .fetch_one(&line.pool)
         .await?;
     let floor = LineKey::LOTTERY_FLOOR.get();
+    // A best-available request names no seat: its category is its pool.
+    let count = if line.best { BEST_COUNT } else { 1 };
     for from in range.clone().step_by(100_000) {
         let to = (from + 100_000).min(range.end);
-        sqlx::query(
-            "INSERT INTO reservation_queue (user_id, concert_id, seat_id, status, line_key, created_at, updated_at) \
-             SELECT u.id, ?, ? + MOD(u.id - ?, ?), 'WAITING', ? + FLOOR(RAND() * ?), \
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "INSERT INTO reservation_queue (user_id, concert_id, seat_id, seat_count, status, line_key, created_at, updated_at) \
+             SELECT u.id, ?, IF(?, NULL, ? + MOD(u.id - ?, ?)), {count}, 'WAITING', ? + FLOOR(RAND() * ?), \
                     UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) \
-             FROM users u WHERE u.id >= ? AND u.id < ?",
-        )
+             FROM users u WHERE u.id >= ? AND u.id < ?"
+        )))
         .bind(line.concert)
+        .bind(line.best)
         .bind(line.first_seat)
         .bind(line.first_user)
         .bind(line.seats)
@@ -357,10 +399,13 @@ async fn seed_lottery(line: &Line, range: std::ops::Range<u64>) -> anyhow::Resul
         .execute(&line.pool)
         .await?;
     }
-    let done = sqlx::query(
+    let done = sqlx::query(if line.best {
+        "INSERT INTO request_pools (queue_id, user_id, concert_id, category, seat_count, line_key, is_open) \
+         SELECT id, user_id, concert_id, 0, seat_count, line_key, 1 FROM reservation_queue WHERE id > ?"
+    } else {
         "INSERT INTO request_seats (queue_id, seat_id, user_id, concert_id, line_key, is_open) \
-         SELECT id, seat_id, user_id, concert_id, line_key, 1 FROM reservation_queue WHERE id > ?",
-    )
+         SELECT id, seat_id, user_id, concert_id, line_key, 1 FROM reservation_queue WHERE id > ?"
+    })
     .bind(before.unwrap_or(0))
     .execute(&line.pool)
     .await?;
