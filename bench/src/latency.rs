@@ -319,12 +319,15 @@ pub struct HoldArgs {
 }
 
 /// A slow transaction: locks every seat row (FOR UPDATE), holds the locks,
-/// then rolls back, as a stuck administrative job would.
+/// then rolls back, as a stuck administrative job would. In id order, as
+/// every writer of seats locks them: a scan of another index (the
+/// best-available one is in rank order) would lock in a cycle with a
+/// deciding worker.
 pub async fn hold_locks(args: HoldArgs) -> anyhow::Result<()> {
     use sqlx::Connection as _;
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
     let mut tx = conn.begin().await?;
-    let locked: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats FOR UPDATE")
+    let locked: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats FORCE INDEX (PRIMARY) ORDER BY id FOR UPDATE")
         .fetch_all(&mut *tx)
         .await?;
     println!("holding {} seat locks for {} s", locked.len(), args.seconds);

@@ -283,15 +283,15 @@ impl LineWatch {
         for chunk in left.chunks(LOOKUP_CHUNK) {
             self.queries.inc();
             let decided = db::queue::decided_among(&mut conn, chunk).await?;
-            let several: Vec<&db::queue::QueueRow> = decided
+            // A one-seat request's seat is on its row: no query for it.
+            if decided
                 .iter()
-                .filter(|row| row.seat_count > 1 || row.seat_id.is_none())
-                .collect();
-            if !several.is_empty() {
+                .any(|row| row.seat_count > 1 || row.seat_id.is_none())
+            {
                 self.queries.inc();
             }
-            let mut seats =
-                request_seats::shown_for(&mut conn, &decided.iter().collect::<Vec<_>>()).await?;
+            let rows: Vec<&db::queue::QueueRow> = decided.iter().collect();
+            let mut seats = request_seats::shown_for(&mut conn, &rows).await?;
             let mut watched = self.lock();
             for row in decided {
                 let seats = seats.remove(&row.id).unwrap_or_default();

@@ -133,8 +133,11 @@ pub(super) async fn plan(
     now: DateTime<Utc>,
 ) -> Result<Plan, sqlx::Error> {
     let mut windows = pools::Windows::for_rows(rows);
+    // Read once, after the first seat locks (as every decision orders its
+    // locks); a wider window changes the seats, not the fans.
+    let mut fans = None;
     loop {
-        let (plan, unproven) = plan_over(tx, rows, &windows, now).await?;
+        let (plan, unproven) = plan_over(tx, rows, &windows, &mut fans, now).await?;
         if unproven.is_empty() {
             return Ok(plan);
         }
@@ -150,6 +153,7 @@ async fn plan_over(
     tx: &mut MySqlConnection,
     rows: &[queue::LeasedRow],
     windows: &pools::Windows,
+    fans: &mut Option<allocation::Fans>,
     now: DateTime<Utc>,
 ) -> Result<(Plan, Vec<pools::CategoryOf>), sqlx::Error> {
     let read = if windows.is_empty() {
@@ -210,7 +214,10 @@ async fn plan_over(
             plan.prices.insert(s.seat, price);
         }
     }
-    let fans = fans_of(tx, rows, &batch, now).await?;
+    let fans = match fans {
+        Some(fans) => fans,
+        None => fans.insert(fans_of(tx, rows, &batch, now).await?),
+    };
     let line: Vec<allocation::Request<'_>> = rows
         .iter()
         .map(|row| allocation::Request {
@@ -230,7 +237,7 @@ async fn plan_over(
             fan: fan_of(row),
         })
         .collect();
-    let decisions = allocation::decide(&line, &free, &pools, &fans);
+    let decisions = allocation::decide(&line, &free, &pools, fans);
     let mut unproven: Vec<pools::CategoryOf> = rows
         .iter()
         .zip(&decisions)
