@@ -327,9 +327,10 @@ pub async fn hold_locks(args: HoldArgs) -> anyhow::Result<()> {
     use sqlx::Connection as _;
     let mut conn = sqlx::MySqlConnection::connect(&args.database_url).await?;
     let mut tx = conn.begin().await?;
-    let locked: Vec<(u64,)> = sqlx::query_as("SELECT id FROM seats FORCE INDEX (PRIMARY) ORDER BY id FOR UPDATE")
-        .fetch_all(&mut *tx)
-        .await?;
+    let locked: Vec<(u64,)> =
+        sqlx::query_as("SELECT id FROM seats FORCE INDEX (PRIMARY) ORDER BY id FOR UPDATE")
+            .fetch_all(&mut *tx)
+            .await?;
     println!("holding {} seat locks for {} s", locked.len(), args.seconds);
     tokio::time::sleep(std::time::Duration::from_secs(args.seconds)).await;
     tx.rollback().await?;
