@@ -111,6 +111,9 @@ pub enum ErrorCode {
     /// Seats of the concert were asked for: a seating plan can no longer
     /// replace them.
     SeatsAlreadyRequested,
+    /// Places of the concert's standing areas were asked for: its areas
+    /// can no longer change.
+    AreasAlreadyRequested,
     /// The concert has no seating plan (its seats are rows × seatsPerRow).
     SeatingPlanNotFound,
     RequestTimeout,
@@ -173,7 +176,8 @@ impl ErrorCode {
             | NothingToPay
             | ConcertCancelled
             | TicketNotRefundable
-            | SeatsAlreadyRequested => StatusCode::CONFLICT,
+            | SeatsAlreadyRequested
+            | AreasAlreadyRequested => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

@@ -11,7 +11,7 @@ import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
 import { PayPanel, paidOnline, refundWords } from "./payment.js";
-import { BestAvailable, bestFirst } from "./best.js";
+import { BestAvailable, Standing, bestFirst } from "./best.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
@@ -44,6 +44,7 @@ export async function concertView(main, { signal, params }) {
       fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
       waiting.counts(c.available);
       best.left(c.byCategory);
+      standing.left(c.byArea);
     },
   });
   // Joining the list asks what reserving asks: the presale's code, the
@@ -63,6 +64,7 @@ export async function concertView(main, { signal, params }) {
     if (state.phase === "cancelled") {
       reserve.hidden = true;
       if (best.element) best.element.hidden = true;
+      if (standing.element) standing.element.hidden = true;
       waiting.element.hidden = true;
       fill(
         sale,
@@ -118,7 +120,7 @@ export async function concertView(main, { signal, params }) {
       line.className = "line failed";
       map.clear();
     } else if (status.reason === "SOLD_OUT") {
-      fill(line, h("h2", {}, "Not enough seats left"), h("p", {}, "Fewer seats of that category were left when your turn came than you asked for. Try fewer tickets or another category."));
+      fill(line, h("h2", {}, "Not enough seats left"), h("p", {}, "Fewer seats (or standing places) of what you chose were left when your turn came than you asked for. Try fewer tickets, or another category or area."));
       line.className = "line failed";
       await map.refresh();
     } else if (status.reason === "NO_ADJACENT_SEATS") {
@@ -140,7 +142,8 @@ export async function concertView(main, { signal, params }) {
 
   const showReservation = async (reservation) => {
     const seats = reservation.seats.map((s) => s.seatNumber).join(", ");
-    const w = words(reservation.seats.length);
+    // A standing place is numbered "Floor #12": its entry number.
+    const w = words(reservation.seats.length, reservation.seats.every((s) => s.seatNumber.includes(" #")));
     map.clear();
     map.refresh().catch(() => {});
     if (reservation.status === "CONFIRMED") {
@@ -260,6 +263,7 @@ export async function concertView(main, { signal, params }) {
     quiet();
     reserve.disabled = true;
     best.disabled = true;
+    standing.disabled = true;
     if (!codeField.hidden && code.value.trim()) body.accessCode = code.value.trim();
     try {
       const headers = proof ? { "Proof-Of-Work": await proof.solve(signal) } : {};
@@ -277,9 +281,11 @@ export async function concertView(main, { signal, params }) {
       reserve.disabled = false;
     } finally {
       best.disabled = false;
+      standing.disabled = false;
     }
   };
   const best = new BestAvailable(concert, { onAsk: ({ category, count, allowSplit }) => send({ concertId: id, category, count, ...(allowSplit ? { allowSplit } : {}) }) });
+  const standing = new Standing(concert, { onAsk: ({ area, count }) => send({ concertId: id, area, count }) });
   reserve.addEventListener("click", () => {
     const ids = map.selected();
     if (ids.length === 0) return;
@@ -297,6 +303,7 @@ export async function concertView(main, { signal, params }) {
       h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order, ${concert.maxSeatsPerUser} per fan`),
     ),
     sale,
+    first ? standing.element : null,
     first ? best.element : null,
     h(
       "div",
@@ -320,9 +327,10 @@ const REFUSALS = {
   CHALLENGE_REQUIRED: "This concert asks every request for a solved puzzle: reload the page and try again.",
 };
 
-/** The words that agree with a number of seats. */
-function words(seats) {
-  return seats > 1 ? { Seats: "Seats", are: "are", them: "them" } : { Seats: "Seat", are: "is", them: "it" };
+/** The words that agree with a number of seats (or standing places). */
+function words(seats, standing = false) {
+  const noun = standing ? "Standing place" : "Seat";
+  return seats > 1 ? { Seats: `${noun}s`, are: "are", them: "them" } : { Seats: noun, are: "is", them: "it" };
 }
 
 function holdText(seconds) {

@@ -18,7 +18,7 @@ const LAYOUT_FRESH_MS = 5000;
 export class SeatMap {
   /**
    * `selectable`: seats can be picked (up to `max`); `onChange(ids)` hears
-   * the selection; `onCounts(counts)` the free/held/sold counts (and the free seats of each category).
+   * the selection; `onCounts(counts)` the free/held/sold counts (and the free seats of each category and places of each area).
    */
   constructor(concertId, { selectable = false, max = 1, onChange = () => {}, onCounts = () => {}, onTaken = () => {} } = {}) {
     this.concertId = concertId;
@@ -204,7 +204,7 @@ export class SeatMap {
       await this.readLayout();
       this.etag = null;
     }
-    this.onCounts({ available: body.available, held: body.held, sold: body.reserved, byCategory: body.availableByCategory || [] });
+    this.onCounts({ available: body.available, held: body.held, sold: body.reserved, byCategory: body.availableByCategory || [], byArea: body.availableByArea || [] });
     this.onChange(this.selected());
     if (taken.length) this.onTaken(taken);
     return true;

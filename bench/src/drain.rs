@@ -2,7 +2,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::ensure;
 use clap::Args as ClapArgs;
-use ticket_core::domain::{SeatId, UserId};
+use ticket_core::domain::{AskedPool, SeatId, UserId};
 use ticket_core::testing::{TestDatabase, better_blocks_later, inversions, seed, shuffle};
 use ticket_worker::{Worker, WorkerConfig};
 
@@ -48,6 +48,10 @@ pub struct Args {
     /// concert); the line chooses, so request i gets the i-th best block.
     #[arg(long)]
     best: bool,
+    /// Standing: the concert's seats are one standing area, and each
+    /// request asks for `seats_per_order` places of it (one concert).
+    #[arg(long, conflicts_with = "best")]
+    standing: bool,
 }
 
 /// `ticket-api check`'s invariants, once every request is decided; an
@@ -116,15 +120,21 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
     };
     let order = args.seats_per_order as usize;
-    if args.best {
-        ensure!(concerts == 1, "best-available requests are for one concert");
+    if args.best || args.standing {
+        ensure!(concerts == 1, "requests by count are for one concert");
         let concert = seed::concerts_of(&mut conn, seats.iter().copied().take(1))
             .await?
             .into_values()
             .next()
             .ok_or_else(|| anyhow::anyhow!("the concert has no seats"))?;
-        seed::one_category(&mut conn, concert).await?;
-        seed::best_requests(&mut conn, concert, &users, u8::try_from(order)?).await?;
+        let pool = if args.standing {
+            seed::one_area(&mut conn, concert).await?;
+            AskedPool::Area(0)
+        } else {
+            seed::one_category(&mut conn, concert).await?;
+            AskedPool::Category(0)
+        };
+        seed::best_requests(&mut conn, concert, &users, u8::try_from(order)?, pool).await?;
     } else if order > 1 {
         ensure!(
             matches!(args.layout, Layout::Stride),
@@ -204,10 +214,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     let inverted = inversions(&mut conn).await? + better_blocks_later(&mut conn).await?;
     let rate = args.requests as f64 / elapsed.as_secs_f64();
     println!(
-        "drain mode={:?} layout={:?} best={} workers={} batch={} requests={} seats={} seats_per_order={} concerts={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
+        "drain mode={:?} layout={:?} best={} standing={} workers={} batch={} requests={} seats={} seats_per_order={} concerts={}: {:.2} s, {:.0} decisions/s, {:.0} seats/s, {} SUCCESS, {} inversions, invariants hold",
         args.mode,
         args.layout,
         args.best,
+        args.standing,
         args.workers,
         worker_mode.map_or(crate::per_request::BATCH, |_| config.batch_size),
         args.requests,

@@ -178,20 +178,22 @@ pub async fn inversions(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::E
 
 /// Best-available requests served out of line order: those that got a
 /// better block (a smaller sum of seat ranks) than an earlier successful
-/// request of the same size and category. 0 when the line decides right.
+/// request of the same size and pool (category or area). 0 when the line decides right.
 pub async fn better_blocks_later(conn: &mut sqlx::MySqlConnection) -> Result<i64, sqlx::Error> {
-    let rows: Vec<(u64, u8, u8, u64)> = sqlx::query_as(
-        "SELECT p.concert_id, p.category, p.seat_count, CAST(SUM(s.seat_rank) AS UNSIGNED) \
+    let rows: Vec<(u64, u64, u8, u64)> = sqlx::query_as(
+        "SELECT p.concert_id, CAST(COALESCE(256 + p.area, p.category) AS UNSIGNED), p.seat_count, \
+                CAST(SUM(s.seat_rank) AS UNSIGNED) \
            FROM reservation_queue q JOIN request_pools p ON p.queue_id = q.id \
            JOIN reservation_seats rs ON rs.reservation_id = q.reservation_id \
            JOIN seats s ON s.id = rs.seat_id \
           WHERE q.status = 'SUCCESS' \
-          GROUP BY q.id, q.line_key, p.concert_id, p.category, p.seat_count \
+          GROUP BY q.id, q.line_key, p.concert_id, p.category, p.area, p.seat_count \
           ORDER BY q.line_key, q.id",
     )
     .fetch_all(conn)
     .await?;
-    let mut worst: std::collections::HashMap<(u64, u8, u8), u64> = std::collections::HashMap::new();
+    let mut worst: std::collections::HashMap<(u64, u64, u8), u64> =
+        std::collections::HashMap::new();
     let mut better = 0;
     for (concert, category, count, sum) in rows {
         let earlier = worst.entry((concert, category, count)).or_insert(0);

@@ -12,6 +12,7 @@ use prometheus::IntCounter;
 use serde::Serialize;
 use sqlx::MySqlPool;
 use ticket_core::db;
+use ticket_core::db::seats::SeatState;
 use ticket_core::domain::{ConcertId, SeatId, SeatStatus};
 use utoipa::ToSchema;
 
@@ -29,7 +30,8 @@ const MAX_CONCERTS: usize = 1_024;
 #[serde(rename_all = "camelCase")]
 pub struct AvailabilityBody {
     concert_id: u64,
-    /// The seats, in id order, as runs of consecutive ids: [first id, how many].
+    /// The seats (standing places aside), in id order, as runs of
+    /// consecutive ids: [first id, how many].
     #[schema(value_type = Vec<Vec<u64>>, example = json!([[1, 100]]))]
     seat_ranges: Vec<[u64; 2]>,
     /// One letter per seat, in the order of `seatRanges`: A (available),
@@ -40,9 +42,14 @@ pub struct AvailabilityBody {
     counts: SeatCounts,
     /// Available seats of each price category, by its position in the
     /// concert's `categories` (what best available may still give); empty
-    /// without categories.
+    /// without categories. Standing places are counted by area.
     #[schema(example = json!([120, 8]))]
     available_by_category: Vec<u64>,
+    /// Available places of each standing area, by its position in the
+    /// concert's `areas`; empty without areas. The counts above include
+    /// them.
+    #[schema(example = json!([4200]))]
+    available_by_area: Vec<u64>,
 }
 
 /// Adds `id` to runs of consecutive ids ([first id, how many]), as seat maps
@@ -55,23 +62,28 @@ pub(crate) fn add_to_runs(runs: &mut Vec<[u64; 2]>, id: SeatId) {
 }
 
 impl AvailabilityBody {
-    fn of(concert: ConcertId, seats: &[(SeatId, SeatStatus, Option<u8>)]) -> Self {
+    fn of(concert: ConcertId, seats: &[SeatState]) -> Self {
         let mut seat_ranges: Vec<[u64; 2]> = Vec::new();
         let mut states = String::with_capacity(seats.len());
         let mut counts = SeatCounts::default();
         let mut available_by_category: Vec<u64> = Vec::new();
-        for &(id, status, category) in seats {
-            add_to_runs(&mut seat_ranges, id);
-            let category = category.map(usize::from);
-            if let Some(c) = category
-                && available_by_category.len() <= c
+        let mut available_by_area: Vec<u64> = Vec::new();
+        for seat in seats {
+            // Each pool counted, those sold out too.
+            let (by_pool, pool) = match seat.area {
+                Some(area) => (&mut available_by_area, Some(area)),
+                None => (&mut available_by_category, seat.category),
+            };
+            let pool = pool.map(usize::from);
+            if let Some(p) = pool
+                && by_pool.len() <= p
             {
-                available_by_category.resize(c + 1, 0);
+                by_pool.resize(p + 1, 0);
             }
-            states.push(match status {
+            let letter = match seat.status {
                 SeatStatus::Available => {
                     counts.available += 1;
-                    if let Some(free) = category.and_then(|c| available_by_category.get_mut(c)) {
+                    if let Some(free) = pool.and_then(|p| by_pool.get_mut(p)) {
                         *free += 1;
                     }
                     'A'
@@ -84,7 +96,11 @@ impl AvailabilityBody {
                     counts.reserved += 1;
                     'R'
                 }
-            });
+            };
+            if seat.area.is_none() {
+                add_to_runs(&mut seat_ranges, seat.id);
+                states.push(letter);
+            }
         }
         Self {
             concert_id: concert.get(),
@@ -92,6 +108,7 @@ impl AvailabilityBody {
             states,
             counts,
             available_by_category,
+            available_by_area,
         }
     }
 }
@@ -164,26 +181,39 @@ mod tests {
 
     #[test]
     fn seats_come_as_runs_of_ids_and_a_letter_each() {
+        let seat = |id, status, category, area| SeatState {
+            id: SeatId(id),
+            status,
+            category: Some(category),
+            area,
+        };
         let seats = [
-            (SeatId(10), SeatStatus::Available, Some(0)),
-            (SeatId(11), SeatStatus::Held, Some(0)),
-            (SeatId(12), SeatStatus::Reserved, Some(1)),
-            (SeatId(20), SeatStatus::Available, Some(0)),
-            (SeatId(21), SeatStatus::Reserved, Some(2)),
+            seat(10, SeatStatus::Available, 0, None),
+            seat(11, SeatStatus::Held, 0, None),
+            seat(12, SeatStatus::Reserved, 1, None),
+            seat(20, SeatStatus::Available, 0, None),
+            seat(21, SeatStatus::Reserved, 2, None),
+            seat(30, SeatStatus::Available, 0, Some(1)),
+            seat(31, SeatStatus::Reserved, 0, Some(1)),
         ];
         let body = AvailabilityBody::of(ConcertId(3), &seats);
-        assert_eq!(body.seat_ranges, vec![[10, 3], [20, 2]]);
+        assert_eq!(
+            body.seat_ranges,
+            vec![[10, 3], [20, 2]],
+            "places are not on the map"
+        );
         assert_eq!(body.states, "AHRAR");
         assert_eq!(
             body.counts,
             SeatCounts {
-                available: 2,
+                available: 3,
                 held: 1,
-                reserved: 2
+                reserved: 3
             }
         );
-        // Each category counted, those sold out too.
+        // Each pool counted, those sold out too.
         assert_eq!(body.available_by_category, vec![2, 0, 0]);
+        assert_eq!(body.available_by_area, vec![0, 1]);
         let snapshot = Snapshot::of(&body);
         assert_eq!(
             snapshot.body.etag(),

@@ -7,10 +7,11 @@ use chrono::{DateTime, Utc};
 use serde::Deserialize;
 use ticket_core::db::{self};
 use ticket_core::domain::price::CategoryInput;
+use ticket_core::domain::standing_area::AreaInput;
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
     MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, PriceCategories, ProofOfWork,
-    RefundableUntil, SeatLayout, Venue, keep,
+    RefundableUntil, SeatLayout, StandingAreas, Venue, keep,
 };
 use utoipa::ToSchema;
 
@@ -93,6 +94,9 @@ pub struct CreateConcertRequest {
     /// one naming its row, else to the first. Absent: the concert has no
     /// prices (seats, holds and events carry none).
     categories: Option<Vec<CategoryRequest>>,
+    /// Standing areas, 0–20: floors without seat numbers, asked for by
+    /// `{concertId, area, count}`. Absent: none.
+    areas: Option<Vec<AreaRequest>>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -159,6 +163,9 @@ pub struct UpdateConcertRequest {
     /// row's again (moves made seat by seat start over). Held and sold seats
     /// keep the price they were decided at.
     categories: Option<Vec<CategoryRequest>>,
+    /// New standing areas, replacing the old (`[]`: none), while no place
+    /// of them was ever asked for (else 409 AREAS_ALREADY_REQUESTED).
+    areas: Option<Vec<AreaRequest>>,
 }
 
 /// One price category as sent.
@@ -180,6 +187,65 @@ pub struct CategoryRequest {
     #[serde(default)]
     #[schema(example = json!(["A", "B"]))]
     rows: Vec<String>,
+}
+
+/// One standing area as sent.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AreaRequest {
+    /// 1–40 characters, unique in the concert (case-insensitively).
+    #[schema(min_length = 1, max_length = 40, example = "Floor")]
+    name: String,
+    /// Its places, 1 to 100,000 (the areas of a concert together at most
+    /// 100,000): each an entry number, given in line order.
+    #[serde(deserialize_with = "integral::required")]
+    #[schema(minimum = 1, maximum = 100000, example = 5000)]
+    capacity: u64,
+    /// The price category its places are sold in, by name; absent: the
+    /// first (none for a concert without prices).
+    #[schema(example = "Standing")]
+    category: Option<String>,
+}
+
+/// The areas sent, parsed: None when not sent, Some(None) when invalid
+/// (the reason recorded in `errors`).
+fn areas(
+    raw: Option<&[AreaRequest]>,
+    errors: &mut Vec<FieldError>,
+) -> Option<Option<StandingAreas>> {
+    let raw = raw?;
+    let input: Vec<AreaInput<'_>> = raw
+        .iter()
+        .map(|a| AreaInput {
+            name: &a.name,
+            capacity: a.capacity,
+            category: a.category.as_deref(),
+        })
+        .collect();
+    Some(keep(StandingAreas::parse(&input), errors))
+}
+
+/// Every area names a category the concert has (by name): 400 naming the
+/// first that does not.
+pub fn areas_in_categories(
+    areas: &StandingAreas,
+    categories: Option<&PriceCategories>,
+) -> Result<(), FieldError> {
+    for area in &areas.areas {
+        let Some(name) = &area.category else {
+            continue;
+        };
+        if categories.and_then(|c| c.position_of(name)).is_none() {
+            return Err(FieldError::new(
+                "areas",
+                format!(
+                    "{:?}: the concert has no price category {name:?}",
+                    area.name
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The categories sent, parsed: None when not sent, Some(None) when invalid
@@ -209,6 +275,7 @@ pub struct NewConcert {
     pub(super) layout: SeatLayout,
     pub(super) settings: db::concerts::Settings,
     pub(super) categories: Option<PriceCategories>,
+    pub(super) areas: Option<StandingAreas>,
 }
 
 impl TryFrom<CreateConcertRequest> for NewConcert {
@@ -232,6 +299,12 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
         let categories = categories(req.categories.as_deref(), &mut errors).flatten();
+        let areas = areas(req.areas.as_deref(), &mut errors).flatten();
+        if let Some(areas) = &areas
+            && let Err(e) = areas_in_categories(areas, categories.as_ref())
+        {
+            errors.push(e);
+        }
         let sale = settings(
             RawSettings {
                 hold_seconds: req.hold_seconds,
@@ -317,6 +390,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     refundable_until,
                 },
                 categories,
+                areas,
             }),
             _ => Err(errors),
         }
@@ -392,6 +466,7 @@ fn settings(raw: RawSettings, errors: &mut Vec<FieldError>) -> Option<GivenSetti
 pub struct ConcertChanges(
     pub(super) db::concerts::Changes,
     pub(super) Option<PriceCategories>,
+    pub(super) Option<StandingAreas>,
 );
 
 impl TryFrom<UpdateConcertRequest> for ConcertChanges {
@@ -444,10 +519,14 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
             &mut errors,
         );
         let categories = categories(req.categories.as_deref(), &mut errors);
-        if categories.as_ref().is_some_and(Option::is_none) {
+        let areas = areas(req.areas.as_deref(), &mut errors);
+        if categories.as_ref().is_some_and(Option::is_none)
+            || areas.as_ref().is_some_and(Option::is_none)
+        {
             return Err(errors);
         }
         let categories = categories.flatten();
+        let areas = areas.flatten();
         match (
             title,
             venue,
@@ -481,6 +560,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     refundable_until,
                 },
                 categories,
+                areas,
             )),
             _ => Err(errors),
         }

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::{self, concerts::ConcertRow, whole};
 use ticket_core::domain::{
-    ConcertId, FieldError, OpensAt, PageRequest, PresaleStartsAt, PriceCategories,
+    ConcertId, FieldError, OpensAt, PageRequest, PresaleStartsAt, PriceCategories, StandingAreas,
 };
 use utoipa::ToSchema;
 
@@ -56,6 +56,10 @@ pub struct ConcertResponse {
     /// The price categories, in order (the first takes the rows no other
     /// names); empty: the concert has no prices.
     categories: Vec<CategoryResponse>,
+    /// The standing areas, in order (an area's position is its index, as
+    /// in the availability's `availableByArea`); empty: none. `seatCount`
+    /// counts their places.
+    areas: Vec<AreaResponse>,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
@@ -68,6 +72,29 @@ pub struct CategoryResponse {
     price: u64,
     currency: String,
     rows: Vec<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AreaResponse {
+    name: String,
+    capacity: u32,
+    /// The price category of its places, by name; null: the first (or
+    /// none, without prices).
+    category: Option<String>,
+}
+
+fn areas_of(areas: Option<&StandingAreas>) -> Vec<AreaResponse> {
+    areas.map_or_else(Vec::new, |a| {
+        a.areas
+            .iter()
+            .map(|a| AreaResponse {
+                name: a.name.clone(),
+                capacity: a.capacity,
+                category: a.category.clone(),
+            })
+            .collect()
+    })
 }
 
 fn categories_of(categories: Option<&PriceCategories>) -> Vec<CategoryResponse> {
@@ -110,7 +137,11 @@ pub struct ConcertPage {
 }
 
 impl ConcertResponse {
-    fn new(c: ConcertRow, categories: Option<&PriceCategories>) -> Self {
+    fn new(
+        c: ConcertRow,
+        categories: Option<&PriceCategories>,
+        areas: Option<&StandingAreas>,
+    ) -> Self {
         Self {
             id: c.id.get(),
             title: c.title,
@@ -129,6 +160,7 @@ impl ConcertResponse {
             cancelled_at: c.cancelled_at,
             cancel_reason: c.cancel_reason,
             categories: categories_of(categories),
+            areas: areas_of(areas),
             created_at: c.created_at,
             updated_at: c.updated_at,
         }
@@ -162,6 +194,9 @@ pub async fn create(
             // Nobody sees the new seats before the commit: no lock to take first.
             db::prices::replace(tx, id, categories).await?;
         }
+        if let Some(areas) = &new.areas {
+            db::standing_areas::replace(tx, id, areas, new.categories.as_ref(), now).await?;
+        }
         let concert = load(tx, id).await?;
         Ok::<_, ApiError>((id, concert))
     })
@@ -170,7 +205,11 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(ConcertResponse::new(concert, new.categories.as_ref())),
+        Json(ConcertResponse::new(
+            concert,
+            new.categories.as_ref(),
+            new.areas.as_ref(),
+        )),
     ))
 }
 
@@ -186,12 +225,13 @@ pub async fn list(
     let (rows, total) = db::concerts::list(&mut conn, page).await?;
     let ids: Vec<ConcertId> = rows.iter().map(|c| c.id).collect();
     let categories = db::prices::of_concerts(&mut conn, &ids).await?;
+    let areas = db::standing_areas::of_concerts(&mut conn, &ids).await?;
     Ok(Json(ConcertPage {
         content: rows
             .into_iter()
             .map(|c| {
-                let of = categories.get(&c.id);
-                ConcertResponse::new(c, of)
+                let (of, its_areas) = (categories.get(&c.id), areas.get(&c.id));
+                ConcertResponse::new(c, of, its_areas)
             })
             .collect(),
         page: page.page,
@@ -220,8 +260,9 @@ pub async fn show(
     let mut conn = state.pool.acquire().await?;
     let concert = load(&mut conn, id).await?;
     let categories = db::prices::of_concert(&mut conn, id).await?;
+    let areas = db::standing_areas::of_concert(&mut conn, id).await?;
     Ok(Json(ConcertDetailResponse {
-        concert: ConcertResponse::new(concert, categories.as_ref()),
+        concert: ConcertResponse::new(concert, categories.as_ref(), Some(&areas)),
         available_seats: counts.available,
         held_seats: counts.held,
         reserved_seats: counts.reserved,
@@ -239,9 +280,14 @@ pub async fn update(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
-    let ConcertChanges(changes, new_categories) = ConcertChanges::try_from(req)?;
+    let ConcertChanges(changes, new_categories, new_areas) = ConcertChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
-    let (concert, categories) = whole::run(&mut conn, async |tx| {
+    let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
+        if new_areas.is_some() {
+            // As every writer of requests takes it: no request for an area
+            // is written between the check below and the commit.
+            db::line::lock_line_of(tx, id).await?;
+        }
         if new_categories.is_some() {
             // Seats before the concert, in id order, as a deciding worker takes
             // them: no decision reads a price halfway through the change.
@@ -263,13 +309,28 @@ pub async fn update(
                 }
             }
         }
+        if new_areas.is_some() && db::standing_areas::ever_requested(tx, id).await? {
+            return Err(ApiError::new(
+                ErrorCode::AreasAlreadyRequested,
+                "places of the concert's standing areas were asked for: its areas stay as they are",
+            ));
+        }
         let now = db::now(tx).await?;
         db::concerts::update(tx, id, &changes, now).await?;
         if let Some(categories) = &new_categories {
             db::prices::replace(tx, id, categories).await?;
         }
-        let concert = load(tx, id).await?;
         let categories = db::prices::of_concert(tx, id).await?;
+        // The areas (new or kept) must name categories the concert has.
+        let areas = match &new_areas {
+            Some(areas) => areas.clone(),
+            None => db::standing_areas::of_concert(tx, id).await?,
+        };
+        input::areas_in_categories(&areas, categories.as_ref())?;
+        if let Some(areas) = &new_areas {
+            db::standing_areas::replace(tx, id, areas, categories.as_ref(), now).await?;
+        }
+        let concert = load(tx, id).await?;
         // Checked against what the concert is now, the change included; the
         // transaction is rolled back on refusal.
         if let Some(presale) = concert.presale_starts_at {
@@ -281,10 +342,14 @@ pub async fn update(
             concert.opens_at,
             concert.presale_starts_at,
         )?;
-        Ok::<_, ApiError>((concert, categories))
+        Ok::<_, ApiError>((concert, categories, areas))
     })
     .await?;
-    Ok(Json(ConcertResponse::new(concert, categories.as_ref())))
+    Ok(Json(ConcertResponse::new(
+        concert,
+        categories.as_ref(),
+        Some(&areas),
+    )))
 }
 
 /// Deletes a concert with its seats, unless anyone ever requested or held

@@ -104,7 +104,7 @@ impl EnqueueError {
                 request_seats::find_open(conn, request.user, request.concert, request.seats()).await
             }
             (Some("uq_request_pools_open"), Asked::Best(ask)) => {
-                request_pools::find_open(conn, request.user, request.concert, ask.category).await
+                request_pools::find_open(conn, request.user, request.concert, ask.pool).await
             }
             _ => Ok(None),
         };

@@ -45,7 +45,7 @@ pub struct ReserveRequest {
     #[serde(default, deserialize_with = "integral::optional_list")]
     #[schema(max_items = 10, min_items = 1)]
     seat_ids: Option<Vec<u64>>,
-    /// Best available: the concert (required with `category`).
+    /// Best available: the concert (required with `category` or `area`).
     #[serde(default, deserialize_with = "integral::optional")]
     concert_id: Option<u64>,
     /// Best available: the name of one of the concert's price categories.
@@ -54,7 +54,12 @@ pub struct ReserveRequest {
     /// plan's order).
     #[schema(max_length = 40, example = "Stalls")]
     category: Option<String>,
-    /// Best available: 1 to the concert's `maxSeatsPerOrder`.
+    /// Standing: the name of one of the concert's standing areas. The line
+    /// gives `count` places of it, the lowest entry numbers its earlier
+    /// requests left.
+    #[schema(max_length = 40, example = "Floor")]
+    area: Option<String>,
+    /// Best available and standing: 1 to the concert's `maxSeatsPerOrder`.
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 1, maximum = 10)]
     count: Option<u64>,
@@ -161,10 +166,22 @@ pub async fn enqueue(
 }
 
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
-/// a seat, seats, or a category's best.
+/// a seat, seats, a category's best, or an area's places.
 async fn asked(state: &AppState, req: &ReserveRequest) -> ApiResult<(ConcertId, Asked)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
-    let (concert, asked) = match (req.seat_id, &req.seat_ids, &req.category) {
+    let pool = match (&req.category, &req.area) {
+        (Some(category), None) => Some(super::best::Named::Category(category)),
+        (None, Some(area)) if req.allow_split.is_none() => Some(super::best::Named::Area(area)),
+        (None, None) => None,
+        _ => {
+            return Err(FieldError::new(
+                "area",
+                "give category (with count, optionally allowSplit) or area (with count)",
+            )
+            .into());
+        }
+    };
+    let (concert, asked) = match (req.seat_id, &req.seat_ids, pool) {
         (Some(seat), None, None) if !by_count => {
             let seats = SeatIds::one(SeatId(seat));
             let concert = state.seats.concert_of(&state.pool, seats.first()).await?;
@@ -175,21 +192,23 @@ async fn asked(state: &AppState, req: &ReserveRequest) -> ApiResult<(ConcertId, 
             let concert = state.seats.concert_of_order(&state.pool, &seats).await?;
             (concert, Asked::Seats(seats))
         }
-        (None, None, Some(category)) => {
+        (None, None, Some(pool)) => {
             let Some(concert) = req.concert_id.map(ConcertId) else {
-                return Err(FieldError::new("concertId", "is required with category").into());
+                let message = format!("is required with {}", pool.field());
+                return Err(FieldError::new("concertId", message).into());
             };
             let Some(count) = req.count else {
-                return Err(FieldError::new("count", "is required with category").into());
+                let message = format!("is required with {}", pool.field());
+                return Err(FieldError::new("count", message).into());
             };
             let split = req.allow_split.unwrap_or(false);
-            let ask = super::best::ask(state, concert, category, count, split).await?;
+            let ask = super::best::ask(state, concert, pool, count, split).await?;
             (concert, Asked::Best(ask))
         }
         _ => {
             return Err(FieldError::new(
                 "seatIds",
-                "give one of seatId, seatIds, or category with count",
+                "give one of seatId, seatIds, category with count, or area with count",
             )
             .into());
         }

@@ -31,6 +31,12 @@ pub struct TicketResponse {
     seat_number: String,
     /// The seat's price category when it was sold (null without prices).
     category: Option<String>,
+    /// A standing place's area and entry number (the order the floor is
+    /// entered in); null for a seat.
+    #[schema(example = "Floor")]
+    area: Option<String>,
+    #[schema(example = 12)]
+    entry_number: Option<u64>,
     /// The signed code a scanner reads (docs/concepts.md, "Ticket codes").
     #[schema(example = "AQ3x…")]
     code: String,
@@ -60,6 +66,8 @@ impl TicketResponse {
             qr: format!("/api/tickets/{}/qr.svg", ticket.id),
             seat_number: ticket.seat_number,
             category: ticket.category,
+            area: ticket.area,
+            entry_number: ticket.entry_number,
             checked_in_at: ticket.checked_in_at,
             gate: ticket.checked_in_gate,
         }

@@ -240,7 +240,7 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
         .concert(json!({"rows": 2, "seatsPerRow": 2, "categories": [
             {"name": "Standard", "price": 90000, "currency": "KRW"},
             {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"]},
-        ]}))
+        ], "areas": [{"name": "Floor", "capacity": 3}]}))
         .await["id"]
         .as_u64()
         .unwrap();

@@ -34,6 +34,7 @@ mod reservations;
 mod sale;
 mod seating_plans;
 mod seats;
+mod standing;
 mod status_events;
 mod tickets;
 mod users;

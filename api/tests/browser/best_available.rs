@@ -1,6 +1,7 @@
 //! Best available on the page (issue 47): a fan asks for two VIP seats,
 //! the line chooses them and the page says which; on a concert of over a
-//! thousand seats the page offers best available before its map.
+//! thousand seats the page offers best available before its map, and on
+//! one with a standing floor "Standing" first.
 
 use serde_json::json;
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
@@ -143,6 +144,65 @@ async fn a_big_concert_offers_best_available_before_its_map_and_says_when_none_i
     ask_best(&page, 2, "VIP").await;
     let deciding = Deciding::start(&app);
     page.wait_element(".line.failed", Some("No seats side by side left"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    app.assert_invariants().await;
+}
+
+/// A concert with a standing floor offers "Standing" first, before the
+/// map: a fan asks for two places and is told their entry numbers; the
+/// form counts what is left of the floor.
+#[tokio::test]
+async fn a_fan_asks_for_two_standing_places_and_is_told_the_entry_numbers() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({
+            "rows": 2, "seatsPerRow": 6, "holdSeconds": 300,
+            "categories": [
+                {"name": "Seated", "price": 9000, "currency": "EUR"},
+                {"name": "Standing", "price": 5000, "currency": "EUR"},
+            ],
+            "areas": [{"name": "Floor", "capacity": 10, "category": "Standing"}],
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "floor-fan").await;
+    open_concert(&page, &app.base, concert).await;
+    let first = page
+        .script(
+            "const standing = document.querySelector('form.standing'); \
+             const map = document.querySelector('.concert-body'); \
+             return !standing.closest('.checkout') \
+               && !!(standing.compareDocumentPosition(map) & Node.DOCUMENT_POSITION_FOLLOWING);",
+            vec![],
+        )
+        .await;
+    assert_eq!(first, json!(true), "standing comes before the map");
+    page.wait_element("#standing-area option", Some("Floor · €50.00 · 10 left"))
+        .await;
+    page.script(
+        "document.querySelector('#standing-count').value = '2';",
+        vec![],
+    )
+    .await;
+    let button = page
+        .wait_element("form.standing button.primary", None)
+        .await;
+    page.click(&button).await;
+    let deciding = Deciding::start(&app);
+    page.wait_element(
+        ".line.held",
+        Some("Standing places Floor #1, Floor #2 are yours until then."),
+    )
+    .await;
+    page.wait_element("#standing-area option", Some("Floor · €50.00 · 8 left"))
+        .await;
+    page.screenshot(&screenshot_dir().join("standing-held.png"))
         .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;

@@ -390,6 +390,7 @@ pub async fn delete_with_seats(
             "sale_lines",
             "price_categories",
             "seating_plans",
+            "standing_areas",
             "scanners",
             "lottery_buckets",
             "spent_challenges",

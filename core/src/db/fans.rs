@@ -56,7 +56,7 @@ pub async fn records(
     // Their open requests by count (best available) likewise.
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT o.user_id, CAST({place} AS UNSIGNED) FROM request_pools o FORCE INDEX (uq_request_pools_open) \
-          WHERE o.user_id IN ({users_list}) AND o.open_category IS NOT NULL \
+          WHERE o.user_id IN ({users_list}) AND o.open_pool IS NOT NULL \
             AND o.concert_id = ? AND o.queue_id NOT IN ({batch_list})",
         place = super::line::place_sql("o."),
     )));
@@ -119,7 +119,7 @@ pub async fn seats_of(
          UNION ALL \
          SELECT concert_id, user_id, CAST(SUM(seat_count) AS UNSIGNED) \
            FROM request_pools FORCE INDEX (uq_request_pools_open) \
-          WHERE user_id IN ({list}) AND open_category IS NOT NULL \
+          WHERE user_id IN ({list}) AND open_pool IS NOT NULL \
           GROUP BY concert_id, user_id"
     )));
     let rows: Vec<(ConcertId, UserId, u64)> = select

@@ -202,7 +202,25 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
                    FROM reservation_seats rs JOIN seats s ON s.id = rs.seat_id GROUP BY rs.reservation_id) w \
              ON w.reservation_id = q.reservation_id \
           WHERE q.status = 'SUCCESS' \
-            AND (w.seats <> p.seat_count OR (p.allow_split = 0 AND (w.seat_rows <> 1 OR w.span <> w.seats)))",
+            AND (w.seats <> p.seat_count OR (p.allow_split = 0 AND p.area IS NULL AND (w.seat_rows <> 1 OR w.span <> w.seats)))",
+        &[],
+    ),
+    (
+        "a SUCCESS request for a standing area got a place of another area, or a seat",
+        "SELECT COUNT(*) FROM reservation_queue q JOIN request_pools p ON p.queue_id = q.id \
+           JOIN reservation_seats rs ON rs.reservation_id = q.reservation_id JOIN seats s ON s.id = rs.seat_id \
+          WHERE q.status = 'SUCCESS' AND p.area IS NOT NULL AND NOT (s.area <=> p.area)",
+        &[],
+    ),
+    (
+        "a standing area has another number of places than its capacity",
+        "SELECT COUNT(*) FROM standing_areas a WHERE a.capacity <> \
+           (SELECT COUNT(*) FROM seats s WHERE s.concert_id = a.concert_id AND s.area = a.position)",
+        &[],
+    ),
+    (
+        "a request names a standing area's place (places are asked for by count)",
+        "SELECT COUNT(*) FROM request_seats x JOIN seats s ON s.id = x.seat_id WHERE s.area IS NOT NULL",
         &[],
     ),
     (

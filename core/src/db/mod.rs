@@ -36,6 +36,7 @@ pub mod seating_plans;
 pub mod seats;
 pub mod signals;
 pub mod spent_challenges;
+pub mod standing_areas;
 pub mod takings;
 pub mod tickets;
 pub mod users;

@@ -158,7 +158,9 @@ pub async fn replace(
             .filter(|s| !s.from_plan)
             .map(|s| (s.id, s.seat_number))
             .collect();
-        assign(conn, categories, &seats).await
+        assign(conn, categories, &seats).await?;
+        // A standing area's places go to the category it names.
+        super::standing_areas::assign_categories(conn, concert, categories).await
     }
     .traced("UPDATE", "price_categories")
     .await

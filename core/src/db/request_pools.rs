@@ -1,15 +1,15 @@
 //! The pool each request by count asks for (best available): a price
-//! category of its concert. A row is open while its request is, as in
-//! `request_seats`; (user, concert, open category) is unique, which is "one
-//! open request a fan and category", and the open rows of a category in
-//! line order are its line.
+//! category or a standing area of its concert. A row is open while its
+//! request is, as in `request_seats`; (user, concert, open pool) is unique,
+//! which is "one open request a fan and pool", and the open rows of a pool
+//! in line order are its line (`AskedPool::code` is the pool's number).
 
 use std::collections::HashMap;
 
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
-use crate::domain::{BestAsk, ConcertId, LineKey, QueueId, UserId};
+use crate::domain::{AskedPool, BestAsk, ConcertId, LineKey, QueueId, UserId};
 
 /// One request's pool, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,17 +22,18 @@ pub struct RequestPool {
 }
 
 /// Writes an open row. Fails with a violation of `uq_request_pools_open`
-/// when the fan already has an open request for the category.
+/// when the fan already has an open request for the pool.
 pub async fn insert(conn: &mut MySqlConnection, row: &RequestPool) -> Result<u64, sqlx::Error> {
     Ok(sqlx::query(
         "INSERT INTO request_pools \
-         (queue_id, user_id, concert_id, category, seat_count, allow_split, line_key, is_open) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, 1)",
+         (queue_id, user_id, concert_id, category, area, seat_count, allow_split, line_key, is_open) \
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
     )
     .bind(row.queue_id)
     .bind(row.user)
     .bind(row.concert)
-    .bind(row.ask.category)
+    .bind(row.ask.pool.category())
+    .bind(row.ask.pool.area())
     .bind(row.ask.count)
     .bind(row.ask.allow_split)
     .bind(row.line)
@@ -51,18 +52,19 @@ pub async fn of_requests(
         return Ok(HashMap::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT queue_id, category, seat_count, allow_split FROM request_pools WHERE queue_id IN ({list})"
+        "SELECT queue_id, CAST(COALESCE(256 + area, category) AS UNSIGNED), seat_count, allow_split \
+         FROM request_pools WHERE queue_id IN ({list})"
     )));
-    let rows: Vec<(QueueId, u8, u8, bool)> = select
+    let rows: Vec<(QueueId, u16, u8, bool)> = select
         .bind_ids(&list)
         .fetch_all(conn)
         .traced("SELECT", "request_pools")
         .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, category, count, allow_split)| {
+        .map(|(id, pool, count, allow_split)| {
             let ask = BestAsk {
-                category,
+                pool: AskedPool::from_code(pool),
                 count,
                 allow_split,
             };
@@ -81,7 +83,7 @@ pub async fn open_seats_of_users(
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT user_id, CAST(seat_count AS UNSIGNED) FROM request_pools FORCE INDEX (uq_request_pools_open) \
-         WHERE open_category IS NOT NULL AND user_id IN ({list})"
+         WHERE open_pool IS NOT NULL AND user_id IN ({list})"
     )));
     select
         .bind_ids(&list)
@@ -90,21 +92,21 @@ pub async fn open_seats_of_users(
         .await
 }
 
-/// The fan's open request for `category` of `concert`, if any (what a
+/// The fan's open request for `pool` of `concert`, if any (what a
 /// QUEUE_DUPLICATED answer points to).
 pub async fn find_open(
     conn: &mut MySqlConnection,
     user: UserId,
     concert: ConcertId,
-    category: u8,
+    pool: AskedPool,
 ) -> Result<Option<QueueId>, sqlx::Error> {
     let row: Option<(QueueId,)> = sqlx::query_as(
         "SELECT queue_id FROM request_pools \
-         WHERE user_id = ? AND concert_id = ? AND open_category = ?",
+         WHERE user_id = ? AND concert_id = ? AND open_pool = ?",
     )
     .bind(user)
     .bind(concert)
-    .bind(category)
+    .bind(pool.code())
     .fetch_optional(conn)
     .traced("SELECT", "request_pools")
     .await?;
@@ -133,35 +135,35 @@ pub async fn delete(conn: &mut MySqlConnection, requests: &[QueueId]) -> Result<
     .await
 }
 
-/// For each category of `concert` in `categories`, the place in line of its
-/// first open request outside `batch`: a free seat of the category may be
-/// taken by it, so it is folded into each seat's own line.
+/// For each pool of `concert` in `pools`, the place in line of its first
+/// open request outside `batch`: a free seat of the pool may be taken by
+/// it, so it is folded into each seat's own line.
 pub async fn first_open_elsewhere(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-    categories: &[u8],
+    pools: &[AskedPool],
     batch: &[QueueId],
-) -> Result<HashMap<u8, u64>, sqlx::Error> {
+) -> Result<HashMap<AskedPool, u64>, sqlx::Error> {
     let Some(batch_list) = IdList::of(batch) else {
         return Ok(HashMap::new());
     };
     let mut firsts = HashMap::new();
-    for &category in categories {
+    for &pool in pools {
         let select = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT CAST({place} AS UNSIGNED) FROM request_pools o FORCE INDEX (idx_request_pools_line) \
-              WHERE o.concert_id = ? AND o.open_category = ? AND o.queue_id NOT IN ({batch_list}) \
+              WHERE o.concert_id = ? AND o.open_pool = ? AND o.queue_id NOT IN ({batch_list}) \
               ORDER BY o.line_key, o.queue_id LIMIT 1",
             place = super::line::place_sql("o."),
         )))
         .bind(concert)
-        .bind(category);
+        .bind(pool.code());
         let first: Option<(u64,)> = select
             .bind_ids(&batch_list)
             .fetch_optional(&mut *conn)
             .traced("SELECT", "request_pools")
             .await?;
         if let Some((place,)) = first {
-            firsts.insert(category, place);
+            firsts.insert(pool, place);
         }
     }
     Ok(firsts)

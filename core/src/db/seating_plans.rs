@@ -42,7 +42,8 @@ pub async fn replace(
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     async move {
-        sqlx::query("DELETE FROM seats WHERE concert_id = ?")
+        // Standing areas stay: their places are not the plan's.
+        sqlx::query("DELETE FROM seats WHERE concert_id = ? AND area IS NULL")
             .bind(concert)
             .execute(&mut *conn)
             .await?;
@@ -74,9 +75,12 @@ pub async fn replace(
             });
             written += insert.build().execute(&mut *conn).await?.rows_affected();
         }
-        sqlx::query("UPDATE concerts SET seat_count = ?, updated_at = ? WHERE id = ?")
-            .bind(written)
-            .bind(now.naive_utc())
+        sqlx::query(
+            "UPDATE concerts SET seat_count = (SELECT COUNT(*) FROM seats WHERE concert_id = ?), \
+             updated_at = ? WHERE id = ?",
+        )
+        .bind(concert)
+        .bind(now.naive_utc())
             .bind(concert)
             .execute(&mut *conn)
             .await?;

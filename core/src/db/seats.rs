@@ -33,7 +33,8 @@ macro_rules! seat_row {
 }
 
 /// One page of the concert's seats in natural order (A1, A2, …, A10, …,
-/// B1), optionally only those with the given status.
+/// B1), optionally only those with the given status. Standing places are
+/// not seats to list.
 pub async fn list_for_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
@@ -42,11 +43,11 @@ pub async fn list_for_concert(
 ) -> Result<Vec<SeatRow>, sqlx::Error> {
     let query = match status {
         None => sqlx::query_as(seat_row!(
-            "WHERE s.concert_id = ? ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
+            "WHERE s.concert_id = ? AND s.area IS NULL ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
         ))
         .bind(concert),
         Some(status) => sqlx::query_as(seat_row!(
-            "WHERE s.concert_id = ? AND s.status = ? ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
+            "WHERE s.concert_id = ? AND s.status = ? AND s.area IS NULL ORDER BY s.sort_key, s.id LIMIT ? OFFSET ?"
         ))
         .bind(concert)
         .bind(status),
@@ -83,7 +84,8 @@ pub async fn find_for_update(
 }
 
 /// What an order must know of its seats: each existing seat's concert and
-/// that concert's `max_seats_per_order`. Seats that do not exist are absent.
+/// that concert's `max_seats_per_order`. Seats that do not exist are
+/// absent, and so are standing places (asked for by area and count).
 pub async fn order_facts(
     conn: &mut MySqlConnection,
     seats: &[SeatId],
@@ -93,7 +95,7 @@ pub async fn order_facts(
     };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT s.id, s.concert_id, c.max_seats_per_order FROM seats s \
-         JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({list})"
+         JOIN concerts c ON c.id = s.concert_id WHERE s.id IN ({list}) AND s.area IS NULL"
     )));
     select
         .bind_ids(&list)
@@ -105,13 +107,14 @@ pub async fn order_facts(
 /// Every seat of the concert that `seat` belongs to, with that concert
 /// (nothing when there is no such seat): what a cold seat directory reads
 /// in one query instead of one per seat (from the concert's seat index).
+/// Standing places are not seats a request names: none is found.
 pub async fn of_same_concert(
     conn: &mut MySqlConnection,
     seat: SeatId,
 ) -> Result<Vec<(SeatId, ConcertId)>, sqlx::Error> {
     sqlx::query_as(
         "SELECT s.id, s.concert_id FROM seats f JOIN seats s ON s.concert_id = f.concert_id \
-         WHERE f.id = ?",
+         WHERE f.id = ? AND f.area IS NULL AND s.area IS NULL",
     )
     .bind(seat)
     .fetch_all(conn)
@@ -241,23 +244,35 @@ pub async fn delete(conn: &mut MySqlConnection, id: SeatId) -> Result<bool, sqlx
     Ok(done.rows_affected() == 1)
 }
 
-/// Every seat of the concert with its stored status and its price
-/// category's position, in id order: what a seat map shows. Read from the
-/// best-available index alone (concert, category, status, rank; the id is
-/// in every entry). A hold that has just ended shows HELD until the sweep
-/// frees it (about a second), as the concert's counts do.
+/// A seat's or a place's state, as availability counts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct SeatState {
+    pub id: SeatId,
+    pub status: SeatStatus,
+    /// The position of its price category.
+    pub category: Option<u8>,
+    /// The position of its standing area, for a place.
+    pub area: Option<u8>,
+}
+
+/// Every seat and place of the concert with its stored status, its price
+/// category's and its area's positions, in id order: what a seat map and
+/// the counts show. Read from the best-available index alone (concert,
+/// area, category, status, rank; the id is in every entry). A hold that
+/// has just ended shows HELD until the sweep frees it (about a second), as
+/// the concert's counts do.
 pub async fn states_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-) -> Result<Vec<(SeatId, SeatStatus, Option<u8>)>, sqlx::Error> {
-    let mut seats: Vec<(SeatId, SeatStatus, Option<u8>)> = sqlx::query_as(
-        "SELECT id, status, category FROM seats FORCE INDEX (idx_seats_best) WHERE concert_id = ?",
+) -> Result<Vec<SeatState>, sqlx::Error> {
+    let mut seats: Vec<SeatState> = sqlx::query_as(
+        "SELECT id, status, category, area FROM seats FORCE INDEX (idx_seats_best) WHERE concert_id = ?",
     )
     .bind(concert)
     .fetch_all(conn)
     .traced("SELECT", "seats")
     .await?;
-    seats.sort_unstable_by_key(|(id, ..)| *id);
+    seats.sort_unstable_by_key(|s| s.id);
     Ok(seats)
 }
 
@@ -273,14 +288,15 @@ pub struct LayoutSeat {
 }
 
 /// Every seat of the concert with its number and category, in natural
-/// order (A1, A2, …, A10, …, B1): the layout a seat map draws.
+/// order (A1, A2, …, A10, …, B1): the layout a seat map draws (standing
+/// places are not drawn).
 pub async fn layout_of_concert(
     conn: &mut MySqlConnection,
     concert: ConcertId,
 ) -> Result<Vec<LayoutSeat>, sqlx::Error> {
     sqlx::query_as(
         "SELECT id, seat_number, category, plan_category IS NOT NULL AS from_plan \
-         FROM seats WHERE concert_id = ? ORDER BY sort_key, id",
+         FROM seats WHERE concert_id = ? AND area IS NULL ORDER BY sort_key, id",
     )
     .bind(concert)
     .fetch_all(conn)

@@ -59,6 +59,9 @@ pub struct TicketRow {
     pub category: Option<String>,
     pub user_id: UserId,
     pub holder: String,
+    /// A standing place's area and entry number (None for a seat).
+    pub area: Option<String>,
+    pub entry_number: Option<u64>,
     pub checked_in_at: Option<DateTime<Utc>>,
     pub checked_in_gate: Option<String>,
 }
@@ -80,6 +83,9 @@ impl TicketRow {
 
 const SELECT: &str = "SELECT t.id, t.concert_id, t.reservation_id, t.seat_id, t.version, t.status, \
                       s.seat_number, rs.category, r.user_id, u.nickname AS holder, \
+                      (SELECT a.name FROM standing_areas a \
+                        WHERE a.concert_id = s.concert_id AND a.position = s.area) AS area, \
+                      IF(s.area IS NULL, NULL, CAST(s.row_position + 1 AS UNSIGNED)) AS entry_number, \
                       t.checked_in_at, t.checked_in_gate \
                       FROM tickets t JOIN seats s ON s.id = t.seat_id \
                       JOIN reservation_seats rs ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \

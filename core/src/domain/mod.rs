@@ -18,6 +18,7 @@ mod reservation;
 mod sale;
 mod seat;
 pub mod seating_plan;
+pub mod standing_area;
 mod status;
 pub mod ticket_code;
 mod user;
@@ -32,7 +33,8 @@ pub use ids::{
 };
 pub use line_position::{LineFront, LinePart, LineRank};
 pub use order::{
-    Asked, BestAsk, HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference, SeatIds,
+    Asked, AskedPool, BestAsk, HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference,
+    SeatIds,
 };
 pub use page::{PageBounds, PageRequest};
 pub use price::{Amount, Currency, PriceCategories, SeatPrice};
@@ -42,6 +44,7 @@ pub use sale::{
     Admission, LineKey, LotteryWindow, OpensAt, PresaleStartsAt, RefundableUntil, SaleWindow,
 };
 pub use seat::SeatNumber;
+pub use standing_area::StandingAreas;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
 pub use user::{NickName, Password};
 pub use waiting_list::{OfferDuration, WaitingSeats};

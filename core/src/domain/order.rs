@@ -80,29 +80,71 @@ impl Asked {
     }
 }
 
-/// `count` seats of the concert's price category at `category` (its
-/// position), side by side in one row, the best the line leaves; with
-/// `allow_split`, when no such block is free, the best in the fewest blocks.
+/// `count` places of a pool of the concert, the best the line leaves: a
+/// price category's seats side by side in one row (with `allow_split`,
+/// when no such block is free, the best in the fewest blocks), or a
+/// standing area's places (the lowest entry numbers left).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BestAsk {
-    pub category: u8,
+    pub pool: AskedPool,
     pub count: u8,
     pub allow_split: bool,
 }
 
+/// Where a request by count asks: a price category or a standing area, by
+/// its position in the concert.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AskedPool {
+    Category(u8),
+    Area(u8),
+}
+
+impl AskedPool {
+    /// One number for both kinds, as `request_pools.open_pool` stores it:
+    /// a category's position, or 256 + an area's.
+    pub fn code(self) -> u16 {
+        match self {
+            Self::Category(position) => u16::from(position),
+            Self::Area(position) => 256 + u16::from(position),
+        }
+    }
+
+    pub fn from_code(code: u16) -> Self {
+        match u8::try_from(code) {
+            Ok(position) => Self::Category(position),
+            Err(_) => Self::Area(u8::try_from(code - 256).unwrap_or(u8::MAX)),
+        }
+    }
+
+    pub fn category(self) -> Option<u8> {
+        match self {
+            Self::Category(position) => Some(position),
+            Self::Area(_) => None,
+        }
+    }
+
+    pub fn area(self) -> Option<u8> {
+        match self {
+            Self::Category(_) => None,
+            Self::Area(position) => Some(position),
+        }
+    }
+}
+
 impl BestAsk {
-    /// `count` must be 1 to the concert's `maxSeatsPerOrder`.
+    /// `count` must be 1 to the concert's `maxSeatsPerOrder`. A standing
+    /// area's places are never side by side: nothing to split.
     pub fn parse(
-        category: u8,
+        pool: AskedPool,
         count: u64,
         allow_split: bool,
         max: MaxSeatsPerOrder,
     ) -> Result<Self, FieldError> {
         match u8::try_from(count) {
             Ok(count) if (1..=max.get()).contains(&count) => Ok(Self {
-                category,
+                pool,
                 count,
-                allow_split,
+                allow_split: allow_split && pool.category().is_some(),
             }),
             _ => Err(FieldError::new(
                 "count",

@@ -201,13 +201,39 @@ pub async fn one_category(
     Ok(())
 }
 
-/// PENDING best-available requests, each for `count` seats side by side of
-/// `concert`'s category 0 (see [`one_category`]), queued in the order given.
+/// Makes every seat of `concert` a place of one standing area, "Floor"
+/// (its position 0; no price), entry numbers in id order.
+pub async fn one_area(conn: &mut MySqlConnection, concert: ConcertId) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO standing_areas (concert_id, position, name, capacity, category_name) \
+         SELECT concert_id, 0, 'Floor', COUNT(*), NULL FROM seats WHERE concert_id = ? GROUP BY concert_id",
+    )
+    .bind(concert)
+    .execute(&mut *conn)
+    .await?;
+    sqlx::query(
+        "UPDATE seats s JOIN (SELECT MIN(id) AS first FROM seats WHERE concert_id = ?) f \
+            SET s.area = 0, s.category = NULL, s.row_index = ?, \
+                s.row_position = s.id - f.first, s.seat_rank = s.id - f.first \
+          WHERE s.concert_id = ?",
+    )
+    .bind(concert)
+    .bind(crate::domain::standing_area::row_of_area(0))
+    .bind(concert)
+    .execute(&mut *conn)
+    .await?;
+    Ok(())
+}
+
+/// PENDING requests by count, each for `count` places of `concert`'s
+/// `pool` (category 0 side by side, see [`one_category`], or area 0, see
+/// [`one_area`]), queued in the order given.
 pub async fn best_requests(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     users: &[UserId],
     count: u8,
+    pool: crate::domain::AskedPool,
 ) -> Result<(), sqlx::Error> {
     let now = db::now(&mut *conn).await?.naive_utc();
     for chunk in users.chunks(5_000) {
@@ -226,10 +252,12 @@ pub async fn best_requests(
         let first = insert.build().execute(&mut *conn).await?.last_insert_id();
         // One writer: the rows got consecutive ids, in the order given.
         sqlx::query(
-            "INSERT INTO request_pools (queue_id, user_id, concert_id, category, seat_count, line_key, is_open) \
-             SELECT id, user_id, concert_id, 0, seat_count, line_key, 1 FROM reservation_queue \
+            "INSERT INTO request_pools (queue_id, user_id, concert_id, category, area, seat_count, line_key, is_open) \
+             SELECT id, user_id, concert_id, ?, ?, seat_count, line_key, 1 FROM reservation_queue \
               WHERE id >= ? ORDER BY id LIMIT ?",
         )
+        .bind(pool.category())
+        .bind(pool.area())
         .bind(first)
         .bind(chunk.len() as u64)
         .execute(&mut *conn)

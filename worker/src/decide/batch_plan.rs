@@ -12,8 +12,8 @@ use ticket_core::domain::allocation::{self, Fan, FanStanding, Verdict};
 use super::pools;
 use ticket_core::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use ticket_core::domain::{
-    ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId, SeatPrice,
-    SeatStatus, UserId,
+    AskedPool, ConcertId, FailureReason, QueueId, ReservationId, ReservationStatus, SeatId,
+    SeatPrice, SeatStatus, UserId,
 };
 
 /// Who gets what in a batch, decided under the locks of the seats wanted.
@@ -123,8 +123,8 @@ impl Plan {
 /// Locks the free seats our rows want (in id order, like every other writer
 /// of seats) and has the allocation rule decide each row's fate, in line
 /// order (`rows` are); the plan is what that means for the tables. Rows
-/// asking by count get the best of a window of their category's free seats,
-/// or of the whole category when the window cannot prove their decision
+/// asking by count get the best of a window of their pool's free places,
+/// or of the whole pool when the window cannot prove their decision
 /// (the whole is then locked too, after the window: a deadlock with another
 /// such decision is rolled back and tried again, as any other).
 pub(super) async fn plan(
@@ -141,21 +141,21 @@ pub(super) async fn plan(
         if unproven.is_empty() {
             return Ok(plan);
         }
-        for category in unproven {
-            windows.widen(category);
+        for pool in unproven {
+            windows.widen(pool);
         }
     }
 }
 
-/// The plan over what `windows` read, and the categories whose window did
-/// not prove a decision.
+/// The plan over what `windows` read, and the pools whose window did not
+/// prove a decision.
 async fn plan_over(
     tx: &mut MySqlConnection,
     rows: &[queue::LeasedRow],
     windows: &pools::Windows,
     fans: &mut Option<allocation::Fans>,
     now: DateTime<Utc>,
-) -> Result<(Plan, Vec<pools::CategoryOf>), sqlx::Error> {
+) -> Result<(Plan, Vec<pools::PoolOf>), sqlx::Error> {
     let read = if windows.is_empty() {
         pools::Read::default()
     } else {
@@ -170,27 +170,27 @@ async fn plan_over(
     wanted.dedup();
     let batch: Vec<QueueId> = rows.iter().map(|r| r.id).collect();
     let standing = seats::lock_free(tx, &wanted, &batch, now).await?;
-    let mut categories: BTreeMap<ConcertId, Vec<u8>> = BTreeMap::new();
+    let mut pools_here: BTreeMap<ConcertId, Vec<AskedPool>> = BTreeMap::new();
     for s in &standing {
-        if let Some(category) = s.category {
-            categories.entry(s.concert).or_default().push(category);
+        if let Some(pool) = s.pool() {
+            pools_here.entry(s.concert).or_default().push(pool);
         }
     }
-    for list in categories.values_mut() {
+    for list in pools_here.values_mut() {
         list.sort_unstable();
         list.dedup();
     }
-    let pool_firsts = pools::first_open_by_category(tx, &categories, &batch).await?;
+    let pool_firsts = pools::first_open_by_pool(tx, &pools_here, &batch).await?;
     let pools = pools::pools_of(&standing, &read);
     let mut plan = Plan::default();
     let mut free = allocation::FreeSeats::with_capacity(standing.len());
     let mut ended_holds: HashSet<SeatId> = HashSet::new();
     let mut places: HashMap<SeatId, allocation::Place> = HashMap::with_capacity(standing.len());
     for s in standing {
-        // A request by count for the seat's category may take it too.
+        // A request by count for the seat's pool may take it too.
         let pool_first = s
-            .category
-            .and_then(|c| pool_firsts.get(&(s.concert, c)).copied());
+            .pool()
+            .and_then(|p| pool_firsts.get(&(s.concert, p)).copied());
         let first = match (s.first_open_elsewhere, pool_first) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -225,12 +225,8 @@ async fn plan_over(
             place: row.line.place(row.id),
             wants: match row.best {
                 Some(best) => allocation::Wants::Best(
-                    pools::pool_id((row.concert_id, best.category)),
-                    allocation::Shape {
-                        count: u32::from(best.count),
-                        adjacent: true,
-                        allow_split: best.allow_split,
-                    },
+                    pools::pool_id((row.concert_id, best.pool)),
+                    pools::shape_of(best),
                 ),
                 None => allocation::Wants::Seats(&row.seats),
             },
@@ -238,17 +234,15 @@ async fn plan_over(
         })
         .collect();
     let decisions = allocation::decide(&line, &free, &pools, fans);
-    let mut unproven: Vec<pools::CategoryOf> = rows
+    let mut unproven: Vec<pools::PoolOf> = rows
         .iter()
         .zip(&decisions)
         .filter_map(|(row, decision)| {
-            let category = (row.concert_id, row.best?.category);
-            let bound = read
-                .bounds
-                .get(&pools::pool_id(category))
-                .copied()
-                .flatten();
-            (!pools::proven(decision, &places, bound)).then_some(category)
+            let best = row.best?;
+            let pool = (row.concert_id, best.pool);
+            let bound = read.bounds.get(&pools::pool_id(pool)).copied().flatten();
+            let shape = pools::shape_of(best);
+            (!pools::proven(decision, &places, shape, bound)).then_some(pool)
         })
         .collect();
     if !unproven.is_empty() {

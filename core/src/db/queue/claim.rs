@@ -6,8 +6,8 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use crate::db::{IdList, Traced as _, execute_for_ids};
 use crate::domain::{
-    BestAsk, ConcertId, FailureReason, HoldDuration, LineKey, MaxSeatsPerUser, QueueId, SeatId,
-    UserId,
+    AskedPool, BestAsk, ConcertId, FailureReason, HoldDuration, LineKey, MaxSeatsPerUser, QueueId,
+    SeatId, UserId,
 };
 
 use super::*;
@@ -245,6 +245,7 @@ struct LeasedSeat {
     concert_id: ConcertId,
     seat_id: Option<SeatId>,
     category: Option<u8>,
+    area: Option<u8>,
     seat_count: Option<u8>,
     allow_split: Option<bool>,
     /// 1 for a request with an access code (a presale request).
@@ -271,7 +272,7 @@ pub async fn lock_leased(
         return Ok(Vec::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, rp.category, rp.seat_count, rp.allow_split, CAST(q.access_code_id IS NOT NULL AS SIGNED) AS presale, \
+        "SELECT q.id, q.user_id, q.concert_id, rs.seat_id, rp.category, rp.area, rp.seat_count, rp.allow_split, CAST(q.access_code_id IS NOT NULL AS SIGNED) AS presale, \
                 q.line_key, q.traceparent, q.tracestate, q.created_at \
          FROM reservation_queue q FORCE INDEX (PRIMARY) LEFT JOIN request_seats rs ON rs.queue_id = q.id \
               LEFT JOIN request_pools rp ON rp.queue_id = q.id \
@@ -301,9 +302,11 @@ pub async fn lock_leased(
                 seats: seat.seat_id.into_iter().collect(),
                 best: seat
                     .category
+                    .map(AskedPool::Category)
+                    .or(seat.area.map(AskedPool::Area))
                     .zip(seat.seat_count)
-                    .map(|(category, count)| BestAsk {
-                        category,
+                    .map(|(pool, count)| BestAsk {
+                        pool,
                         count,
                         allow_split: seat.allow_split.unwrap_or(false),
                     }),

@@ -4,7 +4,7 @@
 use crate::db::prices::{PriceColumns, SEAT_PRICE};
 use crate::db::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::allocation::Place;
-use crate::domain::{ConcertId, QueueId, SeatId, SeatPrice, SeatStatus};
+use crate::domain::{AskedPool, ConcertId, QueueId, SeatId, SeatPrice, SeatStatus};
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 use std::collections::HashMap;
@@ -86,6 +86,16 @@ pub async fn share_all(conn: &mut MySqlConnection, seats: &[SeatId]) -> Result<(
     Ok(())
 }
 
+impl WantedSeat {
+    /// The pool a request by count takes it from: its area, else its
+    /// category.
+    pub fn pool(&self) -> Option<AskedPool> {
+        self.area
+            .map(AskedPool::Area)
+            .or(self.category.map(AskedPool::Category))
+    }
+}
+
 /// Who holds a seat a deciding worker locked as free to take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SeatClaim {
@@ -116,6 +126,8 @@ pub struct WantedSeat {
     pub concert: ConcertId,
     /// Its price category's position, if it has one.
     pub category: Option<u8>,
+    /// Its standing area's position, for a standing place.
+    pub area: Option<u8>,
     /// Where it is, for best available.
     pub place: Place,
 }
@@ -126,6 +138,7 @@ struct StandingRow {
     seat_number: String,
     concert_id: ConcertId,
     category_position: Option<u8>,
+    area: Option<u8>,
     row_index: u32,
     row_position: u32,
     seat_rank: u32,
@@ -168,7 +181,7 @@ pub async fn lock_free(
             return Ok(Vec::new());
         };
         let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT s.id AS seat, s.seat_number, s.concert_id, s.category AS category_position, s.row_index, s.row_position, s.seat_rank, {SEAT_PRICE}, \
+            "SELECT s.id AS seat, s.seat_number, s.concert_id, s.category AS category_position, s.area, s.row_index, s.row_position, s.seat_rank, {SEAT_PRICE}, \
                     (SELECT {CLAIM_OF_RESERVATION} \
                        FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
                       WHERE rs.live_seat_id = s.id) AS claim, \
@@ -198,6 +211,7 @@ pub async fn lock_free(
                 first_open_elsewhere: r.first_open_elsewhere,
                 concert: r.concert_id,
                 category: r.category_position,
+                area: r.area,
                 place: Place {
                     seat: r.seat,
                     row: r.row_index,
@@ -253,67 +267,139 @@ async fn claims(
         .collect())
 }
 
-/// The best free seats of a price category, read, not locked: up to
-/// `limit` (all with `None`), best first, and the rank below which every
-/// free seat of the category is among them (`None`: all are). The caller
-/// locks them ([`lock_free`], in id order) and decides with them only what
-/// the bound proves: a block ranked below it is the best of the whole
-/// category. AVAILABLE seats come through the category's index in rank
-/// order; holds that have ended (HELD, not yet swept) are read apart.
+/// A free seat as a window reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+struct Ranked {
+    id: SeatId,
+    seat_rank: u32,
+    row_index: u32,
+}
+
+/// The best free places of a pool (a price category's seats, or a standing
+/// area's places), read, not locked: up to `limit` (all with `None`), best
+/// first, and the rank below which every free place of the pool is among
+/// them (`None`: all are). For a category, every free seat of each row
+/// those are in besides: a block lies in one row, so a block with a seat
+/// not read lies in a row none of whose seats was, all its seats ranked at
+/// least the bound. The caller locks them ([`lock_free`], in id order) and
+/// decides with them only what the bound proves. AVAILABLE places come
+/// through the pool's index in rank order; holds that have ended (HELD,
+/// not yet swept) are read apart.
 pub async fn best_free(
     conn: &mut MySqlConnection,
     concert: ConcertId,
-    category: u8,
+    pool: AskedPool,
     limit: Option<u32>,
     now: DateTime<Utc>,
 ) -> Result<(Vec<SeatId>, Option<u32>), sqlx::Error> {
     async move {
+        // An area's places share its price category: the index's next part.
+        let category = match pool {
+            AskedPool::Category(position) => Some(position),
+            AskedPool::Area(area) => category_of_area(conn, concert, area).await?,
+        };
         let take = limit.map_or(String::new(), |n| format!(" LIMIT {}", u64::from(n) + 1));
-        let available: Vec<(SeatId, u32)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, seat_rank FROM seats FORCE INDEX (idx_seats_best) \
-              WHERE concert_id = ? AND category = ? AND status = 'AVAILABLE' \
-              ORDER BY seat_rank, id{take}"
+        let read = |status: &str| {
+            format!(
+                "SELECT id, seat_rank, row_index FROM seats FORCE INDEX (idx_seats_best) \
+                  WHERE concert_id = ? AND area <=> ? AND category <=> ? AND {status} \
+                  ORDER BY seat_rank, id{take}"
+            )
+        };
+        let available: Vec<Ranked> =
+            sqlx::query_as(sqlx::AssertSqlSafe(read("status = 'AVAILABLE'")))
+                .bind(concert)
+                .bind(pool.area())
+                .bind(category)
+                .fetch_all(&mut *conn)
+                .await?;
+        let ended: Vec<Ranked> = sqlx::query_as(sqlx::AssertSqlSafe(read(
+            "status = 'HELD' AND held_until <= ?",
         )))
         .bind(concert)
-        .bind(category)
-        .fetch_all(&mut *conn)
-        .await?;
-        let ended: Vec<(SeatId, u32)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT id, seat_rank FROM seats FORCE INDEX (idx_seats_best) \
-              WHERE concert_id = ? AND category = ? AND status = 'HELD' AND held_until <= ? \
-              ORDER BY seat_rank, id{take}"
-        )))
-        .bind(concert)
+        .bind(pool.area())
         .bind(category)
         .bind(now.naive_utc())
         .fetch_all(&mut *conn)
         .await?;
-        Ok(best_of(available, ended, limit))
+        let (mut seats, bound) = best_of(&available, &ended, limit);
+        if let (Some(bound), AskedPool::Category(category)) = (bound, pool) {
+            let mut rows: Vec<u32> = seats.iter().map(|s| s.row_index).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            seats.extend(rest_of_rows(conn, concert, category, &rows, bound, now).await?);
+        }
+        Ok((seats.into_iter().map(|s| s.id).collect(), bound))
     }
     .traced("SELECT", "seats")
     .await
 }
 
+/// The price category of a standing area's places (they share one).
+async fn category_of_area(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    area: u8,
+) -> Result<Option<u8>, sqlx::Error> {
+    let row: Option<(Option<u8>,)> = sqlx::query_as(
+        "SELECT category FROM seats FORCE INDEX (idx_seats_best) WHERE concert_id = ? AND area = ? LIMIT 1",
+    )
+    .bind(concert)
+    .bind(area)
+    .fetch_optional(conn)
+    .await?;
+    Ok(row.and_then(|(category,)| category))
+}
+
+/// The free seats of `category` in `rows` ranked from `bound` on (those
+/// below it were read already), through the rows' index in rank order.
+async fn rest_of_rows(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    category: u8,
+    rows: &[u32],
+    bound: u32,
+    now: DateTime<Utc>,
+) -> Result<Vec<Ranked>, sqlx::Error> {
+    let Some(list) = IdList::of(rows) else {
+        return Ok(Vec::new());
+    };
+    let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+        "SELECT id, seat_rank, row_index FROM seats FORCE INDEX (idx_seats_row) \
+          WHERE concert_id = ? AND row_index IN ({list}) AND seat_rank >= ? \
+            AND area IS NULL AND category = ? \
+            AND (status = 'AVAILABLE' OR (status = 'HELD' AND held_until <= ?))"
+    )))
+    .bind(concert);
+    select
+        .bind_ids(&list)
+        .bind(bound)
+        .bind(category)
+        .bind(now.naive_utc())
+        .fetch_all(conn)
+        .await
+}
+
 /// Merges two reads of up to `limit + 1` seats each (best first): the
 /// seats ranked below the first rank either read left unread.
 fn best_of(
-    available: Vec<(SeatId, u32)>,
-    ended: Vec<(SeatId, u32)>,
+    available: &[Ranked],
+    ended: &[Ranked],
     limit: Option<u32>,
-) -> (Vec<SeatId>, Option<u32>) {
-    let cut = |read: &[(SeatId, u32)]| match limit {
-        Some(n) if read.len() > n as usize => read.last().map(|&(_, rank)| rank),
+) -> (Vec<Ranked>, Option<u32>) {
+    let cut = |read: &[Ranked]| match limit {
+        Some(n) if read.len() > n as usize => read.last().map(|s| s.seat_rank),
         _ => None,
     };
-    let bound = match (cut(&available), cut(&ended)) {
+    let bound = match (cut(available), cut(ended)) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
     let seats = available
-        .into_iter()
+        .iter()
         .chain(ended)
-        .filter(|&(_, rank)| bound.is_none_or(|b| rank < b))
-        .map(|(seat, _)| seat)
+        .filter(|s| bound.is_none_or(|b| s.seat_rank < b))
+        .copied()
         .collect();
     (seats, bound)
 }
@@ -324,11 +410,19 @@ mod tests {
 
     #[test]
     fn only_seats_ranked_below_what_was_left_unread_are_taken() {
-        let read = |ranks: &[u32]| -> Vec<(SeatId, u32)> {
+        let read = |ranks: &[u32]| -> Vec<Ranked> {
             ranks
                 .iter()
-                .map(|&r| (SeatId(u64::from(r) + 100), r))
+                .map(|&r| Ranked {
+                    id: SeatId(u64::from(r) + 100),
+                    seat_rank: r,
+                    row_index: 0,
+                })
                 .collect()
+        };
+        let best_of = |available: Vec<Ranked>, ended: Vec<Ranked>, limit| {
+            let (seats, bound) = super::best_of(&available, &ended, limit);
+            (seats.into_iter().map(|s| s.id).collect::<Vec<_>>(), bound)
         };
         // Both reads complete: everything, no bound.
         assert_eq!(
