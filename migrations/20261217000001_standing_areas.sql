@@ -21,15 +21,16 @@ CREATE TABLE standing_areas (
 -- A seat's pool for best available is its area when it has one, else its
 -- price category: the best-available index leads with the area, so that a
 -- category's seats (area NULL) and an area's places are read apart, each
--- in rank order. Places of one area share a row of their own, which no
--- seat of the grid or a plan uses.
+-- in rank order (the row too, so that a window's read is the index's
+-- alone). Places of one area share a row of their own, which no seat of
+-- the grid or a plan uses.
 -- A row's free seats from a rank on: what a decision adds to its window
 -- (every free seat of a row it touched), read through the index without
 -- the row's sold seats.
 ALTER TABLE seats
     ADD COLUMN area TINYINT UNSIGNED NULL,
     DROP INDEX idx_seats_best,
-    ADD INDEX idx_seats_best (concert_id, area, category, status, seat_rank),
+    ADD INDEX idx_seats_best (concert_id, area, category, status, seat_rank, row_index),
     DROP INDEX idx_seats_row,
     ADD INDEX idx_seats_row (concert_id, row_index, seat_rank);
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|mail|accounts|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -545,6 +545,17 @@ best_available() {
   done
 }
 
+# Standing (issue 47): 100,000 requests over a standing area of 50,000
+# places against exact orders of the same shape over 50,000 seats,
+# alternating, three pairs of two-place requests, then one pair of one.
+standing() {
+  echo "## standing: 100,000 requests / a 50,000 area, exact orders against standing ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  for order in 2 2 2 1; do
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 50000 --workers 1 --seats-per-order "$order"
+    RUST_LOG=warn "$bin/ticket-bench" drain --requests 100000 --seats 50000 --workers 1 --seats-per-order "$order" --standing
+  done
+}
+
 # Mail (issue 31): the delivery rate of confirmations with their tickets to
 # aiosmtpd on this host, one relay over 1 and 8 connections, then two relays.
 mail() {
@@ -612,6 +623,11 @@ page() {
     TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
       "$bin/ticket-bench" page --url "$api_url" --rows "$1" --seats-per-row "$2" --runs 10
   done
+  # Issue 47: a venue's plan of 50,000 seats, drawn at its coordinates,
+  # against the 10,000-seat grid above.
+  echo "### a seating plan: 200 rows x 250 seats (50000 seats)"
+  TICKET_CHROMEDRIVER="$chromedriver" TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234 \
+    "$bin/ticket-bench" page --url "$api_url" --plan-rows 200 --seats-per-row 250 --runs 10
   stop "$api_pid"
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
@@ -644,7 +660,8 @@ case "$what" in
   payments) payments ;;
   seating-plan) seating_plan ;;
   best) best_available ;;
+  standing) standing ;;
   mail) mail ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
 esac

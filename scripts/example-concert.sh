@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Gives `make run` an example concert seated from a venue's plan
 # (docs/examples/olympic-hall.json, pretix's format: premium rows, stalls,
-# a balcony), once: skipped when a concert of that title exists.
+# a balcony) and a standing floor of 3,000, once: skipped when a concert
+# of that title exists.
 #   scripts/example-concert.sh http://127.0.0.1:8080 ADMIN PASSWORD
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -19,7 +20,9 @@ concert="$(curl -fsS -X POST "$base/api/concerts" -H "authorization: Bearer $tok
         rows: 1, seatsPerRow: 1, holdSeconds: 300, maxSeatsPerOrder: 4,
         categories: [{name: "Premium", price: 150000, currency: "KRW"},
                      {name: "Stalls", price: 99000, currency: "KRW"},
-                     {name: "Balcony", price: 66000, currency: "KRW"}]}')" | jq -r .id)"
+                     {name: "Balcony", price: 66000, currency: "KRW"},
+                     {name: "Standing", price: 88000, currency: "KRW"}],
+        areas: [{name: "Floor", capacity: 3000, category: "Standing"}]}')" | jq -r .id)"
 curl -fsS -X PUT "$base/api/concerts/$concert/seating-plan" -H "authorization: Bearer $token" \
   -H 'content-type: application/json' --data-binary @docs/examples/olympic-hall.json >/dev/null
 echo "example concert $concert: $title"

@@ -17,9 +17,9 @@ s=open(p).read(); assert a in s, a; open(p,'w').write(s.replace(a,b,1))" "$@"; }
 A=core/src/domain/allocation.rs; B=core/src/domain/allocation/best.rs
 py $A "                    won.extend(&decision.seats);" "                    if matches!(request.wants, Wants::Seats(_)) { won.extend(&decision.seats); }"
 run "1 no seat twice: a best-available win not marked taken"
-py $A "                    let behind = pools_waiting.contains(&id)
-                        || places" "                    let behind = pools_waiting.contains(&id)
-                        || false && places"
+py $A "                        || seats_waited_in.contains(&id)
+                        || pool" "                        || seats_waited_in.contains(&id)
+                        || false && pool"
 run "2 line order: a pool's earlier open requests elsewhere not waited for"
 py $A "                        pools_waiting.insert(id);" ""
 run "3 line order: a request deferred in the batch does not hold back its pool"
@@ -27,7 +27,7 @@ py $B "        .min_by_key(|block| key_of(block))" "        .max_by_key(|block| 
 run "4 best: the worst block chosen"
 py $B "                    last.row == place.row && last.position" "                    last.position"
 run "5 adjacency: rows ignored"
-py $B "        return Ok(best.into_iter().take(count).map(|p| p.seat).collect());" "        return Ok(best.into_iter().take(count - 1).map(|p| p.seat).collect());"
+py $B "    if count == 0 || chosen.len() < count as usize {" "    if count == 0 || chosen.len() + 1 < count as usize {"
 run "6 all or nothing: a standing request one place short"
 py $A "                    } else if shape.count > fan_room {" "                    } else if false {"
 run "7 cap: best available past the fan's cap"

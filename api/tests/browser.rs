@@ -27,6 +27,9 @@ mod paying;
 #[path = "browser/best_available.rs"]
 mod best_available;
 
+#[path = "browser/plan_map.rs"]
+mod plan_map;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,

@@ -3,11 +3,18 @@
 // symbol; the page never does arithmetic in floating point beyond the one
 // division for display.
 
+/** One formatter a currency: making one costs more than formatting. */
+const formats = new Map();
+
 /** "₩240,000", "€12.50" for an amount in minor units. */
 export function money(minor, currency) {
-  const format = new Intl.NumberFormat(undefined, { style: "currency", currency });
-  const decimals = format.resolvedOptions().maximumFractionDigits;
-  return format.format(minor / 10 ** decimals);
+  let format = formats.get(currency);
+  if (!format) {
+    const made = new Intl.NumberFormat(undefined, { style: "currency", currency });
+    format = { made, decimals: made.resolvedOptions().maximumFractionDigits };
+    formats.set(currency, format);
+  }
+  return format.made.format(minor / 10 ** format.decimals);
 }
 
 /** The total of seats that each carry `price` (null: not priced), or null. */

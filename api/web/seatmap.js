@@ -1,4 +1,5 @@
-// A concert's seat map: rows × seats as a grid of buttons, each coloured by
+// A concert's seat map: rows × seats as a grid of buttons (a venue's plan
+// drawn at its coordinates instead, see plan-map.js), each coloured by
 // its state from the availability endpoint (one letter per seat), refreshed
 // every second with If-None-Match so that an unchanged map costs a 304.
 // The layout (seat numbers) is read once from the seat-map endpoint; seats are
@@ -8,6 +9,7 @@
 import { api } from "./api.js";
 import { h, fill } from "./dom.js";
 import { money, totalOf } from "./money.js";
+import { PlanMap } from "./plan-map.js";
 
 const STATE_NAMES = { A: "available", H: "held", R: "sold" };
 const REFRESH_MS = 1000;
@@ -81,21 +83,90 @@ export class SeatMap {
     const seats = [];
     const categories = layout.categories || [];
     this.categories = categories;
+    const drawn = (layout.seatX || []).length === layout.seatNumbers.length && layout.seatNumbers.length > 0;
     let i = 0;
     for (const [first, count] of layout.idRanges) {
       for (let k = 0; k < count; k += 1) {
-        const category = categories[(layout.seatCategories || [])[i]] || null;
-        seats.push({ id: first + k, seatNumber: layout.seatNumbers[i], category });
+        const position = (layout.seatCategories || [])[i];
+        const category = categories[position] || null;
+        const seat = { id: first + k, seatNumber: layout.seatNumbers[i], category, categoryIndex: position };
+        if (drawn) Object.assign(seat, { x: layout.seatX[i], y: layout.seatY[i], zone: layout.seatZones[i] });
+        seats.push(seat);
         i += 1;
       }
     }
     this.layoutReadAt = Date.now();
     performance.mark("seatmap-layout-read");
-    this.draw(seats);
+    if (drawn) this.drawPlan(seats, layout.zones || []);
+    else this.draw(seats);
     performance.mark("seatmap-drawn");
   }
 
+  /** A venue's plan: seats at their coordinates, one tab stop (plan-map.js). */
+  drawPlan(list, zones) {
+    this.seats = [];
+    this.byId = new Map();
+    this.rows = [];
+    let rowLabel = null;
+    let rowSeats = null;
+    let where = "";
+    const priced = new Map();
+    for (const seat of list) {
+      // zone-row-seat, or row-seat with one zone.
+      const cut = seat.seatNumber.lastIndexOf("-");
+      const label = cut > 0 ? seat.seatNumber.slice(0, cut) : "Other";
+      if (label !== rowLabel) {
+        rowLabel = label;
+        rowSeats = [];
+        this.rows.push(rowSeats);
+        where = label.includes("-") ? label.replace(/-([^-]*)$/, ", row $1") : `Row ${label}`;
+      }
+      const category = seat.category;
+      if (category && !priced.has(category)) priced.set(category, `, ${category.name} ${money(category.price, category.currency)}`);
+      // Named when read (a screen reader, a message): most never are.
+      const entry = {
+        id: seat.id,
+        number: seat.seatNumber,
+        where,
+        price: category ? priced.get(category) : "",
+        get name() {
+          const seatNo = cut > 0 ? this.number.slice(this.number.lastIndexOf("-") + 1) : null;
+          return (seatNo ? `${this.where}, seat ${seatNo}` : `Seat ${this.number}`) + this.price;
+        },
+        category,
+        button: null,
+        state: "A",
+        r: this.rows.length - 1,
+        c: rowSeats.length,
+      };
+      rowSeats.push(this.seats.length);
+      this.seats.push(entry);
+      this.byId.set(seat.id, entry);
+    }
+    const points = list.map((s) => ({ x: s.x, y: s.y, zone: s.zone, category: s.categoryIndex }));
+    this.plan = new PlanMap(points, zones, {
+      onPick: (index) => this.pick(index),
+      label: (index) => {
+        const entry = this.seats[index];
+        return `${entry.name}, ${this.chosen.has(entry.id) ? "selected" : STATE_NAMES[entry.state]}`;
+      },
+    });
+    this.planDirty = true;
+    fill(this.element, this.seats.length ? this.plan.element : h("p", { class: "muted" }, "This concert has no seats."));
+    this.plan.fit();
+    this.flushPlan();
+    this.focus = 0;
+  }
+
+  /** Redraws the plan's seats when a state or a pick changed. */
+  flushPlan() {
+    if (!this.plan || !this.planDirty) return;
+    this.planDirty = false;
+    this.plan.paint((i) => (this.chosen.has(this.seats[i].id) ? "P" : this.seats[i].state));
+  }
+
   draw(list) {
+    this.plan = null;
     this.seats = [];
     this.byId = new Map();
     this.rows = [];
@@ -152,6 +223,10 @@ export class SeatMap {
   paint(entry, state) {
     if (entry.state === state) return;
     entry.state = state;
+    if (!entry.button) {
+      this.planDirty = true;
+      return;
+    }
     const chosen = this.chosen.has(entry.id);
     const button = entry.button;
     button.dataset.state = state;
@@ -198,6 +273,7 @@ export class SeatMap {
         this.paint(entry, state);
       }
     }
+    this.flushPlan();
     if ((unknown || i !== this.seats.length) && Date.now() - this.layoutReadAt > LAYOUT_FRESH_MS) {
       // Seats were added or removed: read the layout again (it may be a few
       // seconds old), and the states with it at the next refresh.
@@ -214,6 +290,7 @@ export class SeatMap {
     const state = entry.state;
     entry.state = null;
     this.paint(entry, state);
+    this.flushPlan();
   }
 
   selected() {
@@ -244,9 +321,15 @@ export class SeatMap {
 
   click(event) {
     const button = event.target.closest("button.seat");
-    if (!button || !this.selectable) return;
-    const entry = this.seats[Number(button.dataset.i)];
-    this.moveFocus(Number(button.dataset.i));
+    if (!button) return;
+    this.pick(Number(button.dataset.i));
+  }
+
+  /** A seat tapped, clicked or chosen with the keyboard: picked or let go. */
+  pick(index) {
+    if (!this.selectable) return;
+    const entry = this.seats[index];
+    this.moveFocus(index, this.plan !== null && this.plan !== undefined);
     if (this.chosen.has(entry.id)) {
       this.chosen.delete(entry.id);
     } else if (entry.state !== "A") {
@@ -290,6 +373,13 @@ export class SeatMap {
       case "End":
         next = row[row.length - 1];
         break;
+      case "Enter":
+      case " ":
+        // A grid's seat is a button, which clicks itself.
+        if (!this.plan) return;
+        event.preventDefault();
+        this.pick(this.focus);
+        return;
       default:
         return;
     }
@@ -298,6 +388,12 @@ export class SeatMap {
   }
 
   moveFocus(index, focus = false) {
+    if (this.plan) {
+      this.focus = index;
+      this.plan.focusSeat(index, focus);
+      if (focus) this.plan.focus();
+      return;
+    }
     const old = this.seats[this.focus];
     if (old) old.button.tabIndex = -1;
     this.focus = index;

@@ -2,10 +2,13 @@
 //! CSS, uncompressed and on the wire, from the browser's resource timing)
 //! and the time from navigation to a usable seat map (the page's
 //! `seatmap-ready` mark: layout read, every seat drawn, states read) for a
-//! concert of `rows` × `seats-per-row` made through the API.
+//! concert of `rows` × `seats-per-row` made through the API, or seated from
+//! the example venue's plan (`--plan-rows`: stalls and balcony rows of
+//! `seats-per-row`, drawn at their coordinates).
 
 use clap::Args as ClapArgs;
 use serde_json::{Value, json};
+use ticket_core::domain::seating_plan::example;
 use ticket_core::testing::browser::Chromedriver;
 
 #[derive(ClapArgs)]
@@ -21,6 +24,10 @@ pub struct Args {
     rows: u32,
     #[arg(long, default_value_t = 100)]
     seats_per_row: u32,
+    /// Seat the concert from the example venue's plan instead: this many
+    /// rows of `seats-per-row`, four fifths stalls and a fifth balcony.
+    #[arg(long)]
+    plan_rows: Option<u32>,
     /// Page loads measured after the first (cold) one.
     #[arg(long, default_value_t = 10)]
     runs: usize,
@@ -43,7 +50,9 @@ const MEASURE: &str = "
     drawnMs: at('seatmap-drawn'),
     dataRequests: data.length,
     dataBytes: data.reduce((n, e) => n + e.transferSize, 0),
-    seats: document.querySelectorAll('button.seat').length,
+    seats: document.querySelector('svg.plan')
+      ? Number(document.querySelector('svg.plan').dataset.seats)
+      : document.querySelectorAll('button.seat').length,
     assets: assets.length,
     decodedBytes: sum('decodedBodySize'),
     transferBytes: sum('transferSize'),
@@ -61,19 +70,46 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .json()
         .await?;
     let token = login["accessToken"].as_str().unwrap_or_default().to_owned();
+    let (rows, categories) = match args.plan_rows {
+        Some(_) => (
+            1,
+            json!(
+                example::CATEGORIES
+                    .map(|name| json!({"name": name, "price": 0, "currency": "EUR"}))
+            ),
+        ),
+        None => (args.rows, Value::Null),
+    };
+    let mut body = json!({"title": "Page benchmark", "venue": "Arena",
+                          "concertDate": "2099-01-01T19:00:00Z",
+                          "rows": rows, "seatsPerRow": args.seats_per_row});
+    if !categories.is_null() {
+        body["categories"] = categories;
+    }
     let concert: Value = http
         .post(format!("{}/api/concerts", args.url))
         .bearer_auth(&token)
-        .json(&json!({"title": "Page benchmark", "venue": "Arena",
-                      "concertDate": "2099-01-01T19:00:00Z",
-                      "rows": args.rows, "seatsPerRow": args.seats_per_row}))
+        .json(&body)
         .send()
         .await?
         .error_for_status()?
         .json()
         .await?;
     let id = concert["id"].as_u64().unwrap_or_default();
-    let seats = u64::from(args.rows) * u64::from(args.seats_per_row);
+    let seats = match args.plan_rows {
+        Some(plan_rows) => {
+            let balcony = plan_rows / 5;
+            let plan = example::venue(plan_rows - balcony, balcony, args.seats_per_row);
+            http.put(format!("{}/api/concerts/{id}/seating-plan", args.url))
+                .bearer_auth(&token)
+                .json(&plan)
+                .send()
+                .await?
+                .error_for_status()?;
+            u64::from(plan_rows) * u64::from(args.seats_per_row)
+        }
+        None => u64::from(args.rows) * u64::from(args.seats_per_row),
+    };
     let page_url = format!("{}/#/concerts/{id}", args.url);
 
     let driver = Chromedriver::start().await;

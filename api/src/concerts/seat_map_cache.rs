@@ -45,6 +45,18 @@ pub struct SeatMapBody {
     /// order as `seatNumbers`; empty without prices.
     #[schema(example = json!([0, 0, 1]))]
     seat_categories: Vec<u8>,
+    /// A seating plan's drawing (empty without one): each seat's position
+    /// in the plan's units, in the same order as `seatNumbers`.
+    #[schema(example = json!([120.5, 141.0, 161.5]))]
+    seat_x: Vec<f32>,
+    #[schema(example = json!([80.0, 80.0, 80.0]))]
+    seat_y: Vec<f32>,
+    /// The plan's zones (stalls, balcony), and each seat's as an index
+    /// into them.
+    #[schema(example = json!(["Stalls"]))]
+    zones: Vec<String>,
+    #[schema(example = json!([0, 0, 0]))]
+    seat_zones: Vec<u8>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -61,7 +73,27 @@ impl SeatMapBody {
         let mut id_ranges: Vec<[u64; 2]> = Vec::new();
         let mut seat_numbers = Vec::with_capacity(seats.len());
         let mut seat_categories = Vec::new();
+        // Drawn at the plan's positions only when every seat has one.
+        let drawn =
+            !seats.is_empty() && seats.iter().all(|s| s.pos_x.is_some() && s.pos_y.is_some());
+        let (mut seat_x, mut seat_y, mut zones, mut seat_zones) =
+            (Vec::new(), Vec::new(), Vec::<String>::new(), Vec::new());
         for seat in seats {
+            if drawn {
+                // A tenth of the plan's unit is finer than any screen shows.
+                let tenth = |v: Option<f64>| (v.unwrap_or(0.0) * 10.0).round() as f32 / 10.0;
+                seat_x.push(tenth(seat.pos_x));
+                seat_y.push(tenth(seat.pos_y));
+                let zone = seat.zone.as_deref().unwrap_or("");
+                let index = match zones.iter().position(|z| z == zone) {
+                    Some(i) => i,
+                    None => {
+                        zones.push(zone.to_owned());
+                        zones.len() - 1
+                    }
+                };
+                seat_zones.push(u8::try_from(index).unwrap_or(u8::MAX));
+            }
             add_to_runs(&mut id_ranges, seat.id);
             seat_numbers.push(seat.seat_number);
             if prices.is_some() {
@@ -84,6 +116,10 @@ impl SeatMapBody {
             seat_numbers,
             categories,
             seat_categories,
+            seat_x,
+            seat_y,
+            zones,
+            seat_zones,
         }
     }
 }
@@ -141,6 +177,9 @@ mod tests {
             seat_number: number.to_owned(),
             category,
             from_plan: false,
+            zone: None,
+            pos_x: None,
+            pos_y: None,
         };
         let seats = vec![
             seat(1, "A1", None),
@@ -152,6 +191,10 @@ mod tests {
         assert_eq!(body.id_ranges, vec![[1, 2], [9, 1], [3, 1]]);
         assert_eq!(body.seat_numbers, ["A1", "A2", "A3", "B1"]);
         assert!(body.categories.is_empty() && body.seat_categories.is_empty());
+        assert!(
+            body.seat_x.is_empty() && body.zones.is_empty(),
+            "no plan, no drawing"
+        );
     }
 
     #[test]
@@ -178,12 +221,18 @@ mod tests {
                 seat_number: "A1".into(),
                 category: Some(0),
                 from_plan: false,
+                zone: None,
+                pos_x: None,
+                pos_y: None,
             },
             LayoutSeat {
                 id: SeatId(2),
                 seat_number: "B1".into(),
                 category: Some(1),
                 from_plan: false,
+                zone: None,
+                pos_x: None,
+                pos_y: None,
             },
         ];
         let body = SeatMapBody::of(ConcertId(1), seats, Some(&prices));

@@ -76,6 +76,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "dom.js" => "text/javascript; charset=utf-8",
         "events.js" => "text/javascript; charset=utf-8",
         "seatmap.js" => "text/javascript; charset=utf-8",
+        "plan-map.js" => "text/javascript; charset=utf-8",
         "account.js" => "text/javascript; charset=utf-8",
         "concerts.js" => "text/javascript; charset=utf-8",
         "concert.js" => "text/javascript; charset=utf-8",

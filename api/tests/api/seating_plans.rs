@@ -272,3 +272,92 @@ async fn a_concert_deleted_takes_its_plan_with_it() {
     assert_eq!(app.count("seating_plans").await, 0);
     assert_eq!(app.count("seats").await, 0);
 }
+
+/// A real-looking venue: the plan's stalls (premium rows in front) and
+/// balcony, and a standing floor, sold from one line: the best two of the
+/// stalls, the best two of the balcony, three places of the floor and a
+/// premium seat by name, each at its category's price.
+#[tokio::test]
+async fn stalls_balcony_and_a_standing_floor_sell_from_one_line() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(
+            json!({"rows": 1, "seatsPerRow": 4, "maxSeatsPerOrder": 4, "categories": [
+            {"name": "Stalls", "price": 6900, "currency": "EUR"},
+            {"name": "Premium", "price": 12900, "currency": "EUR"},
+            {"name": "Balcony", "price": 3900, "currency": "EUR"},
+            {"name": "Standing", "price": 4900, "currency": "EUR"},
+        ], "areas": [{"name": "Floor", "capacity": 20, "category": "Standing"}]}),
+        )
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    put_plan(&app, concert, &plan(8, 3, 12))
+        .await
+        .assert_status(200);
+    let shown = app.get(&format!("/api/concerts/{concert}"), None).await;
+    assert_eq!(
+        shown.assert_status(200)["seatCount"],
+        132 + 20,
+        "the floor stays"
+    );
+    let premium = app
+        .seats(concert)
+        .await
+        .iter()
+        .find(|s| s["seatNumber"] == "Stalls-1-1")
+        .unwrap()["id"]
+        .as_u64()
+        .unwrap();
+    let asks = [
+        json!({"concertId": concert, "category": "Stalls", "count": 2}),
+        json!({"concertId": concert, "category": "Balcony", "count": 2}),
+        json!({"concertId": concert, "area": "Floor", "count": 3}),
+        json!({"seatId": premium}),
+    ];
+    let mut line = Vec::new();
+    for (i, body) in asks.iter().enumerate() {
+        let (_, token) = app.user(&format!("venue-fan{i}")).await;
+        let queued = app
+            .post("/api/reservations", Some(&token), body.clone())
+            .await
+            .assert_status(201)["queueId"]
+            .as_u64()
+            .unwrap();
+        line.push((token, queued));
+    }
+    app.drain().await;
+    let mut got = Vec::new();
+    for (token, queued) in &line {
+        let status = app.queue_status(token, *queued).await;
+        assert_eq!(status["status"], "SUCCESS", "{status}");
+        let reservation = app
+            .get(
+                &format!("/api/reservations/{}", status["reservationId"]),
+                Some(token),
+            )
+            .await
+            .assert_status(200)
+            .clone();
+        let mut numbers: Vec<String> = reservation["seats"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["seatNumber"].as_str().unwrap().to_owned())
+            .collect();
+        numbers.sort();
+        got.push((numbers, reservation["total"].clone()));
+    }
+    let names = |list: &[&str]| list.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+    assert_eq!(
+        got,
+        vec![
+            // Premium takes rows 1 to 3: the stalls' best is row 4's centre.
+            (names(&["Stalls-4-6", "Stalls-4-7"]), json!(13800)),
+            (names(&["Balcony-1-6", "Balcony-1-7"]), json!(7800)),
+            (names(&["Floor #1", "Floor #2", "Floor #3"]), json!(14700)),
+            (names(&["Stalls-1-1"]), json!(12900)),
+        ]
+    );
+    app.assert_invariants().await;
+}

@@ -285,6 +285,10 @@ pub struct LayoutSeat {
     pub category: Option<u8>,
     /// Written from a seating plan (its category follows the plan's).
     pub from_plan: bool,
+    /// A plan's seat: its zone and where the plan draws it.
+    pub zone: Option<String>,
+    pub pos_x: Option<f64>,
+    pub pos_y: Option<f64>,
 }
 
 /// Every seat of the concert with its number and category, in natural
@@ -295,7 +299,7 @@ pub async fn layout_of_concert(
     concert: ConcertId,
 ) -> Result<Vec<LayoutSeat>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, seat_number, category, plan_category IS NOT NULL AS from_plan \
+        "SELECT id, seat_number, category, plan_category IS NOT NULL AS from_plan, zone, pos_x, pos_y \
          FROM seats WHERE concert_id = ? AND area IS NULL ORDER BY sort_key, id",
     )
     .bind(concert)

@@ -164,9 +164,11 @@ pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans
         .iter()
         .flat_map(|(id, pool)| pool.places.iter().map(move |p| (p.seat, *id)))
         .collect();
+    let mut left: HashMap<PoolId, PoolLeft> = HashMap::new();
     let mut won: HashSet<SeatId> = HashSet::new();
     let mut waited_for: HashSet<SeatId> = HashSet::new();
     let mut pools_waiting: HashSet<PoolId> = HashSet::new();
+    let mut seats_waited_in: HashSet<PoolId> = HashSet::new();
     let mut fans_waiting: HashSet<Fan> = HashSet::new();
     let mut room: HashMap<Fan, u32> = fans.iter().map(|(fan, s)| (*fan, s.room)).collect();
     line.iter()
@@ -196,6 +198,9 @@ pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans
                         Decision::refused(Verdict::Lost)
                     } else if behind || fan_behind {
                         waited_for.extend(seats);
+                        // A seat waited for holds back its pool's requests
+                        // by count: one behind this might take it.
+                        seats_waited_in.extend(seats.iter().filter_map(|s| pool_of.get(s)));
                         Decision::refused(Verdict::Deferred)
                     } else if request.wants.count() > fan_room {
                         Decision::refused(Verdict::OverLimit)
@@ -207,30 +212,21 @@ pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans
                     }
                 }
                 Wants::Best(id, shape) => {
-                    let pool = pools.get(&id);
-                    let places: Vec<Place> = pool
-                        .map(|p| p.places.as_slice())
-                        .unwrap_or_default()
-                        .iter()
-                        .filter(|p| free.contains_key(&p.seat) && !won.contains(&p.seat))
-                        .copied()
-                        .collect();
+                    let pool = left
+                        .entry(id)
+                        .or_insert_with(|| PoolLeft::of(pools.get(&id), free));
                     let behind = pools_waiting.contains(&id)
-                        || places.iter().any(|p| {
-                            waited_for.contains(&p.seat)
-                                || free
-                                    .get(&p.seat)
-                                    .copied()
-                                    .flatten()
-                                    .is_some_and(|first| first < request.place)
-                        });
+                        || seats_waited_in.contains(&id)
+                        || pool
+                            .first_open_elsewhere(&won)
+                            .is_some_and(|first| first < request.place);
                     if behind || fan_behind {
                         pools_waiting.insert(id);
                         Decision::refused(Verdict::Deferred)
                     } else if shape.count > fan_room {
                         Decision::refused(Verdict::OverLimit)
                     } else {
-                        match best::choose(&places, shape) {
+                        match pool.choose(shape, &won) {
                             Ok(seats) => Decision {
                                 verdict: Verdict::Won,
                                 seats,
@@ -258,6 +254,63 @@ pub fn decide(line: &[Request<'_>], free: &FreeSeats, pools: &Pools, fans: &Fans
             decision
         })
         .collect()
+}
+
+/// A pool's free places as its line goes, sorted once: a batch asks one
+/// pool hundreds of times, and sorting its thousands of places for each
+/// request was most of a decision's time. Places won meanwhile (by a
+/// request by count, or one naming them) are skipped as they come.
+struct PoolLeft {
+    /// In plan order (row, position): the runs a block is cut from.
+    by_place: Vec<Place>,
+    /// Best first: a standing area's places in the order it gives them.
+    by_rank: Vec<Place>,
+    /// Those with an open request elsewhere, the earliest first.
+    by_first: Vec<(u64, SeatId)>,
+}
+
+impl PoolLeft {
+    fn of(pool: Option<&Pool>, free: &FreeSeats) -> Self {
+        let places: Vec<Place> = pool
+            .map(|p| p.places.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(|p| free.contains_key(&p.seat))
+            .copied()
+            .collect();
+        let mut by_first: Vec<(u64, SeatId)> = places
+            .iter()
+            .filter_map(|p| free.get(&p.seat).copied().flatten().map(|f| (f, p.seat)))
+            .collect();
+        by_first.sort_unstable();
+        let mut by_place = places.clone();
+        by_place.sort_by_key(best::plan_order);
+        let mut by_rank = places;
+        by_rank.sort_by_key(best::rank_order);
+        Self {
+            by_place,
+            by_rank,
+            by_first,
+        }
+    }
+
+    /// The first open request elsewhere for a place not won yet.
+    fn first_open_elsewhere(&self, won: &HashSet<SeatId>) -> Option<u64> {
+        self.by_first
+            .iter()
+            .find(|(_, seat)| !won.contains(seat))
+            .map(|&(first, _)| first)
+    }
+
+    fn choose(&self, shape: Shape, won: &HashSet<SeatId>) -> Result<Vec<SeatId>, Refusal> {
+        let not_won = |p: &&Place| !won.contains(&p.seat);
+        if shape.adjacent {
+            let left: Vec<Place> = self.by_place.iter().filter(not_won).copied().collect();
+            best::choose(&left, shape)
+        } else {
+            best::first_ranked(self.by_rank.iter().filter(not_won).copied(), shape.count)
+        }
+    }
 }
 
 #[cfg(test)]

@@ -24,9 +24,11 @@ pub(super) fn pool_id((concert, pool): PoolOf) -> PoolId {
 pub(super) struct Windows(BTreeMap<PoolOf, Option<u32>>);
 
 impl Windows {
-    /// Per pool, a window of twice its places asked for (at least 64):
+    /// Per category, a window of twice its seats asked for (at least 64):
     /// the best blocks lie in it unless many seats in between were passed
-    /// over (the rows it touches are read whole besides).
+    /// over (the rows it touches are read whole besides). Per standing
+    /// area, its places asked for and 64: any place will do, so only a
+    /// place taken meanwhile is passed over.
     pub(super) fn for_rows(rows: &[queue::LeasedRow]) -> Self {
         let mut asked: BTreeMap<PoolOf, u32> = BTreeMap::new();
         for row in rows {
@@ -37,7 +39,13 @@ impl Windows {
         Self(
             asked
                 .into_iter()
-                .map(|(pool, seats)| (pool, Some(seats.saturating_mul(2).saturating_add(64))))
+                .map(|(pool, places)| {
+                    let window = match pool.1 {
+                        AskedPool::Category(_) => places.saturating_mul(2),
+                        AskedPool::Area(_) => places,
+                    };
+                    (pool, Some(window.saturating_add(64)))
+                })
                 .collect(),
         )
     }

@@ -267,7 +267,7 @@ async fn claims(
         .collect())
 }
 
-/// A free seat as a window reads it.
+/// A free seat as a window reads it (from the pool's index alone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
 struct Ranked {
     id: SeatId,

@@ -58,8 +58,8 @@ pub fn choose(free: &[Place], shape: Shape) -> Result<Vec<SeatId>, Refusal> {
     }
     if !shape.adjacent {
         let mut best: Vec<Place> = free.to_vec();
-        best.sort_by_key(|p| (p.rank, p.row, p.position, p.seat));
-        return Ok(best.into_iter().take(count).map(|p| p.seat).collect());
+        best.sort_by_key(rank_order);
+        return first_ranked(best.into_iter(), shape.count);
     }
     let runs = runs_of(free);
     if let Some(block) = best_window(&runs, count) {
@@ -71,10 +71,34 @@ pub fn choose(free: &[Place], shape: Shape) -> Result<Vec<SeatId>, Refusal> {
     Err(Refusal::NoAdjacentSeats)
 }
 
+/// The order of best: rank, then where in the plan.
+pub(super) fn rank_order(p: &Place) -> (u32, u32, u32, SeatId) {
+    (p.rank, p.row, p.position, p.seat)
+}
+
+/// The plan's order: row, then position.
+pub(super) fn plan_order(p: &Place) -> (u32, u32, SeatId) {
+    (p.row, p.position, p.seat)
+}
+
+/// The first `count` of places in [`rank_order`], all or nothing: a
+/// standing area's best.
+pub(super) fn first_ranked(
+    ranked: impl Iterator<Item = Place>,
+    count: u32,
+) -> Result<Vec<SeatId>, Refusal> {
+    let chosen: Vec<SeatId> = ranked.take(count as usize).map(|p| p.seat).collect();
+    if count == 0 || chosen.len() < count as usize {
+        return Err(Refusal::SoldOut);
+    }
+    Ok(chosen)
+}
+
 /// The free places cut into runs of neighbours, in plan order.
 fn runs_of(free: &[Place]) -> Vec<Vec<Place>> {
     let mut sorted = free.to_vec();
-    sorted.sort_by_key(|p| (p.row, p.position, p.seat));
+    // Often sorted already (a pool's places are kept in this order).
+    sorted.sort_by_key(plan_order);
     let mut runs: Vec<Vec<Place>> = Vec::new();
     for place in sorted {
         match runs.last_mut() {
