@@ -23,8 +23,9 @@
 #                                 single-writer cases
 #   scripts/fault.sh all
 #
-# Every fifth request asks for the best two seats of the concert's one
-# category instead of naming a seat (best available, issue 47).
+# Every fifth request asks by count instead of naming a seat (issue 47),
+# taking turns: the best two seats of the concert's one category, or two
+# places of its standing area (a fifth as many places as seats).
 #
 # Each passes only if: every request that got a 201 exists and is decided
 # afterwards, every other queue row is decided too (nothing half-written or

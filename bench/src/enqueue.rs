@@ -27,8 +27,11 @@ pub struct Args {
     /// and event streams.
     #[arg(long)]
     queued: bool,
-    /// Make every Nth line a best-available request for two seats (the
-    /// seats all in one category, "Stalls"): `token best:<concertId>:2`.
+    /// Make every Nth line a request by count for two places, taking
+    /// turns: the best two seats (the seats all in one category,
+    /// "Stalls"), `token best:<concertId>:2`, or two places of a standing
+    /// area "Floor" of a fifth as many places as seats,
+    /// `token area:<concertId>:2`.
     #[arg(long)]
     best_every: Option<usize>,
 }
@@ -54,6 +57,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .next();
     if let (Some(concert), Some(_)) = (concert, args.best_every) {
         seed::one_category(&mut conn, concert).await?;
+        seed::floor(&mut conn, concert, (args.seats / 5).max(1) as u64).await?;
     }
     let keys = TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?;
     let mut wanted: Vec<_> = (0..users.len()).map(|i| seats[i % seats.len()]).collect();
@@ -75,7 +79,8 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
         match (args.best_every, concert) {
             (Some(every), Some(concert)) if every > 0 && i % every == every - 1 && !args.queued => {
-                writeln!(out, "{token} best:{concert}:2")?;
+                let pool = if (i / every) % 2 == 0 { "best" } else { "area" };
+                writeln!(out, "{token} {pool}:{concert}:2")?;
             }
             _ => writeln!(out, "{token} {target}")?,
         }

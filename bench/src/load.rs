@@ -72,17 +72,21 @@ impl Outcomes {
     }
 }
 
-/// A line's request: `seatId`, or `best:<concertId>:<count>` for the best
-/// `count` seats of the concert's category "Stalls".
+/// A line's request: `seatId`; `best:<concertId>:<count>` for the best
+/// `count` seats of the concert's category "Stalls"; `area:<concertId>:<count>`
+/// for `count` places of its standing area "Floor".
 fn request_body(target: &str) -> String {
-    match target
-        .strip_prefix("best:")
-        .and_then(|rest| rest.split_once(':'))
-    {
-        Some((concert, count)) => {
-            format!("{{\"concertId\":{concert},\"category\":\"Stalls\",\"count\":{count}}}")
-        }
-        None => format!("{{\"seatId\":{target}}}"),
+    let by_count = |prefix: &str| {
+        target
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.split_once(':'))
+    };
+    if let Some((concert, count)) = by_count("best:") {
+        format!("{{\"concertId\":{concert},\"category\":\"Stalls\",\"count\":{count}}}")
+    } else if let Some((concert, count)) = by_count("area:") {
+        format!("{{\"concertId\":{concert},\"area\":\"Floor\",\"count\":{count}}}")
+    } else {
+        format!("{{\"seatId\":{target}}}")
     }
 }
 

@@ -201,6 +201,25 @@ pub async fn one_category(
     Ok(())
 }
 
+/// Gives `concert` a standing area "Floor" of `capacity` places, in its
+/// first price category (if it has any), as the API's create does.
+pub async fn floor(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    capacity: u64,
+) -> Result<(), sqlx::Error> {
+    use crate::domain::standing_area::{AreaInput, StandingAreas};
+    let input = [AreaInput {
+        name: "Floor",
+        capacity,
+        category: None,
+    }];
+    let areas = StandingAreas::parse(&input).map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
+    let categories = db::prices::of_concert(&mut *conn, concert).await?;
+    let now = db::now(&mut *conn).await?;
+    db::standing_areas::replace(conn, concert, &areas, categories.as_ref(), now).await
+}
+
 /// Makes every seat of `concert` a place of one standing area, "Floor"
 /// (its position 0; no price), entry numbers in id order.
 pub async fn one_area(conn: &mut MySqlConnection, concert: ConcertId) -> Result<(), sqlx::Error> {

@@ -13,10 +13,14 @@ mod offers;
 
 pub use offers::{Offered, needing_offers, offer_step};
 
-/// A free seat no open request wants: what an offer may give, and what
-/// makes joining the list pointless (go and reserve it).
-const FREE_AND_UNWANTED: &str = "s.status = 'AVAILABLE' \
+/// A free seat no open request wants (one naming it, or one asking for
+/// the best of its category): what an offer may give, and what makes
+/// joining the list pointless (go and reserve it). A standing area's
+/// places are not the list's: they are asked for by area.
+const FREE_AND_UNWANTED: &str = "s.status = 'AVAILABLE' AND s.area IS NULL \
      AND NOT EXISTS (SELECT 1 FROM request_seats o WHERE o.open_seat_id = s.id) \
+     AND NOT EXISTS (SELECT 1 FROM request_pools p FORCE INDEX (idx_request_pools_line) \
+                      WHERE p.concert_id = s.concert_id AND p.open_pool = s.category) \
      AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)";
 
 /// Whether `concert` has a seat that is free and that no open request
