@@ -257,6 +257,17 @@ async fn bad_standing_requests_and_areas_are_refused_and_change_nothing() {
     ask(&app, &token, json!({"seatIds": [place]}))
         .await
         .assert_problem(404, "SEAT_NOT_FOUND");
+    // Nor one an operator changes or removes alone: its area is.
+    app.delete(&format!("/api/seats/{place}"), Some(&app.admin_token))
+        .await
+        .assert_problem(404, "SEAT_NOT_FOUND");
+    app.patch(
+        &format!("/api/seats/{place}"),
+        Some(&app.admin_token),
+        json!({"seatNumber": "X1"}),
+    )
+    .await
+    .assert_problem(404, "SEAT_NOT_FOUND");
     assert_eq!(app.count("reservation_queue").await, 0);
     assert_eq!(app.count("request_pools").await, 0);
 

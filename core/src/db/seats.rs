@@ -61,8 +61,9 @@ pub async fn list_for_concert(
         .await
 }
 
+/// The seat; a standing place is none (it is its area's, changed with it).
 pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as(seat_row!("WHERE s.id = ?"))
+    sqlx::query_as(seat_row!("WHERE s.id = ? AND s.area IS NULL"))
         .bind(id)
         .fetch_optional(conn)
         .traced("SELECT", "seats")
@@ -71,12 +72,12 @@ pub async fn find(conn: &mut MySqlConnection, id: SeatId) -> Result<Option<SeatR
 
 /// Reads and locks the seat row for the rest of the transaction. Whoever
 /// takes the seat must update this row first, so holding the lock freezes
-/// the seat's reservations too.
+/// the seat's reservations too. A standing place is none, as for [`find`].
 pub async fn find_for_update(
     conn: &mut MySqlConnection,
     id: SeatId,
 ) -> Result<Option<SeatRow>, sqlx::Error> {
-    sqlx::query_as(seat_row!("WHERE s.id = ? FOR UPDATE"))
+    sqlx::query_as(seat_row!("WHERE s.id = ? AND s.area IS NULL FOR UPDATE"))
         .bind(id)
         .fetch_optional(conn)
         .traced("SELECT", "seats")
