@@ -340,8 +340,7 @@ async fn racing_requests_by_count_and_by_seat_keep_the_line_order_under_four_wor
         .filter(|s| s["seatNumber"].as_str().unwrap().starts_with('A'))
         .map(|s| s["id"].as_u64().unwrap())
         .collect();
-    let users = app.many_users("racer", 24).await;
-    let bodies: Vec<Value> = (0..users.len())
+    let bodies: Vec<Value> = (0..24)
         .map(|i| {
             if i % 4 == 3 {
                 json!({"seatId": seat_ids[(i * 7) % seat_ids.len()]})
@@ -350,19 +349,7 @@ async fn racing_requests_by_count_and_by_seat_keep_the_line_order_under_four_wor
             }
         })
         .collect();
-    let sent = users
-        .iter()
-        .zip(&bodies)
-        .map(|((_, token), body)| (token.clone(), body.clone()))
-        .collect();
-    let replies = app.request_all_at_once(sent).await;
-    let mut requests = Vec::new();
-    for ((reply, body), (_, token)) in replies.iter().zip(bodies).zip(&users) {
-        let id = reply.assert_status(201)["queueId"].as_u64().unwrap();
-        requests.push((id, token.clone(), body));
-    }
-    app.run_workers_until_drained(4).await;
-    app.assert_invariants().await;
+    let requests = app.race(bodies, 4).await;
 
     let ranks: HashMap<String, (u32, u32)> = sqlx::query_as::<_, (String, u32, u32)>(
         "SELECT seat_number, seat_rank, row_position FROM seats WHERE concert_id = ?",
@@ -374,7 +361,6 @@ async fn racing_requests_by_count_and_by_seat_keep_the_line_order_under_four_wor
     .into_iter()
     .map(|(n, rank, position)| (n, (rank, position)))
     .collect();
-    requests.sort_by_key(|(id, ..)| *id);
     let mut taken = HashSet::new();
     let mut best_so_far: HashMap<u64, u64> = HashMap::new();
     let mut served = 0;

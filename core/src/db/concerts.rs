@@ -347,6 +347,26 @@ pub async fn lock_seats(conn: &mut MySqlConnection, id: ConcertId) -> Result<u32
     .await
 }
 
+/// Counts the concert's seats (and standing places) again after they were
+/// replaced.
+pub async fn recount_seats(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE concerts SET seat_count = (SELECT COUNT(*) FROM seats WHERE concert_id = ?), \
+         updated_at = ? WHERE id = ?",
+    )
+    .bind(concert)
+    .bind(now.naive_utc())
+    .bind(concert)
+    .execute(conn)
+    .traced("UPDATE", "concerts")
+    .await?;
+    Ok(())
+}
+
 /// Seats locked per statement by [`lock_seats`].
 const LOCK_CHUNK: usize = 1024;
 

@@ -75,15 +75,7 @@ pub async fn replace(
             });
             written += insert.build().execute(&mut *conn).await?.rows_affected();
         }
-        sqlx::query(
-            "UPDATE concerts SET seat_count = (SELECT COUNT(*) FROM seats WHERE concert_id = ?), \
-             updated_at = ? WHERE id = ?",
-        )
-        .bind(concert)
-        .bind(now.naive_utc())
-            .bind(concert)
-            .execute(&mut *conn)
-            .await?;
+        super::concerts::recount_seats(conn, concert, now).await?;
         sqlx::query(
             "REPLACE INTO seating_plans (concert_id, name, plan, seat_count, created_at) \
              VALUES (?, ?, ?, ?, ?)",

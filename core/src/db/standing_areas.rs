@@ -141,15 +141,7 @@ pub async fn replace(
                 insert.build().execute(&mut *conn).await?;
             }
         }
-        sqlx::query(
-            "UPDATE concerts SET seat_count = (SELECT COUNT(*) FROM seats WHERE concert_id = ?), \
-             updated_at = ? WHERE id = ?",
-        )
-        .bind(concert)
-        .bind(now.naive_utc())
-        .bind(concert)
-        .execute(&mut *conn)
-        .await?;
+        super::concerts::recount_seats(conn, concert, now).await?;
         Ok(())
     }
     .traced("INSERT", "standing_areas")

@@ -208,6 +208,28 @@ impl TestApp {
         self.request_all_at_once(bodies).await
     }
 
+    /// A new user per body, every request sent at the same moment, then
+    /// decided by `workers` workers racing: `(queue id, token, body)` of
+    /// each, in line order.
+    pub async fn race(&self, bodies: Vec<Value>, workers: usize) -> Vec<(u64, String, Value)> {
+        let users = self.many_users("racer", bodies.len()).await;
+        let sent = users
+            .iter()
+            .zip(&bodies)
+            .map(|((_, token), body)| (token.clone(), body.clone()))
+            .collect();
+        let replies = self.request_all_at_once(sent).await;
+        let mut requests = Vec::new();
+        for ((reply, body), (_, token)) in replies.iter().zip(bodies).zip(&users) {
+            let id = reply.assert_status(201)["queueId"].as_u64().unwrap();
+            requests.push((id, token.clone(), body));
+        }
+        self.run_workers_until_drained(workers).await;
+        self.assert_invariants().await;
+        requests.sort_by_key(|(id, ..)| *id);
+        requests
+    }
+
     /// Sends every `(token, body)` reservation request at the same moment;
     /// the replies in the order given.
     pub async fn request_all_at_once(&self, requests: Vec<(String, Value)>) -> Vec<Reply> {
