@@ -34,6 +34,9 @@ pub struct Args {
     /// `token area:<concertId>:2`.
     #[arg(long)]
     best_every: Option<usize>,
+    /// With `best-every`: the best seats only, no standing area.
+    #[arg(long, requires = "best_every")]
+    no_areas: bool,
 }
 
 /// Makes a migrated database with users and seats, writes request lines for
@@ -57,7 +60,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         .next();
     if let (Some(concert), Some(_)) = (concert, args.best_every) {
         seed::one_category(&mut conn, concert).await?;
-        seed::floor(&mut conn, concert, (args.seats / 5).max(1) as u64).await?;
+        if !args.no_areas {
+            seed::floor(&mut conn, concert, (args.seats / 5).max(1) as u64).await?;
+        }
     }
     let keys = TokenKeys::new(args.secret.as_bytes(), Duration::from_secs(24 * 3600))?;
     let mut wanted: Vec<_> = (0..users.len()).map(|i| seats[i % seats.len()]).collect();
@@ -79,7 +84,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
         match (args.best_every, concert) {
             (Some(every), Some(concert)) if every > 0 && i % every == every - 1 && !args.queued => {
-                let pool = if (i / every) % 2 == 0 { "best" } else { "area" };
+                let pool = if args.no_areas || (i / every) % 2 == 0 {
+                    "best"
+                } else {
+                    "area"
+                };
                 writeln!(out, "{token} {pool}:{concert}:2")?;
             }
             _ => writeln!(out, "{token} {target}")?,
