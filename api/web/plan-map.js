@@ -25,7 +25,7 @@ export class PlanMap {
    * `seats`: [{x, y, zone, category}] in the map's order; `zones`: names;
    * `onPick(index)` hears a tap or Enter on a seat.
    */
-  constructor(seats, zones, { onPick, label }) {
+  constructor(seats, zones, { onPick, label, categories = [] }) {
     this.seats = seats;
     this.zones = zones;
     this.onPick = onPick;
@@ -67,7 +67,7 @@ export class PlanMap {
       h("button", { type: "button", "aria-label": "Zoom out", onclick: () => this.zoomBy(1 / 1.6) }, "−"),
       h("button", { type: "button", "aria-label": "Show the whole plan", onclick: () => this.fit() }, "Fit"),
     );
-    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, this.live);
+    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, legendOf(categories), this.live);
     this.listen();
     this.apply();
   }
@@ -241,6 +241,22 @@ export class PlanMap {
       if (index !== null) this.onPick(index);
     });
   }
+}
+
+/** Which colour is which category (`categories`: their names, in order). */
+function legendOf(categories) {
+  if (categories.length === 0) return null;
+  return h(
+    "ul",
+    { class: "legend plan-legend", "aria-label": "Colours by price category" },
+    ...categories.map((name, i) => {
+      const swatch = h("span", { class: "swatch", "data-category": name });
+      // Set through the CSSOM: the page's policy allows no inline style.
+      swatch.style.background = PALETTE[i % PALETTE.length];
+      swatch.style.borderColor = PALETTE[i % PALETTE.length];
+      return h("li", {}, swatch, name);
+    }),
+  );
 }
 
 /** The usual distance between neighbours in a row: what a seat's size follows. */

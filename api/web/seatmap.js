@@ -145,6 +145,7 @@ export class SeatMap {
     }
     const points = list.map((s) => ({ x: s.x, y: s.y, zone: s.zone, category: s.categoryIndex }));
     this.plan = new PlanMap(points, zones, {
+      categories: (this.categories || []).map((c) => c.name),
       onPick: (index) => this.pick(index),
       label: (index) => {
         const entry = this.seats[index];

@@ -102,8 +102,23 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
         .await;
     page.wait_element("svg.plan text.zone-label", Some("Balcony"))
         .await;
-    // One colour a category, every seat free.
+    // One colour a category, every seat free, and the key to them.
     assert_eq!(layers(&page).await, json!(["A0", "A1", "A2"]));
+    let key = page
+        .script(
+            "const fills = Object.fromEntries([...document.querySelectorAll('svg.plan path.seats')] \
+               .map((p) => [p.dataset.layer, p.getAttribute('fill')])); \
+             const css = (c) => { const s = document.createElement('span'); s.style.background = c; \
+               document.body.append(s); const v = getComputedStyle(s).backgroundColor; s.remove(); return v; }; \
+             return [...document.querySelectorAll('.plan-legend li')].map((li, i) => \
+               [li.textContent, getComputedStyle(li.querySelector('.swatch')).backgroundColor === css(fills['A' + i])]);",
+            vec![],
+        )
+        .await;
+    assert_eq!(
+        key,
+        json!([["Premium", true], ["Stalls", true], ["Balcony", true]])
+    );
     let at = drawn_at(&app, &page, concert, "Stalls-4-6").await;
     tap(&page, at).await;
     page.wait_element("#choice", Some("Selected: Stalls-4-6 · €69.00"))
