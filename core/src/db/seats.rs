@@ -6,7 +6,9 @@ use sqlx::MySqlConnection;
 use crate::domain::{ConcertId, PageRequest, ReservationStatus, SeatId, SeatNumber, SeatStatus};
 
 mod decision;
+mod window;
 pub use decision::*;
+pub use window::best_free;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SeatRow {
