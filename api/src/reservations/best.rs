@@ -3,24 +3,96 @@
 //! `ticket_core::domain::allocation::best`).
 
 use ticket_core::db::{self, prices, standing_areas};
-use ticket_core::domain::{AskedPool, BestAsk, ConcertId, FieldError, MaxSeatsPerOrder};
+use ticket_core::domain::{
+    AskedPool, BestAsk, ConcertId, FieldError, MaxSeatsPerOrder, PriceCategories, StandingAreas,
+};
 
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
 
 /// A pool as a request names it.
 #[derive(Debug, Clone, Copy)]
-pub(super) enum Named<'a> {
+pub(crate) enum Named<'a> {
     Category(&'a str),
     Area(&'a str),
 }
 
 impl Named<'_> {
     /// The request's field that names it.
-    pub(super) fn field(self) -> &'static str {
+    pub(crate) fn field(self) -> &'static str {
         match self {
             Self::Category(_) => "category",
             Self::Area(_) => "area",
+        }
+    }
+}
+
+/// A concert's price categories and standing areas: what a request or a
+/// waiting-list entry names a pool by, and what an answer names it by.
+pub(crate) struct PoolNames {
+    categories: Option<PriceCategories>,
+    areas: StandingAreas,
+}
+
+impl PoolNames {
+    pub(crate) async fn of(conn: &mut db::Conn, concert: ConcertId) -> ApiResult<Self> {
+        Ok(Self {
+            categories: prices::of_concert(conn, concert).await?,
+            areas: standing_areas::of_concert(conn, concert).await?,
+        })
+    }
+
+    fn category_names(&self) -> Vec<&str> {
+        self.categories.as_ref().map_or_else(Vec::new, |c| {
+            c.categories.iter().map(|c| c.name.as_str()).collect()
+        })
+    }
+
+    /// The pool `named`: 400 naming the field for a category or area the
+    /// concert does not have.
+    pub(crate) fn pool(&self, named: Named<'_>) -> Result<AskedPool, FieldError> {
+        let (position, names, kind) = match named {
+            Named::Category(name) => (
+                self.categories
+                    .as_ref()
+                    .and_then(|c| c.position_of(name))
+                    .and_then(|p| u8::try_from(p).ok())
+                    .map(AskedPool::Category),
+                self.category_names(),
+                "price categories",
+            ),
+            Named::Area(name) => (
+                self.areas.position_of(name).map(AskedPool::Area),
+                self.areas.areas.iter().map(|a| a.name.as_str()).collect(),
+                "standing areas",
+            ),
+        };
+        position.ok_or_else(|| {
+            let message = if names.is_empty() {
+                format!("this concert has no {kind} to ask for")
+            } else {
+                format!("must be one of this concert's {kind}: {}", names.join(", "))
+            };
+            FieldError::new(named.field(), message)
+        })
+    }
+
+    /// The category's and the area's names of `pool` (each `None` when it
+    /// is not of that kind, or is no more).
+    pub(crate) fn names(&self, pool: Option<AskedPool>) -> (Option<String>, Option<String>) {
+        match pool {
+            None => (None, None),
+            Some(AskedPool::Category(p)) => {
+                let name = self
+                    .category_names()
+                    .get(usize::from(p))
+                    .map(|n| (*n).to_owned());
+                (name, None)
+            }
+            Some(AskedPool::Area(p)) => {
+                let name = self.areas.areas.get(usize::from(p)).map(|a| a.name.clone());
+                (None, name)
+            }
         }
     }
 }
@@ -40,37 +112,7 @@ pub(super) async fn ask(
     let Some(found) = db::concerts::find(&mut conn, concert).await? else {
         return Err(ApiError::concert_not_found());
     };
-    let (position, names) = match pool {
-        Named::Category(name) => {
-            let categories = prices::of_concert(&mut conn, concert).await?;
-            let position = categories
-                .as_ref()
-                .and_then(|c| c.position_of(name))
-                .and_then(|p| u8::try_from(p).ok())
-                .map(AskedPool::Category);
-            let names = categories.map_or_else(Vec::new, |c| {
-                c.categories.into_iter().map(|c| c.name).collect()
-            });
-            (position, names)
-        }
-        Named::Area(name) => {
-            let areas = standing_areas::of_concert(&mut conn, concert).await?;
-            let position = areas.position_of(name).map(AskedPool::Area);
-            (position, areas.areas.into_iter().map(|a| a.name).collect())
-        }
-    };
-    let Some(position) = position else {
-        let kind = match pool {
-            Named::Category(_) => "price categories",
-            Named::Area(_) => "standing areas",
-        };
-        let message = if names.is_empty() {
-            format!("this concert has no {kind} to ask for")
-        } else {
-            format!("must be one of this concert's {kind}: {}", names.join(", "))
-        };
-        return Err(FieldError::new(pool.field(), message).into());
-    };
+    let position = PoolNames::of(&mut conn, concert).await?.pool(pool)?;
     let max = MaxSeatsPerOrder::parse(u64::from(found.max_seats_per_order)).unwrap_or_default();
     Ok(BestAsk::parse(position, count, allow_split, max)?)
 }

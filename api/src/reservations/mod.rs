@@ -3,7 +3,7 @@
 //! pushed as events, and a won hold is confirmed or cancelled (checkout).
 
 pub(crate) mod alone;
-mod best;
+pub(crate) mod best;
 pub mod checkout;
 pub mod enqueue_batcher;
 pub mod events;

@@ -7,13 +7,15 @@ use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, waiting_list, whole};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{
-    AccessCode, Admission, ConcertId, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest, WaitingSeats,
+    AccessCode, Admission, ConcertId, FieldError, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest,
+    WaitingSeats,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::alone::take_code;
+use crate::reservations::best::{Named, PoolNames};
 use crate::reservations::view::ReservationResponse;
 use crate::state::AppState;
 
@@ -37,6 +39,27 @@ pub struct JoinRequest {
     /// needs then (it binds to the first account that uses it).
     #[schema(max_length = 64, example = "ABCD-EFGH-JKMN-PQRS")]
     access_code: Option<String>,
+    /// Wait for seats of this price category only (its name). Without it,
+    /// or `area`, any seat (never a standing place).
+    #[schema(max_length = 40, example = "Stalls")]
+    category: Option<String>,
+    /// Wait for places of this standing area (its name).
+    #[schema(max_length = 40, example = "Floor")]
+    area: Option<String>,
+}
+
+impl JoinRequest {
+    /// The pool named, if any: 400 when both a category and an area are.
+    fn named(&self) -> ApiResult<Option<Named<'_>>> {
+        match (&self.category, &self.area) {
+            (None, None) => Ok(None),
+            (Some(category), None) => Ok(Some(Named::Category(category))),
+            (None, Some(area)) => Ok(Some(Named::Area(area))),
+            (Some(_), Some(_)) => {
+                Err(FieldError::new("area", "give category or area, not both").into())
+            }
+        }
+    }
 }
 
 /// The caller's place on a concert's waiting list, and the offer made to
@@ -44,9 +67,15 @@ pub struct JoinRequest {
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WaitingListEntryResponse {
-    /// 1 for the next fan to be offered seats; null once offered.
+    /// 1 for the next fan to be offered seats (of the fans before who wait
+    /// for what this entry waits for, or for any seat when it waits for a
+    /// category's); null once offered.
     position: Option<u64>,
     seats: u8,
+    /// The price category waited for (null: any seat, or an area).
+    category: Option<String>,
+    /// The standing area waited for.
+    area: Option<String>,
     /// WAITING, or OFFERED (see `offer`).
     #[schema(example = "WAITING")]
     status: String,
@@ -56,9 +85,11 @@ pub struct WaitingListEntryResponse {
     offer: Option<ReservationResponse>,
 }
 
-/// Joins the concert's waiting list (signed in, when no seat is free): when
-/// seats come back that nobody in line wants, the first fan whose count
-/// they meet is offered them as a hold of theirs. Joining asks what
+/// Joins the concert's waiting list (signed in, when no seat of what the
+/// fan waits for is free): for any seat, a price category's seats, or a
+/// standing area's places. When seats of it come back that nobody in line
+/// wants, the first fan whose count they meet is offered the best of them
+/// as a hold of theirs. Joining asks what
 /// reserving asks at that moment: the sale open, or in the presale an
 /// access code; a solved challenge (`Proof-Of-Work`) when the concert asks
 /// for one.
@@ -83,6 +114,10 @@ pub async fn join(
         MaxSeatsPerOrder::parse(row.max_seats_per_order.into()).unwrap_or_default(),
     )
     .map_err(|e| ApiError::from(vec![e]))?;
+    let wants = match req.named()? {
+        Some(named) => Some(PoolNames::of(&mut conn, concert).await?.pool(named)?),
+        None => None,
+    };
     // A code that cannot be one is as unknown as a wrong one.
     let access_code = match req.access_code.as_deref().map(AccessCode::parse) {
         None => None,
@@ -106,10 +141,10 @@ pub async fn join(
     if terms.proof_of_work.is_on() {
         crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
     }
-    if waiting_list::has_free_seat(&mut conn, concert).await? {
+    if waiting_list::has_free_seat(&mut conn, concert, wants).await? {
         return Err(ApiError::new(
             ErrorCode::SeatsAvailable,
-            "this concert has seats free: reserve one instead of waiting",
+            "this concert has seats of what you would wait for free: reserve one instead of waiting",
         ));
     }
     if waiting_list::has_running_offer(&mut conn, concert, caller.id).await? {
@@ -140,7 +175,7 @@ pub async fn join(
             let seats = u64::from(seats.get());
             take_code(tx, concert, caller.id, seats, code, now).await?;
         }
-        waiting_list::join(tx, concert, caller.id, seats, now).await?;
+        waiting_list::join(tx, concert, caller.id, seats, wants, now).await?;
         Ok::<_, ApiError>(())
     })
     .await?;
@@ -193,6 +228,11 @@ async fn entry_of(
     if entry.status == "LEFT" {
         return Err(not_on_list());
     }
+    // Names are read only for an entry that has a pool (a fan polls this).
+    let (category, area) = match waiting_list::waiting_for(entry.pool) {
+        None => (None, None),
+        pool => PoolNames::of(conn, concert).await?.names(pool),
+    };
     let offer = match entry.reservation_id {
         Some(id) => {
             let now = db::now(conn).await?;
@@ -205,6 +245,8 @@ async fn entry_of(
     Ok(WaitingListEntryResponse {
         position: entry.position,
         seats: entry.seats,
+        category,
+        area,
         status: entry.status,
         joined_at: entry.created_at,
         offer,
@@ -230,6 +272,10 @@ pub struct ListedEntryResponse {
     id: u64,
     user_id: u64,
     seats: u8,
+    /// The price category waited for (null: any seat, or an area).
+    category: Option<String>,
+    /// The standing area waited for.
+    area: Option<String>,
     /// WAITING, OFFERED (`reservationId` holds the offer) or LEFT.
     #[schema(example = "WAITING")]
     status: String,
@@ -257,17 +303,23 @@ pub async fn list(
         return Err(ApiError::concert_not_found());
     }
     let entries = waiting_list::entries(&mut conn, concert, page).await?;
+    let names = PoolNames::of(&mut conn, concert).await?;
     Ok(Json(
         entries
             .into_iter()
-            .map(|e| ListedEntryResponse {
-                id: e.id,
-                user_id: e.user_id.get(),
-                seats: e.seats,
-                status: e.status,
-                reservation_id: e.reservation_id.map(|r| r.get()),
-                joined_at: e.created_at,
-                ended_at: e.ended_at,
+            .map(|e| {
+                let (category, area) = names.names(waiting_list::waiting_for(e.pool));
+                ListedEntryResponse {
+                    id: e.id,
+                    user_id: e.user_id.get(),
+                    seats: e.seats,
+                    category,
+                    area,
+                    status: e.status,
+                    reservation_id: e.reservation_id.map(|r| r.get()),
+                    joined_at: e.created_at,
+                    ended_at: e.ended_at,
+                }
             })
             .collect(),
     ))

@@ -40,4 +40,5 @@ mod tickets;
 mod users;
 mod validation;
 mod waiting_list;
+mod waiting_pools;
 mod walk;

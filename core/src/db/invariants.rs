@@ -285,6 +285,16 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "an offer from a waiting list gave a seat or place not of what the fan waited for",
+        "SELECT COUNT(*) FROM waiting_list_entries e JOIN reservation_seats rs ON rs.reservation_id = e.reservation_id \
+           JOIN seats s ON s.id = rs.seat_id \
+         WHERE e.status = 'OFFERED' AND NOT (CASE \
+             WHEN e.pool IS NULL THEN s.area IS NULL \
+             WHEN e.pool < 256 THEN s.area IS NULL AND s.category <=> e.pool \
+             ELSE s.area <=> e.pool - 256 END)",
+        &[],
+    ),
+    (
         "a waiting list's entry is OFFERED without its offer, or WAITING with one",
         "SELECT COUNT(*) FROM waiting_list_entries \
          WHERE (status = 'OFFERED') <> (reservation_id IS NOT NULL)",

@@ -6,37 +6,64 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::{BindIds as _, IdList, Traced as _};
-use crate::domain::{ConcertId, PageRequest, ReservationId, UserId, WaitingSeats};
+use super::{BindIds, IdList, Traced as _};
+use crate::domain::waiting_list::WaitingFor;
+use crate::domain::{AskedPool, ConcertId, PageRequest, ReservationId, UserId, WaitingSeats};
 
 mod offers;
 
 pub use offers::{Offered, needing_offers, offer_step};
 
-/// A free seat no open request wants (one naming it, or one asking for
-/// the best of its category): what an offer may give, and what makes
-/// joining the list pointless (go and reserve it). A standing area's
-/// places are not the list's: they are asked for by area.
-const FREE_AND_UNWANTED: &str = "s.status = 'AVAILABLE' AND s.area IS NULL \
+/// What an entry's stored `pool` says the fan waits for.
+pub fn waiting_for(pool: Option<u16>) -> WaitingFor {
+    pool.map(AskedPool::from_code)
+}
+
+/// A free seat or place no open request wants (one naming it, or one
+/// asking for the best of its pool: its category's seats, or its area's
+/// places): what an offer may give, and what makes joining the list for it
+/// pointless (go and reserve it).
+const FREE_AND_UNWANTED: &str = "s.status = 'AVAILABLE' \
      AND NOT EXISTS (SELECT 1 FROM request_seats o WHERE o.open_seat_id = s.id) \
      AND NOT EXISTS (SELECT 1 FROM request_pools p FORCE INDEX (idx_request_pools_line) \
-                      WHERE p.concert_id = s.concert_id AND p.open_pool = s.category) \
+                      WHERE p.concert_id = s.concert_id \
+                        AND p.open_pool = IF(s.area IS NULL, s.category, 256 + s.area)) \
      AND NOT EXISTS (SELECT 1 FROM reservation_seats rs WHERE rs.live_seat_id = s.id)";
 
-/// Whether `concert` has a seat that is free and that no open request
-/// wants. Stops at the first.
+/// The seats (`s`) a fan waiting for `wants` may be offered, as a condition
+/// and the position it binds: any seat is never a standing place.
+fn serving(wants: WaitingFor) -> (&'static str, Option<u8>) {
+    match wants {
+        None => ("s.area IS NULL", None),
+        Some(AskedPool::Category(c)) => ("s.area IS NULL AND s.category = ?", Some(c)),
+        Some(AskedPool::Area(a)) => ("s.area = ?", Some(a)),
+    }
+}
+
+/// Binds `value` when there is one: for a condition that has a
+/// placeholder only for some of what it stands for ([`serving`]).
+fn bind_some<Q: BindIds>(query: Q, value: Option<impl Into<u64>>) -> Q {
+    match value {
+        Some(value) => query.bind_id(value.into()),
+        None => query,
+    }
+}
+
+/// Whether `concert` has a seat (or place) of what `wants` names that is
+/// free and that no open request wants. Stops at the first.
 pub async fn has_free_seat(
     conn: &mut MySqlConnection,
     concert: ConcertId,
+    wants: WaitingFor,
 ) -> Result<bool, sqlx::Error> {
-    let found: Option<(u64,)> = sqlx::query_as(AssertSqlSafe(format!(
+    let (pool, position) = serving(wants);
+    let found = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT s.id FROM seats s FORCE INDEX (idx_seats_concert_status) \
-          WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} LIMIT 1"
+          WHERE s.concert_id = ? AND {pool} AND {FREE_AND_UNWANTED} LIMIT 1"
     )))
-    .bind(concert)
-    .fetch_optional(conn)
-    .traced("SELECT", "seats")
-    .await?;
+    .bind(concert);
+    let found = bind_some(found, position);
+    let found: Option<(u64,)> = found.fetch_optional(conn).traced("SELECT", "seats").await?;
     Ok(found.is_some())
 }
 
@@ -65,22 +92,24 @@ pub async fn ensure_list(
     Ok(())
 }
 
-/// Puts `user` at the end of `concert`'s list. A fan already waiting is
-/// refused by `uq_waiting_list_waiting`.
+/// Puts `user` at the end of `concert`'s list, waiting for `seats` of
+/// `wants`. A fan already waiting is refused by `uq_waiting_list_waiting`.
 pub async fn join(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     user: UserId,
     seats: WaitingSeats,
+    wants: WaitingFor,
     now: DateTime<Utc>,
 ) -> Result<u64, sqlx::Error> {
     let done = sqlx::query(
-        "INSERT INTO waiting_list_entries (concert_id, user_id, seats, status, created_at) \
-         VALUES (?, ?, ?, 'WAITING', ?)",
+        "INSERT INTO waiting_list_entries (concert_id, user_id, seats, pool, status, created_at) \
+         VALUES (?, ?, ?, ?, 'WAITING', ?)",
     )
     .bind(concert)
     .bind(user)
     .bind(seats.get())
+    .bind(wants.map(AskedPool::code))
     .bind(now.naive_utc())
     .execute(conn)
     .traced("INSERT", "waiting_list_entries")
@@ -133,6 +162,8 @@ pub async fn forget_left(
 pub struct Entry {
     pub id: u64,
     pub seats: u8,
+    /// What the fan waits for, coded as [`AskedPool::code`] (NULL: any seat).
+    pub pool: Option<u16>,
     /// WAITING, OFFERED or LEFT.
     pub status: String,
     pub reservation_id: Option<ReservationId>,
@@ -143,14 +174,15 @@ pub struct Entry {
 }
 
 /// `user`'s latest entry on `concert`'s list, with its place when waiting:
-/// the fans still waiting who joined before, plus one.
+/// the fans still waiting who joined before for what may be offered to
+/// this one, plus one.
 pub async fn latest_entry(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     user: UserId,
 ) -> Result<Option<Entry>, sqlx::Error> {
     let entry: Option<Entry> = sqlx::query_as(
-        "SELECT id, seats, status, reservation_id, created_at FROM waiting_list_entries \
+        "SELECT id, seats, pool, status, reservation_id, created_at FROM waiting_list_entries \
           WHERE user_id = ? AND concert_id = ? ORDER BY id DESC LIMIT 1",
     )
     .bind(user)
@@ -162,15 +194,24 @@ pub async fn latest_entry(
         return Ok(None);
     };
     if entry.status == "WAITING" {
-        let (ahead,): (i64,) = sqlx::query_as(
+        // Ahead: the fans before who may be offered what this one waits
+        // for (any seat and a category's seats take from each other).
+        let ahead_of = match waiting_for(entry.pool) {
+            None => "(pool IS NULL OR pool < 256)",
+            Some(AskedPool::Category(_)) => "(pool IS NULL OR pool = ?)",
+            Some(AskedPool::Area(_)) => "pool = ?",
+        };
+        let count = sqlx::query_as(AssertSqlSafe(format!(
             "SELECT COUNT(*) FROM waiting_list_entries \
-              WHERE status = 'WAITING' AND concert_id = ? AND id < ?",
-        )
+              WHERE status = 'WAITING' AND concert_id = ? AND id < ? AND {ahead_of}"
+        )))
         .bind(concert)
-        .bind(entry.id)
-        .fetch_one(conn)
-        .traced("SELECT", "waiting_list_entries")
-        .await?;
+        .bind(entry.id);
+        let count = bind_some(count, entry.pool);
+        let (ahead,): (i64,) = count
+            .fetch_one(conn)
+            .traced("SELECT", "waiting_list_entries")
+            .await?;
         entry.position = Some(u64::try_from(ahead).unwrap_or(0) + 1);
     }
     Ok(Some(entry))
@@ -182,6 +223,8 @@ pub struct ListedEntry {
     pub id: u64,
     pub user_id: UserId,
     pub seats: u8,
+    /// As [`Entry::pool`].
+    pub pool: Option<u16>,
     pub status: String,
     pub reservation_id: Option<ReservationId>,
     pub created_at: DateTime<Utc>,
@@ -196,7 +239,7 @@ pub async fn entries(
     page: PageRequest,
 ) -> Result<Vec<ListedEntry>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, user_id, seats, status, reservation_id, created_at, ended_at \
+        "SELECT id, user_id, seats, pool, status, reservation_id, created_at, ended_at \
            FROM waiting_list_entries WHERE concert_id = ? ORDER BY id LIMIT ? OFFSET ?",
     )
     .bind(concert)

@@ -5,21 +5,45 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
-use super::FREE_AND_UNWANTED;
+use super::{FREE_AND_UNWANTED, bind_some, serving, waiting_for};
 use crate::db::prices::{PriceColumns, SEAT_PRICE};
-use crate::db::{Traced as _, access_codes, fans, outbox, reservations, seats};
+use crate::db::{
+    BindIds as _, IdList, Traced as _, access_codes, fans, outbox, reservations, seats,
+};
 use crate::domain::allocation::Fan;
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
-use crate::domain::waiting_list::{Offer, Waiting, offers};
+use crate::domain::waiting_list::{FreePlace, Offer, Waiting, offers};
 use crate::domain::{
-    Admission, ConcertId, LotteryWindow, MaxSeatsPerUser, OfferDuration, ReservationId,
+    Admission, AskedPool, ConcertId, LotteryWindow, MaxSeatsPerUser, OfferDuration, ReservationId,
     ReservationStatus, SaleWindow, SeatId, SeatStatus, UserId,
 };
-/// A free seat an offer may give, with its price now.
+
+/// A free seat or place an offer may give, as first read (no lock).
+#[derive(Debug, Clone, Copy, sqlx::FromRow)]
+struct Candidate {
+    id: SeatId,
+    seat_rank: u32,
+    category: Option<u8>,
+    area: Option<u8>,
+}
+
+impl Candidate {
+    fn place(&self) -> FreePlace {
+        FreePlace {
+            category: self.category,
+            area: self.area,
+        }
+    }
+}
+
+/// A free seat an offer gives, locked, with its price now.
 #[derive(sqlx::FromRow)]
 struct FreeSeat {
     id: SeatId,
     seat_number: String,
+    /// Positions (the price's own columns name the category).
+    pool_category: Option<u8>,
+    pool_area: Option<u8>,
     #[sqlx(flatten)]
     price: PriceColumns,
 }
@@ -101,9 +125,11 @@ enum Buyers {
 /// one is offering), locks the fans waiting who could take some of the
 /// free seats, in order and page by page until they would take them all
 /// (a decision about one of them waits, see [`super::lock_fans_waiting`]),
-/// then reads the seats that are free and that no open request wants
-/// (locking them, skipping any a decision or a confirm has locked: those
-/// are the line's), decides who is offered what ([`offers`]), and writes
+/// then locks the seats (and places) it would offer of those free that no
+/// open request wants, best first, of the pools the fans wait for (read
+/// before the fans, without locks; skipping any a decision or a confirm has
+/// locked: those are the line's), decides who is offered what ([`offers`]:
+/// each fan only what they wait for), and writes
 /// each offer: a HELD reservation of the fan's (source WAITING_LIST) until
 /// `now` + the concert's offer time, its seats HELD, the entry OFFERED,
 /// and a WaitingListOffered event.
@@ -147,50 +173,58 @@ pub async fn offer_step(
         if matches!(buyers, Buyers::Nobody) {
             return Ok(Vec::new());
         }
-        // How many seats could go: a plain read, so that the fans are
-        // locked before any seat is (a decision locks in that order too).
-        let (free_now,): (i64,) = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT COUNT(*) FROM (SELECT s.id FROM seats s FORCE INDEX (idx_seats_concert_status) \
-              WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} LIMIT ?) AS free"
-        )))
-        .bind(concert)
-        .bind(SEATS_PER_STEP)
-        .fetch_one(&mut *conn)
-        .await?;
-        let free_now = usize::try_from(free_now).unwrap_or_default();
-        if free_now == 0 {
+        // What could go: a plain read, so that the fans are locked before
+        // any seat is (a decision locks in that order too).
+        let candidates = free_for_list(conn, concert).await?;
+        if candidates.is_empty() {
             return Ok(Vec::new());
         }
+        let places: Vec<FreePlace> = candidates.iter().map(Candidate::place).collect();
         let cap = u64::from(MaxSeatsPerUser::from_stored(terms.max_seats_per_user).get());
-        let list = fans_who_fit(conn, concert, &buyers, cap, free_now, now).await?;
+        let list = fans_who_fit(conn, concert, &buyers, cap, &places, now).await?;
         if list.is_empty() {
             return Ok(Vec::new());
         }
-        let wanted: u32 = offers(&list, free_now)
+        let chosen: Vec<SeatId> = offers(&list, &places)
             .iter()
-            .map(|o| u32::from(o.seats))
-            .sum();
+            .flat_map(|o| o.places.iter().map(|&i| candidates[i].id))
+            .collect();
+        // Locked, skipping any a decision or a confirm has locked (those
+        // are the line's), and still free and unwanted; offered again over
+        // what is left, in the same order.
+        let Some(chosen) = IdList::of(&chosen) else {
+            return Ok(Vec::new());
+        };
         let free: Vec<FreeSeat> = sqlx::query_as(AssertSqlSafe(format!(
-            "SELECT s.id, s.seat_number, {SEAT_PRICE} FROM seats s FORCE INDEX (idx_seats_concert_status) \
-              WHERE s.concert_id = ? AND {FREE_AND_UNWANTED} \
-              ORDER BY s.sort_key LIMIT ? FOR UPDATE SKIP LOCKED"
+            "SELECT s.id, s.seat_number, s.category AS pool_category, s.area AS pool_area, \
+                    {SEAT_PRICE} FROM seats s \
+              WHERE s.id IN ({chosen}) AND s.concert_id = ? AND {FREE_AND_UNWANTED} \
+              ORDER BY s.seat_rank, s.id FOR UPDATE SKIP LOCKED"
         )))
+        .bind_ids(&chosen)
         .bind(concert)
-        .bind(wanted)
         .fetch_all(&mut *conn)
         .await?;
         if free.is_empty() {
             return Ok(Vec::new());
         }
+        let places: Vec<FreePlace> = free
+            .iter()
+            .map(|s| FreePlace {
+                category: s.pool_category,
+                area: s.pool_area,
+            })
+            .collect();
+        let made_offers = offers(&list, &places);
         let offer_seconds = terms.waiting_list_offer_seconds;
         let until = now + OfferDuration::from_stored(offer_seconds).as_duration();
-        let mut next = free.into_iter();
+        let mut free: Vec<Option<FreeSeat>> = free.into_iter().map(Some).collect();
         let mut made = Vec::new();
         let mut events = Vec::new();
-        for Offer { entry, fan, seats } in offers(&list, next.len()) {
-            let given: Vec<ReservedSeat> = next
-                .by_ref()
-                .take(usize::from(seats))
+        for Offer { entry, fan, places } in made_offers {
+            let given: Vec<ReservedSeat> = places
+                .iter()
+                .filter_map(|&i| free.get_mut(i).and_then(Option::take))
                 .map(|s| ReservedSeat {
                     seat_id: s.id,
                     seat_number: s.seat_number,
@@ -236,34 +270,91 @@ pub async fn offer_step(
     .await
 }
 
+/// The seats and places free and unwanted on `concert` that its waiting
+/// fans wait for, best first (rank, then id): read apart for each pool
+/// somebody waits for, up to [`SEATS_PER_STEP`] each, so that a pool's
+/// seats are found however many free seats of other pools rank before.
+async fn free_for_list(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Vec<Candidate>, sqlx::Error> {
+    let pools: Vec<(Option<u16>,)> = sqlx::query_as(
+        "SELECT DISTINCT pool FROM waiting_list_entries FORCE INDEX (idx_waiting_list_pools) \
+          WHERE status = 'WAITING' AND concert_id = ?",
+    )
+    .bind(concert)
+    .fetch_all(&mut *conn)
+    .await?;
+    let mut free: Vec<Candidate> = Vec::new();
+    for (pool,) in pools {
+        let (serves, position) = serving(waiting_for(pool));
+        let read = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT s.id, s.seat_rank, s.category, s.area FROM seats s \
+              WHERE s.concert_id = ? AND {serves} AND {FREE_AND_UNWANTED} \
+              ORDER BY s.seat_rank, s.id LIMIT ?"
+        )))
+        .bind(concert);
+        let read: Vec<Candidate> = bind_some(read, position)
+            .bind(SEATS_PER_STEP)
+            .fetch_all(&mut *conn)
+            .await?;
+        free.extend(read);
+    }
+    // Any seat and a category's seats overlap.
+    free.sort_unstable_by_key(|c| (c.seat_rank, c.id));
+    free.dedup_by_key(|c| c.id);
+    Ok(free)
+}
+
 /// The fans waiting on `concert`'s list, in order, who could take some of
-/// `free` seats now (their count fits, their cap has room, in the presale
-/// their code too), locked, page after page until those found would take
-/// every free seat or the list ends.
+/// the `free` places now (what they wait for is among them, their count
+/// fits, their cap has room, in the presale their code too), locked, page
+/// after page until those found would take every free place or the list
+/// ends.
 async fn fans_who_fit(
     conn: &mut MySqlConnection,
     concert: ConcertId,
     buyers: &Buyers,
     cap: u64,
-    free: usize,
+    free: &[FreePlace],
     now: DateTime<Utc>,
 ) -> Result<Vec<Waiting>, sqlx::Error> {
-    let most = u8::try_from(free).unwrap_or(u8::MAX);
+    let most = u8::try_from(free.len()).unwrap_or(u8::MAX);
+    // Only the entries of the pools the free places serve are read (u16::MAX
+    // stands for none: no pool has that code).
+    let any_seat = free.iter().any(|p| p.serves(None));
+    let mut served: Vec<u16> = free
+        .iter()
+        .map(|p| match p.area {
+            Some(area) => AskedPool::Area(area).code(),
+            None => p
+                .category
+                .map_or(u16::MAX, |c| AskedPool::Category(c).code()),
+        })
+        .collect();
+    served.sort_unstable();
+    served.dedup();
+    let Some(served) = IdList::of(&served) else {
+        return Ok(Vec::new());
+    };
     let mut fitting: Vec<Waiting> = Vec::new();
     let mut after = 0u64;
     loop {
-        let page: Vec<(u64, UserId, u8)> = sqlx::query_as(
-            "SELECT id, user_id, seats FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
+        let page: Vec<(u64, UserId, u8, Option<u16>)> = sqlx::query_as(AssertSqlSafe(format!(
+            "SELECT id, user_id, seats, pool FROM waiting_list_entries FORCE INDEX (idx_waiting_list_order) \
               WHERE status = 'WAITING' AND concert_id = ? AND id > ? AND seats <= ? \
-              ORDER BY id LIMIT ? FOR UPDATE",
-        )
+                AND (pool IN ({served}) OR (pool IS NULL AND ?)) \
+              ORDER BY id LIMIT ? FOR UPDATE"
+        )))
         .bind(concert)
         .bind(after)
         .bind(most)
+        .bind_ids(&served)
+        .bind(any_seat)
         .bind(ENTRIES_PER_PAGE)
         .fetch_all(&mut *conn)
         .await?;
-        let Some(&(last, _, _)) = page.last() else {
+        let Some(&(last, _, _, _)) = page.last() else {
             return Ok(fitting);
         };
         after = last;
@@ -275,7 +366,7 @@ async fn fans_who_fit(
             }
             _ => None,
         };
-        for &(entry, fan, seats) in &page {
+        for &(entry, fan, seats, pool) in &page {
             let held = taken.get(&Fan { concert, user: fan }).copied().unwrap_or(0);
             let mut room = cap.saturating_sub(held);
             if let Some(codes) = &codes {
@@ -286,15 +377,13 @@ async fn fans_who_fit(
                     entry,
                     fan,
                     seats,
+                    wants: waiting_for(pool),
                     room,
                 });
             }
         }
-        let given: usize = offers(&fitting, free)
-            .iter()
-            .map(|o| usize::from(o.seats))
-            .sum();
-        if given >= free || page.len() < ENTRIES_PER_PAGE as usize {
+        let given: usize = offers(&fitting, free).iter().map(|o| o.places.len()).sum();
+        if given >= free.len() || page.len() < ENTRIES_PER_PAGE as usize {
             return Ok(fitting);
         }
     }
