@@ -42,7 +42,7 @@ export async function concertView(main, { signal, params }) {
     },
     onCounts: (c) => {
       fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
-      waiting.counts(c.available);
+      waiting.counts(c);
       best.left(c.byCategory);
       standing.left(c.byArea);
     },

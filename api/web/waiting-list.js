@@ -1,7 +1,8 @@
 // A sold-out concert's waiting list on its page: join it for a number of
-// seats, see your place, leave it; when seats come back and it is your
-// turn, they are held for you (the page shows the hold and its countdown
-// like any other, through `onOffer`).
+// seats (any seat, or of a sold-out price category or standing area), see
+// your place, leave it; when seats come back and it is your turn, they are
+// held for you (the page shows the hold and its countdown like any other,
+// through `onOffer`).
 
 import { Problem, api, currentUser } from "./api.js";
 import { fill, h, tell } from "./dom.js";
@@ -17,19 +18,40 @@ export class WaitingList {
     this.accessCode = accessCode;
     this.proof = proof;
     this.element = h("section", { class: "waiting-list", "aria-live": "polite", "aria-label": "Waiting list", hidden: true });
-    this.soldOut = false;
+    // What may be waited for now: [{label, body}] (the join's fields).
+    this.choices = [];
     this.entry = null;
     this.shownOffer = null;
     this.timer = null;
     signal.addEventListener("abort", () => clearTimeout(this.timer));
   }
 
-  /** The seat counts changed: a sold-out concert offers its list. */
-  counts(available) {
+  /**
+   * The counts changed: what is sold out may be waited for. Any seat once
+   * no seat is free; a price category (of several) once its seats are
+   * gone; a standing area once its places are.
+   */
+  counts({ available, byCategory = [], byArea = [] }) {
+    const choices = [];
     // A cancelled concert has no list to wait on.
-    const soldOut = available === 0 && !this.concert.cancelledAt;
-    if (soldOut === this.soldOut) return;
-    this.soldOut = soldOut;
+    if (!this.concert.cancelledAt) {
+      const areas = this.concert.areas || [];
+      const places = areas.reduce((n, a) => n + a.capacity, 0);
+      const placesFree = byArea.reduce((n, free) => n + free, 0);
+      if (this.concert.seatCount > places && available - placesFree === 0) choices.push({ label: "Any seat", body: {} });
+      const categories = this.concert.categories || [];
+      if (categories.length > 1) {
+        categories.forEach((c, i) => {
+          // A category without seats of its own is nothing to wait for.
+          if (byCategory[i] === 0) choices.push({ label: c.name, body: { category: c.name } });
+        });
+      }
+      areas.forEach((a, i) => {
+        if (byArea[i] === 0) choices.push({ label: `Standing: ${a.name}`, body: { area: a.name } });
+      });
+    }
+    if (JSON.stringify(choices) === JSON.stringify(this.choices)) return;
+    this.choices = choices;
     this.refresh();
   }
 
@@ -63,40 +85,47 @@ export class WaitingList {
       const leave = h("button", { type: "button" }, "Leave the waiting list");
       leave.addEventListener("click", () => this.leave(leave));
       const seats = entry.seats === 1 ? "1 seat" : `${entry.seats} seats`;
+      const of = entry.area ? ` on ${entry.area}` : entry.category ? ` in ${entry.category}` : "";
       fill(
         this.element,
         h("h2", {}, "On the waiting list"),
-        h("p", { class: "waiting-position" }, `You are number ${entry.position} for ${seats}. When seats come back, they are held for you in turn.`),
+        h("p", { class: "waiting-position" }, `You are number ${entry.position} for ${seats}${of}. When they come back, they are held for you in turn.`),
         h("p", { class: "actions" }, leave),
       );
       this.element.hidden = false;
       return;
     }
-    if (!this.soldOut) {
+    const choices = this.choices;
+    if (choices.length === 0) {
       this.element.hidden = true;
       return;
     }
     const count = h("select", { name: "waitingSeats", "aria-label": "Seats wanted" });
     for (let n = 1; n <= this.concert.maxSeatsPerOrder; n++) count.append(h("option", { value: n }, n === 1 ? "1 seat" : `${n} seats`));
+    // One thing to wait for needs no choice; several get a list.
+    const what = h("select", { name: "waitingFor", "aria-label": "Wait for", hidden: choices.length === 1 });
+    choices.forEach((c, i) => what.append(h("option", { value: i }, c.label)));
     const join = h("button", { type: "button", class: "primary" }, "Join the waiting list");
-    join.addEventListener("click", () => this.join(join, Number(count.value)));
+    join.addEventListener("click", () => this.join(join, { seats: Number(count.value), ...choices[Number(what.value)].body }));
+    // Every seat gone is "Sold out"; else what is.
+    const everySeat = choices.some((c) => !c.body.category && !c.body.area);
     fill(
       this.element,
-      h("h2", {}, "Sold out"),
+      h("h2", {}, everySeat ? "Sold out" : `Sold out: ${choices.map((c) => c.label).join(", ")}`),
       h("p", {}, "Join the waiting list: seats that come back go to the fans on it in the order they joined, held for you to confirm."),
-      h("p", { class: "actions" }, count, join),
+      h("p", { class: "actions" }, count, what, join),
     );
     this.element.hidden = false;
   }
 
-  async join(button, seats) {
+  async join(button, fields) {
     if (!currentUser()) {
       location.hash = `#/login?next=${encodeURIComponent(location.hash)}`;
       return;
     }
     button.disabled = true;
     try {
-      const body = { seats };
+      const body = { ...fields };
       const code = this.accessCode?.();
       if (code) body.accessCode = code;
       const headers = this.proof ? { "Proof-Of-Work": await this.proof.solve(this.signal) } : {};

@@ -209,3 +209,85 @@ async fn a_fan_asks_for_two_standing_places_and_is_told_the_entry_numbers() {
     deciding.stop().await;
     app.assert_invariants().await;
 }
+
+/// The VIP seats sold out, the floor's place too, the standard seats not:
+/// the page offers the list for what is gone; the fan waits for VIP and is
+/// offered the VIP seat that comes back.
+#[tokio::test]
+async fn a_fan_waits_for_the_sold_out_vip_seats_and_is_offered_the_one_that_comes_back() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({
+            "rows": 2, "seatsPerRow": 2, "holdSeconds": 300, "waitingListOfferSeconds": 600,
+            "categories": categories(),
+            "areas": [{"name": "Floor", "capacity": 1}],
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let (_, bob) = app.user("bob").await;
+    let mut queued = Vec::new();
+    for body in [
+        json!({"concertId": concert, "category": "VIP", "count": 2}),
+        json!({"concertId": concert, "area": "Floor", "count": 1}),
+    ] {
+        let reply = app.post("/api/reservations", Some(&bob), body).await;
+        queued.push(reply.assert_status(201)["queueId"].as_u64().unwrap());
+    }
+    app.drain().await;
+    let vip = app.queue_status(&bob, queued[0]).await["reservationId"]
+        .as_u64()
+        .unwrap();
+    let deciding = Deciding::start(&app);
+    let offering = tokio::spawn(
+        ticket_worker::waiting_list::Offers::new(app.pool.clone()).run(deciding.shutdown.clone()),
+    );
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "vip-waiter").await;
+    open_concert(&page, &app.base, concert).await;
+
+    page.wait_element(".waiting-list h2", Some("Sold out: VIP, Standing: Floor"))
+        .await;
+    page.script(
+        "const what = document.querySelector('.waiting-list select[name=waitingFor]'); \
+         what.value = [...what.options].find((o) => o.textContent === 'VIP').value;",
+        vec![],
+    )
+    .await;
+    let join = page
+        .wait_element(
+            ".waiting-list button.primary",
+            Some("Join the waiting list"),
+        )
+        .await;
+    page.click(&join).await;
+    page.wait_element(
+        ".waiting-position",
+        Some("You are number 1 for 1 seat in VIP"),
+    )
+    .await;
+    page.screenshot(&screenshot_dir().join("waiting-list-vip.png"))
+        .await;
+
+    // Bob gives his VIP seats back: one is held for the fan.
+    app.post(
+        &format!("/api/reservations/{vip}/cancel"),
+        Some(&bob),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+    page.wait_element(
+        ".line.held h2",
+        Some("Seats from the waiting list held for you"),
+    )
+    .await;
+    page.wait_element(".line.held .hold-summary", Some("1 seat, €90.00"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    offering.await.unwrap();
+    app.assert_invariants().await;
+}
