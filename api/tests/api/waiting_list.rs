@@ -13,7 +13,7 @@ use ticket_worker::holds::HoldSweeper;
 use ticket_worker::waiting_list::Offers;
 use tokio::sync::Barrier;
 
-use crate::helpers::{Reply, TestApp, concert_with, executable, order, spawn_app};
+use crate::helpers::{Reply, TestApp, concert_with, executable, order, racing_offers, spawn_app};
 
 async fn join(app: &TestApp, token: &str, concert: u64, seats: u64) -> Reply {
     app.post(
@@ -59,30 +59,6 @@ async fn cancel(app: &TestApp, token: &str, reservation: u64) {
     )
     .await
     .assert_status(200);
-}
-
-/// A cancel among a score of writers at once on the suite's two shared
-/// cores, where a lock wait can outlast the 5 s budget: the API then
-/// answers 503 DATABASE_UNAVAILABLE, having changed nothing, and a client
-/// tries again as its Retry-After says. What is tested is where the seats
-/// go, not the budget.
-async fn cancel_under_load(app: &TestApp, token: &str, reservation: u64) {
-    for _ in 0..3 {
-        let reply = app
-            .post(
-                &format!("/api/reservations/{reservation}/cancel"),
-                Some(token),
-                json!({}),
-            )
-            .await;
-        if reply.status.as_u16() == 503 {
-            reply.assert_problem(503, "DATABASE_UNAVAILABLE");
-            continue;
-        }
-        reply.assert_status(200);
-        return;
-    }
-    panic!("the cancel of {reservation} was refused three times as unavailable");
 }
 
 /// Orders `seats` and lets a worker decide; the reservation's id.
@@ -428,7 +404,7 @@ async fn a_freed_seat_goes_to_exactly_one_of_the_line_or_the_list() {
             );
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
-                cancel_under_load(&app, &token, reservation).await;
+                app.cancel_under_load(&token, reservation).await;
             }));
         }
         for (i, (_, token)) in newcomers.iter().enumerate() {
@@ -443,17 +419,7 @@ async fn a_freed_seat_goes_to_exactly_one_of_the_line_or_the_list() {
                 order(&app, &token, &[seat]).await.assert_status(201);
             }));
         }
-        for _ in 0..2 {
-            let (pool, barrier) = (app.pool.clone(), barrier.clone());
-            tasks.push(tokio::spawn(async move {
-                let offers = Offers::new(pool);
-                barrier.wait().await;
-                for _ in 0..10 {
-                    offers.offer_once().await.unwrap();
-                    tokio::task::yield_now().await;
-                }
-            }));
-        }
+        tasks.extend(racing_offers(&app.pool, &barrier));
         for task in tasks {
             task.await.unwrap();
         }

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use ticket_worker::waiting_list::Offers;
 use tokio::sync::Barrier;
 
-use crate::helpers::{Reply, TestApp, executable, spawn_app};
+use crate::helpers::{Reply, TestApp, executable, racing_offers, spawn_app};
 
 /// Stalls (row A) and Balcony (row B) of `width` seats each, and a Floor of
 /// `floor` places priced as the stalls; holds of ten minutes.
@@ -333,14 +333,7 @@ async fn a_returned_seat_goes_to_one_of_the_categorys_line_or_its_list() {
             );
             tasks.push(tokio::spawn(async move {
                 barrier.wait().await;
-                for _ in 0..3 {
-                    let reply = cancel(&app, &token, reservation).await;
-                    if reply.status.as_u16() != 503 {
-                        reply.assert_status(200);
-                        return;
-                    }
-                }
-                panic!("the cancel of {reservation} was refused three times");
+                app.cancel_under_load(&token, reservation).await;
             }));
         }
         for (_, token) in newcomers.clone() {
@@ -356,17 +349,7 @@ async fn a_returned_seat_goes_to_one_of_the_categorys_line_or_its_list() {
                     .assert_status(201);
             }));
         }
-        for _ in 0..2 {
-            let (pool, barrier) = (app.pool.clone(), barrier.clone());
-            tasks.push(tokio::spawn(async move {
-                let offers = Offers::new(pool);
-                barrier.wait().await;
-                for _ in 0..10 {
-                    offers.offer_once().await.unwrap();
-                    tokio::task::yield_now().await;
-                }
-            }));
-        }
+        tasks.extend(racing_offers(&app.pool, &barrier));
         for task in tasks {
             task.await.unwrap();
         }

@@ -11,6 +11,7 @@ mod paying;
 mod processes;
 mod spawn;
 mod workers;
+pub use workers::racing_offers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
 #[allow(unused_imports)]

@@ -65,3 +65,50 @@ impl TestApp {
         {}
     }
 }
+
+/// Two offering workers that start at `barrier` and make ten passes each,
+/// yielding between them: the waiting lists' side of a race.
+pub fn racing_offers(
+    pool: &sqlx::MySqlPool,
+    barrier: &std::sync::Arc<tokio::sync::Barrier>,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    (0..2)
+        .map(|_| {
+            let (pool, barrier) = (pool.clone(), barrier.clone());
+            tokio::spawn(async move {
+                let offers = ticket_worker::waiting_list::Offers::new(pool);
+                barrier.wait().await;
+                for _ in 0..10 {
+                    offers.offer_once().await.unwrap();
+                    tokio::task::yield_now().await;
+                }
+            })
+        })
+        .collect()
+}
+
+impl TestApp {
+    /// A cancel among a score of writers at once on the suite's two shared
+    /// cores, where a lock wait can outlast the 5 s budget: the API then
+    /// answers 503 DATABASE_UNAVAILABLE, having changed nothing, and a
+    /// client tries again as its Retry-After says. What is tested is where
+    /// the seats go, not the budget.
+    pub async fn cancel_under_load(&self, token: &str, reservation: u64) {
+        for _ in 0..3 {
+            let reply = self
+                .post(
+                    &format!("/api/reservations/{reservation}/cancel"),
+                    Some(token),
+                    serde_json::json!({}),
+                )
+                .await;
+            if reply.status.as_u16() == 503 {
+                reply.assert_problem(503, "DATABASE_UNAVAILABLE");
+                continue;
+            }
+            reply.assert_status(200);
+            return;
+        }
+        panic!("the cancel of {reservation} was refused three times as unavailable");
+    }
+}
