@@ -11,7 +11,6 @@ mod paying;
 mod processes;
 mod spawn;
 mod workers;
-pub use workers::racing_offers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
 #[allow(unused_imports)]
@@ -24,6 +23,8 @@ pub use paying::{bought, paying_app};
 pub use processes::*;
 #[allow(unused_imports)]
 pub use spawn::*;
+#[allow(unused_imports)]
+pub use workers::racing_offers;
 
 pub const SECRET: &[u8] = b"test-secret-that-is-at-least-32-bytes-long";
 pub const ADMIN_NICK: &str = "admin";
