@@ -32,7 +32,7 @@ pub struct Shared {
     /// What ticket codes are signed and verified with; None: not set up.
     pub ticket_keys: Option<Arc<ticket_core::domain::ticket_code::TicketKeys>>,
     /// Scanners seen on this instance (their requests' rate budget).
-    pub known_scanners: Arc<crate::check_in::door_staff::KnownScanners>,
+    pub known_scanners: Arc<crate::check_in::known_scanners::KnownScanners>,
     pub tokens: Arc<TokenKeys>,
     /// Tokens voided before their expiry, followed from the database.
     pub revocations: Arc<Revocations>,

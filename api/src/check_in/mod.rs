@@ -3,6 +3,7 @@
 //! the conflicts that offline admissions make), and who may scan.
 
 pub mod door_staff;
+pub mod known_scanners;
 pub mod routes;
 pub mod scanners;
 pub mod verdict;

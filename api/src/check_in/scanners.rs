@@ -13,7 +13,7 @@ use ticket_core::db;
 use ticket_core::domain::{ConcertId, ScannerId};
 use utoipa::ToSchema;
 
-use super::door_staff::{TOKEN_PREFIX, token_hash};
+use super::known_scanners::{TOKEN_PREFIX, token_hash};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath};
 use crate::state::AppState;

@@ -152,12 +152,15 @@ pub async fn replace(
         .bind(concert)
         .execute(&mut *conn)
         .await?;
-        let seats: Vec<(SeatId, String)> = super::seats::layout_of_concert(conn, concert)
-            .await?
-            .into_iter()
-            .filter(|s| !s.from_plan)
-            .map(|s| (s.id, s.seat_number))
-            .collect();
+        // The grid's seats (not a plan's, not a standing area's places),
+        // read here rather than through `seats`, which reads prices.
+        let seats: Vec<(SeatId, String)> = sqlx::query_as(
+            "SELECT id, seat_number FROM seats \
+              WHERE concert_id = ? AND plan_category IS NULL AND area IS NULL",
+        )
+        .bind(concert)
+        .fetch_all(&mut *conn)
+        .await?;
         assign(conn, categories, &seats).await?;
         // A standing area's places go to the category it names.
         super::standing_areas::assign_categories(conn, concert, categories).await

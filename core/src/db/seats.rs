@@ -286,8 +286,6 @@ pub struct LayoutSeat {
     pub seat_number: String,
     /// The position of its price category; None without categories.
     pub category: Option<u8>,
-    /// Written from a seating plan (its category follows the plan's).
-    pub from_plan: bool,
     /// A plan's seat: its zone and where the plan draws it.
     pub zone: Option<String>,
     pub pos_x: Option<f64>,
@@ -302,7 +300,7 @@ pub async fn layout_of_concert(
     concert: ConcertId,
 ) -> Result<Vec<LayoutSeat>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, seat_number, category, plan_category IS NOT NULL AS from_plan, zone, pos_x, pos_y \
+        "SELECT id, seat_number, category, zone, pos_x, pos_y \
          FROM seats WHERE concert_id = ? AND area IS NULL ORDER BY sort_key, id",
     )
     .bind(concert)
