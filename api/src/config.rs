@@ -69,6 +69,11 @@ pub enum Command {
 
 #[derive(Debug, Clone, Args)]
 pub struct ServerArgs {
+    /// The time zone of a concert created without one (an IANA name such
+    /// as `Asia/Seoul`): where the venues of this box office mostly are.
+    #[arg(long, env = "TICKET_TIME_ZONE", default_value = "UTC")]
+    pub time_zone: String,
+
     /// Address and port to listen on.
     #[arg(long, env = "TICKET_API_ADDR", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,

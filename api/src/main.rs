@@ -124,8 +124,11 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     "no TICKET_STRIPE_SECRET_KEY: holds are confirmed by hand, as before"
                 );
             }
+            let time_zone = ticket_core::domain::VenueTimeZone::parse(&server.time_zone)
+                .map_err(|e| anyhow::anyhow!("TICKET_TIME_ZONE {}", e.message))?;
             let settings = Settings {
                 stripe,
+                time_zone,
                 addr: server.addr,
                 metrics_addr: server.metrics_addr,
                 auth_secret: secret.expose().as_bytes().to_vec(),

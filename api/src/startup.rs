@@ -42,6 +42,8 @@ pub struct Settings {
     /// Stripe (`TICKET_STRIPE_*`); without it a fan confirms a hold as
     /// before and `POST …/payment` answers 503 PAYMENTS_UNAVAILABLE.
     pub stripe: Option<ticket_core::payments::Stripe>,
+    /// The zone of a concert created without one (`TICKET_TIME_ZONE`).
+    pub time_zone: ticket_core::domain::VenueTimeZone,
 }
 
 pub struct Application {
@@ -119,6 +121,7 @@ impl Application {
                 ticket_keys: settings.ticket_keys.map(Arc::new),
                 known_scanners: Arc::default(),
                 stripe: settings.stripe.map(Arc::new),
+                time_zone: settings.time_zone,
                 database_reached: Arc::default(),
             }),
         })

@@ -60,6 +60,8 @@ pub struct Shared {
     pub client_address_header: Option<Arc<ProxyHeader>>,
     /// The payment provider (none: holds are confirmed by hand, as before).
     pub stripe: Option<Arc<ticket_core::payments::Stripe>>,
+    /// The zone of a concert created without one.
+    pub time_zone: ticket_core::domain::VenueTimeZone,
     /// Set once the database has answered since start (see `/readyz`).
     pub database_reached: Arc<std::sync::atomic::AtomicBool>,
 }

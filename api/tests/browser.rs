@@ -531,9 +531,11 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         ],
     )
     .await;
-    // A date field takes its value as the browser's own picker would set it.
+    // A date field takes its value as the browser's own picker would set
+    // it, in the venue's time zone (Seoul), not the browser's (UTC here).
     page.script(
-        "document.querySelector('input[name=concertDate]').value = '2099-06-01T19:30';",
+        "document.querySelector('input[name=timeZone]').value = 'Asia/Seoul'; \
+         document.querySelector('input[name=concertDate]').value = '2099-06-01T19:30';",
         vec![],
     )
     .await;
@@ -558,7 +560,13 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     let created = created.assert_status(200);
     assert_eq!(created["seatCount"], 40);
     assert_eq!(created["maxSeatsPerOrder"], 2);
+    assert_eq!(
+        (&created["timeZone"], &created["concertDate"]),
+        (&json!("Asia/Seoul"), &json!("2099-06-01T10:30:00Z"))
+    );
     wait_metric(&page, "free", "40").await;
+    // The on-sale view shows the venue's time and zone.
+    page.wait_element("main p.muted", Some("19:30 KST")).await;
 
     // Thirty buyers ask for thirty seats while no worker decides: the view
     // counts them in line and their rate.

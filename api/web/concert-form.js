@@ -1,12 +1,13 @@
 // The operator's concert form: create, edit, delete.
 
 import { Problem, api } from "./api.js";
-import { field, fill, fromLocalInput, h, tell, toLocalInput } from "./dom.js";
+import { field, fill, fromZonedInput, h, ownTimeZone, tell, toZonedInput } from "./dom.js";
 import { adminOnly } from "./admin.js";
 
 const FIELDS = [
   { name: "title", label: "Title", type: "text", required: true },
   { name: "venue", label: "Venue", type: "text", required: true },
+  { name: "timeZone", label: "Venue's time zone (the times below are in it)", type: "zone", required: true },
   { name: "concertDate", label: "Concert date and time", type: "datetime-local", required: true },
   { name: "rows", label: "Rows", type: "number", min: 1, max: 100000, value: 10, createOnly: true },
   { name: "seatsPerRow", label: "Seats per row", type: "number", min: 1, max: 100000, value: 20, createOnly: true },
@@ -20,20 +21,34 @@ const FIELDS = [
   { name: "proofOfWork", label: "Proof of work per request (0: none; 1–12, each level doubles the work; 7: about a third of a second in a browser)", type: "number", min: 0, max: 12, value: 0 },
 ];
 
+/** Whether the browser knows `zone` (else the server says what is wrong). */
+function validZone(zone) {
+  try {
+    new Intl.DateTimeFormat("en-US", { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 function concertForm(main, { heading, concert, submit, send, extra }) {
   const inputs = {};
   const errors = {};
   const body = h("div");
   const problems = h("div", { class: "form-errors", "aria-live": "polite" });
+  // The venue's zone the form's times are in: the concert's, or the one typed.
+  const zone = () => inputs.timeZone?.value.trim() || concert?.timeZone || ownTimeZone();
+  const zones = h("datalist", { id: "time-zones" }, (Intl.supportedValuesOf?.("timeZone") || []).map((z) => h("option", { value: z })));
   const render = () =>
     fill(
       body,
       FIELDS.filter((f) => !(concert && f.createOnly)).map((f) => {
-        const input = inputs[f.name] || h("input", { name: f.name, type: f.type, min: f.min, max: f.max, required: f.required, step: f.type === "number" ? 1 : undefined });
+        const input = inputs[f.name] || h("input", { name: f.name, type: f.type === "zone" ? "text" : f.type, list: f.type === "zone" ? "time-zones" : undefined, min: f.min, max: f.max, required: f.required, step: f.type === "number" ? 1 : undefined });
         if (!inputs[f.name]) {
           inputs[f.name] = input;
-          const current = concert ? concert[f.name] : f.value;
-          input.value = f.type === "datetime-local" ? toLocalInput(current) : current ?? "";
+          // A new concert is in the operator's own zone until they say.
+          const current = concert ? concert[f.name] : f.type === "zone" ? ownTimeZone() : f.value;
+          input.value = f.type === "datetime-local" ? toZonedInput(current, zone()) : current ?? "";
         }
         return field(f.label, input, errors[f.name]);
       }),
@@ -49,7 +64,7 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
         for (const [name, input] of Object.entries(inputs)) {
           const spec = FIELDS.find((f) => f.name === name);
           if (spec.type === "number") values[name] = input.value === "" ? null : Number(input.value);
-          else if (spec.type === "datetime-local") values[name] = fromLocalInput(input.value);
+          else if (spec.type === "datetime-local") values[name] = validZone(zone()) ? fromZonedInput(input.value, zone()) : null;
           else values[name] = input.value.trim();
         }
         for (const key of Object.keys(errors)) delete errors[key];
@@ -65,6 +80,7 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
     },
     h("h1", {}, heading),
     body,
+    zones,
     problems,
     h("p", { class: "actions" }, h("button", { type: "submit", class: "primary" }, submit), extra),
   );

@@ -102,7 +102,7 @@ export async function concertView(main, { signal, params }) {
       fill(
         sale,
         h("p", { class: "badge soon" }, "Not on sale yet"),
-        h("p", {}, what, left, presaleFirst || state.lottery ? `; the sale opens ${when(concert.opensAt)}.` : "."),
+        h("p", {}, what, left, presaleFirst || state.lottery ? `; the sale opens ${when(concert, "opensAt")}.` : "."),
       );
       countdown(left, until, clock, () => {
         showSale();
@@ -299,7 +299,7 @@ export async function concertView(main, { signal, params }) {
       "div",
       { class: "concert-head" },
       h("h1", {}, concert.title),
-      h("p", {}, `${concert.venue} · ${when(concert.concertDate)}`),
+      h("p", {}, `${concert.venue} · ${when(concert, "concertDate")}`),
       h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order, ${concert.maxSeatsPerUser} per fan`),
     ),
     sale,

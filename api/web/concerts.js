@@ -22,9 +22,9 @@ function saleLabel(concert) {
   const state = saleState(concert);
   if (state.phase === "cancelled") return "Cancelled";
   if (state.phase === "open") return "On sale";
-  if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert.opensAt)}`;
-  if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert.opensAt)}`;
-  return `Sale opens ${when(concert.opensAt)}`;
+  if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert, "opensAt")}`;
+  if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert, "opensAt")}`;
+  return `Sale opens ${when(concert, "opensAt")}`;
 }
 
 export async function concertsView(main, { signal, query }) {
@@ -35,7 +35,7 @@ export async function concertsView(main, { signal, query }) {
       "li",
       { class: "card" },
       h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
-      h("p", {}, `${c.venue} · ${when(c.concertDate)}`),
+      h("p", {}, `${c.venue} · ${when(c, "concertDate")}`),
       h("p", { class: "muted" }, `${c.seatCount} seats · ${saleLabel(c)}`),
       isAdmin()
         ? h(

@@ -89,8 +89,23 @@ export function roughly(ms) {
   return `about ${Math.round(ms / 60_000)} minutes`;
 }
 
-export function when(iso) {
-  return new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+/**
+ * A concert's time `field` in the venue's time, with its zone's name
+ * ("Sat, 9 Sep 2030, 18:00 KST"), whatever the viewer's zone.
+ */
+export function when(concert, field) {
+  const at = new Date(concert[field]).toLocaleString(undefined, {
+    weekday: "short",
+    day: "numeric",
+    month: "short",
+    year: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+    hourCycle: "h23",
+    timeZone: concert.timeZone || "UTC",
+  });
+  const zone = concert.timeZoneNames?.[field];
+  return zone ? `${at} ${zone}` : at;
 }
 
 /**
@@ -113,14 +128,40 @@ export function countdown(element, at, render, onEnd) {
   return () => clearInterval(timer);
 }
 
-/** The value of an <input type="datetime-local"> as RFC 3339 (local zone). */
-export function fromLocalInput(value) {
-  return value ? new Date(value).toISOString() : null;
+/** The wall time `ms` shows in `zone`, as if it were UTC (ms). */
+function wallTime(ms, zone) {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat("en-US", { timeZone: zone, hourCycle: "h23", year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit" })
+      .formatToParts(new Date(ms))
+      .map((p) => [p.type, p.value]),
+  );
+  return Date.UTC(parts.year, parts.month - 1, parts.day, parts.hour, parts.minute, parts.second);
 }
 
-export function toLocalInput(iso) {
+/**
+ * The value of an <input type="datetime-local">, a wall time in `zone`
+ * (the venue's), as RFC 3339: the instant that shows that time there.
+ */
+export function fromZonedInput(value, zone) {
+  if (!value) return null;
+  const [date, time] = value.split("T");
+  const [y, mo, d] = date.split("-").map(Number);
+  const [hh, mm] = time.split(":").map(Number);
+  const wall = Date.UTC(y, mo - 1, d, hh, mm);
+  // The zone's offset at the guess, then at the answer (a DST change
+  // between them moves it).
+  let at = wall - (wallTime(wall, zone) - wall);
+  at = wall - (wallTime(at, zone) - at);
+  return new Date(at).toISOString();
+}
+
+/** `iso` as an <input type="datetime-local"> value in `zone`'s wall time. */
+export function toZonedInput(iso, zone) {
   if (!iso) return "";
-  const date = new Date(iso);
-  const local = new Date(date.getTime() - date.getTimezoneOffset() * 60_000);
-  return local.toISOString().slice(0, 16);
+  return new Date(wallTime(new Date(iso).getTime(), zone)).toISOString().slice(0, 16);
+}
+
+/** The viewer's own time zone. */
+export function ownTimeZone() {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }

@@ -28,7 +28,7 @@ export async function saleView(main, { params, signal }) {
   fill(
     main,
     h("h1", {}, `On sale: ${concert.title}`),
-    h("p", { class: "muted" }, `${concert.venue} · ${when(concert.concertDate)} · `, h("a", { href: `#/admin/concerts/${id}/edit` }, "Edit"), " · ", h("a", { href: `#/concerts/${id}` }, "Buyer's page")),
+    h("p", { class: "muted" }, `${concert.venue} · ${when(concert, "concertDate")} · `, h("a", { href: `#/admin/concerts/${id}/edit` }, "Edit"), " · ", h("a", { href: `#/concerts/${id}` }, "Buyer's page")),
     h(
       "dl",
       { class: "tiles", "aria-live": "off" },

@@ -11,7 +11,7 @@ use ticket_core::domain::standing_area::AreaInput;
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
     MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, PriceCategories, ProofOfWork,
-    RefundableUntil, SeatLayout, StandingAreas, Venue, keep,
+    RefundableUntil, SeatLayout, StandingAreas, Venue, VenueTimeZone, keep,
 };
 use utoipa::ToSchema;
 
@@ -90,6 +90,11 @@ pub struct CreateConcertRequest {
     /// may).
     #[schema(example = "2030-04-30T18:00:00+09:00", format = DateTime)]
     refundable_until: Option<String>,
+    /// The venue's time zone (IANA, e.g. `Asia/Seoul`): the page shows
+    /// the concert's date and sale times in it. Default: the server's
+    /// (`TICKET_TIME_ZONE`).
+    #[schema(max_length = 64, example = "Asia/Seoul")]
+    time_zone: Option<String>,
     /// Price categories, 1–20, in one currency: each seat belongs to the
     /// one naming its row, else to the first. Absent: the concert has no
     /// prices (seats, holds and events carry none).
@@ -159,6 +164,9 @@ pub struct UpdateConcertRequest {
     #[serde(default, deserialize_with = "crate::extract::present")]
     #[schema(format = DateTime, nullable)]
     refundable_until: Option<Option<String>>,
+    /// The venue's time zone (IANA, e.g. `Asia/Seoul`).
+    #[schema(max_length = 64, example = "Asia/Seoul")]
+    time_zone: Option<String>,
     /// New price categories, replacing the old: every seat is put in its
     /// row's again (moves made seat by seat start over). Held and sold seats
     /// keep the price they were decided at.
@@ -276,6 +284,8 @@ pub struct NewConcert {
     pub(super) settings: db::concerts::Settings,
     pub(super) categories: Option<PriceCategories>,
     pub(super) areas: Option<StandingAreas>,
+    /// None: the server's.
+    pub(super) time_zone: Option<VenueTimeZone>,
 }
 
 impl TryFrom<CreateConcertRequest> for NewConcert {
@@ -298,6 +308,14 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             &mut errors,
         );
         let layout = keep(SeatLayout::parse(req.rows, req.seats_per_row), &mut errors);
+        let time_zone = keep(
+            req.time_zone
+                .as_deref()
+                .map(VenueTimeZone::parse)
+                .transpose(),
+            &mut errors,
+        )
+        .flatten();
         let categories = categories(req.categories.as_deref(), &mut errors).flatten();
         let areas = areas(req.areas.as_deref(), &mut errors).flatten();
         if let Some(areas) = &areas
@@ -388,9 +406,11 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                     proof_of_work: sale.proof_of_work.unwrap_or_default(),
                     waiting_list_offer: sale.waiting_list_offer.unwrap_or_default(),
                     refundable_until,
+                    time_zone: time_zone.unwrap_or_default(),
                 },
                 categories,
                 areas,
+                time_zone,
             }),
             _ => Err(errors),
         }
@@ -518,8 +538,18 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                 .transpose(),
             &mut errors,
         );
+        let time_zone = keep(
+            req.time_zone
+                .as_deref()
+                .map(VenueTimeZone::parse)
+                .transpose(),
+            &mut errors,
+        );
         let categories = categories(req.categories.as_deref(), &mut errors);
         let areas = areas(req.areas.as_deref(), &mut errors);
+        let Some(time_zone) = time_zone else {
+            return Err(errors);
+        };
         if categories.as_ref().is_some_and(Option::is_none)
             || areas.as_ref().is_some_and(Option::is_none)
         {
@@ -558,6 +588,7 @@ impl TryFrom<UpdateConcertRequest> for ConcertChanges {
                     proof_of_work: sale.proof_of_work,
                     waiting_list_offer: sale.waiting_list_offer,
                     refundable_until,
+                    time_zone,
                 },
                 categories,
                 areas,

@@ -60,8 +60,24 @@ pub struct ConcertResponse {
     /// in the availability's `availableByArea`); empty: none. `seatCount`
     /// counts their places.
     areas: Vec<AreaResponse>,
+    /// The venue's IANA time zone: show the times above in it.
+    #[schema(example = "Asia/Seoul")]
+    time_zone: String,
+    /// The zone's abbreviation at each time shown ("KST"; "CET" or "CEST"
+    /// by the season), for a page to write after the venue's time.
+    time_zone_names: ZoneNames,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ZoneNames {
+    #[schema(example = "KST")]
+    concert_date: String,
+    opens_at: Option<String>,
+    presale_starts_at: Option<String>,
+    refundable_until: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -142,7 +158,16 @@ impl ConcertResponse {
         categories: Option<&PriceCategories>,
         areas: Option<&StandingAreas>,
     ) -> Self {
+        let zone = c.time_zone();
+        let name = |at: Option<DateTime<Utc>>| at.map(|at| zone.abbreviation_at(at));
         Self {
+            time_zone: zone.name().to_owned(),
+            time_zone_names: ZoneNames {
+                concert_date: zone.abbreviation_at(c.concert_date),
+                opens_at: name(c.opens_at),
+                presale_starts_at: name(c.presale_starts_at),
+                refundable_until: name(c.refundable_until),
+            },
             id: c.id.get(),
             title: c.title,
             venue: c.venue,
@@ -176,7 +201,8 @@ pub async fn create(
     _: Admin,
     ApiJson(req): ApiJson<CreateConcertRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let new = NewConcert::try_from(req)?;
+    let mut new = NewConcert::try_from(req)?;
+    new.settings.time_zone = new.time_zone.unwrap_or(state.time_zone);
     let mut conn = state.pool.acquire().await?;
     let (id, concert) = whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;

@@ -260,3 +260,73 @@ async fn a_concert_with_sold_seats_cannot_be_deleted() {
         .await
         .assert_problem(404, "CONCERT_NOT_FOUND");
 }
+
+/// A concert is shown in its venue's time zone: the zone is the server's
+/// unless set, names the abbreviation at each time (by the season), and a
+/// zone the tz database does not know changes nothing.
+#[tokio::test]
+async fn a_concert_has_its_venues_time_zone_and_its_names_by_the_season() {
+    let app = spawn_app().await;
+    let plain = app.concert(json!({"rows": 1, "seatsPerRow": 1})).await;
+    assert_eq!(
+        plain["timeZone"], "UTC",
+        "the server's (the tests run in UTC)"
+    );
+    assert_eq!(plain["timeZoneNames"]["concertDate"], "UTC");
+
+    let seoul = app
+        .concert(json!({
+            "rows": 1, "seatsPerRow": 1, "timeZone": "Asia/Seoul",
+            "concertDate": "2099-09-09T18:00:00+09:00", "opensAt": "2099-01-09T10:00:00+09:00",
+        }))
+        .await;
+    assert_eq!(seoul["timeZone"], "Asia/Seoul");
+    assert_eq!(
+        seoul["concertDate"], "2099-09-09T09:00:00Z",
+        "times stay UTC"
+    );
+    assert_eq!(
+        seoul["timeZoneNames"],
+        json!({"concertDate": "KST", "opensAt": "KST", "presaleStartsAt": null, "refundableUntil": null})
+    );
+    let id = seoul["id"].as_u64().unwrap();
+    let path = format!("/api/concerts/{id}");
+
+    let moved = app
+        .patch(
+            &path,
+            Some(&app.admin_token),
+            json!({"timeZone": "Europe/Berlin"}),
+        )
+        .await;
+    let moved = moved.assert_status(200);
+    assert_eq!(moved["timeZone"], "Europe/Berlin");
+    assert_eq!(moved["timeZoneNames"]["concertDate"], "CEST", "September");
+    assert_eq!(moved["timeZoneNames"]["opensAt"], "CET", "January");
+
+    for zone in ["Seoul", "", "Mars/Olympus_Mons"] {
+        let reply = app
+            .patch(
+                &path,
+                Some(&app.admin_token),
+                json!({"timeZone": zone, "title": "Changed"}),
+            )
+            .await;
+        reply.assert_problem(400, "VALIDATION_ERROR");
+        assert_eq!(reply.error_fields(), vec!["timeZone".to_owned()], "{zone}");
+    }
+    let reply = app
+        .post(
+            "/api/concerts",
+            Some(&app.admin_token),
+            json!({"title": "T", "venue": "V", "concertDate": "2099-09-09T18:00:00+09:00", "timeZone": "KST"}),
+        )
+        .await;
+    reply.assert_problem(400, "VALIDATION_ERROR");
+    let after = app.get(&path, None).await;
+    let after = after.assert_status(200);
+    assert_eq!(
+        (&after["title"], &after["timeZone"]),
+        (&seoul["title"], &json!("Europe/Berlin"))
+    );
+}

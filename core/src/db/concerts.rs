@@ -11,7 +11,7 @@ use sqlx::{MySqlConnection, QueryBuilder};
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
     MaxSeatsPerUser, OfferDuration, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork,
-    RefundableUntil, SaleWindow, SeatLayout, SeatStatus, Venue,
+    RefundableUntil, SaleWindow, SeatLayout, SeatStatus, Venue, VenueTimeZone,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -34,11 +34,17 @@ pub struct ConcertRow {
     /// Set by the operator's cancel: nothing more is sold, all is refunded.
     pub cancelled_at: Option<DateTime<Utc>>,
     pub cancel_reason: Option<String>,
+    /// The venue's IANA zone (see [`ConcertRow::time_zone`]).
+    pub time_zone: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 impl ConcertRow {
+    pub fn time_zone(&self) -> VenueTimeZone {
+        VenueTimeZone::from_stored(&self.time_zone)
+    }
+
     pub fn sale(&self) -> SaleWindow {
         SaleWindow {
             opens_at: self.opens_at,
@@ -51,7 +57,7 @@ impl ConcertRow {
 const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
                        max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
                        proof_of_work, waiting_list_offer_seconds, refundable_until, cancelled_at, \
-                       cancel_reason, created_at, updated_at";
+                       cancel_reason, time_zone, created_at, updated_at";
 
 /// How a concert sells: its hold, its order size, its cap per fan, and
 /// when its sale opens.
@@ -68,6 +74,8 @@ pub struct Settings {
     pub proof_of_work: ProofOfWork,
     pub waiting_list_offer: OfferDuration,
     pub refundable_until: Option<RefundableUntil>,
+    /// The venue's; the caller gives the server's when none is asked for.
+    pub time_zone: VenueTimeZone,
 }
 
 impl Settings {
@@ -96,8 +104,8 @@ pub async fn insert_with_seats(
         let done = sqlx::query(
             "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
              max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, proof_of_work, \
-             waiting_list_offer_seconds, refundable_until, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             waiting_list_offer_seconds, refundable_until, time_zone, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
         .bind(title.as_str())
         .bind(venue.as_str())
@@ -112,6 +120,7 @@ pub async fn insert_with_seats(
         .bind(settings.proof_of_work.get())
         .bind(settings.waiting_list_offer.seconds())
         .bind(settings.refundable_until.map(|at| at.get().naive_utc()))
+        .bind(settings.time_zone.name())
         .bind(now.naive_utc())
         .bind(now.naive_utc())
         .execute(&mut *conn)
@@ -251,6 +260,7 @@ pub struct Changes {
     pub waiting_list_offer: Option<OfferDuration>,
     /// `Some(None)`: fans may no longer refund.
     pub refundable_until: Option<Option<RefundableUntil>>,
+    pub time_zone: Option<VenueTimeZone>,
 }
 
 /// Changes what is given and leaves the rest.
@@ -270,6 +280,7 @@ pub async fn update(
          proof_of_work = COALESCE(?, proof_of_work), \
          waiting_list_offer_seconds = COALESCE(?, waiting_list_offer_seconds), \
          refundable_until = IF(?, ?, refundable_until), \
+         time_zone = COALESCE(?, time_zone), \
          updated_at = ? WHERE id = ?",
     )
     .bind(changes.title.as_ref().map(ConcertTitle::as_str))
@@ -297,6 +308,7 @@ pub async fn update(
             .flatten()
             .map(|at| at.get().naive_utc()),
     )
+    .bind(changes.time_zone.map(VenueTimeZone::name))
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)

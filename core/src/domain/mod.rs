@@ -21,6 +21,7 @@ pub mod seating_plan;
 pub mod standing_area;
 mod status;
 pub mod ticket_code;
+pub mod time_zone;
 mod user;
 pub mod waiting_list;
 
@@ -46,6 +47,7 @@ pub use sale::{
 pub use seat::SeatNumber;
 pub use standing_area::StandingAreas;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
+pub use time_zone::VenueTimeZone;
 pub use user::{NickName, Password};
 pub use waiting_list::{OfferDuration, WaitingSeats};
 

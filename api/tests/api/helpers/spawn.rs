@@ -111,6 +111,7 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
         request_timeout: REQUEST_TIMEOUT,
         ticket_keys: Some(ticket_keys()),
         stripe: None,
+        time_zone: ticket_core::domain::VenueTimeZone::UTC,
     }
 }
 
