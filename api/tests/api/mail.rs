@@ -173,7 +173,7 @@ async fn an_order_is_mailed_with_its_priced_tickets_and_a_running_hold_is_remind
     let (_, seats) = concert_with(
         &app,
         6,
-        json!({"holdSeconds": 8, "categories": [
+        json!({"holdSeconds": 8, "timeZone": "Asia/Seoul", "categories": [
             {"name": "Floor", "price": 120_000, "currency": "KRW", "rows": ["A"]}]}),
     )
     .await;
@@ -212,7 +212,11 @@ async fn an_order_is_mailed_with_its_priced_tickets_and_a_running_hold_is_remind
     assert_eq!(order["to"], "alice <alice@mail.example>");
     assert_eq!(order["subject"], "Your tickets for IU Live");
     let text = text_of(order);
-    assert!(text.contains("Olympic Hall"), "{text}");
+    // The show's time in the venue's, Seoul's (the tests run in UTC).
+    assert!(
+        text.contains("Olympic Hall, Fri 1 May 2099, 19:00 KST"),
+        "{text}"
+    );
     assert!(text.contains("Floor  KRW 120,000"), "{text}");
     assert!(text.contains("Total: KRW 240,000"), "{text}");
     assert!(text.contains("https://box.example/#/me/tickets"), "{text}");

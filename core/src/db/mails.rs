@@ -120,6 +120,8 @@ pub struct Subject {
     pub title: String,
     pub venue: String,
     pub concert_date: DateTime<Utc>,
+    /// The venue's, in which the letter gives its times.
+    pub time_zone: String,
     /// Set when the show was cancelled.
     pub cancelled_at: Option<DateTime<Utc>>,
     /// What its refunds give back (pending or done), in minor units.
@@ -149,7 +151,7 @@ pub async fn subject(
     async move {
         let subject: Option<Subject> = sqlx::query_as(
             "SELECT r.id AS reservation_id, r.status, r.hold_expires_at, r.concert_id, r.user_id, \
-                    u.email, u.nickname, c.title, c.venue, c.concert_date, c.cancelled_at, \
+                    u.email, u.nickname, c.title, c.venue, c.concert_date, c.time_zone, c.cancelled_at, \
                     (SELECT CAST(SUM(f.amount) AS UNSIGNED) FROM refunds f \
                       WHERE f.reservation_id = r.id AND f.status <> 'FAILED') AS refunded, \
                     (SELECT MAX(f.currency) FROM refunds f WHERE f.reservation_id = r.id) AS refunded_currency \

@@ -33,6 +33,14 @@ impl VenueTimeZone {
         self.0.name()
     }
 
+    /// `at` in the venue's time, as a letter writes it ("Sun 9 Sep 2029,
+    /// 18:00 KST").
+    pub fn show(self, at: DateTime<Utc>) -> String {
+        at.with_timezone(&self.0)
+            .format("%a %-d %b %Y, %H:%M %Z")
+            .to_string()
+    }
+
     /// The zone's abbreviation at `at` ("KST"; "CET" or "CEST" by the
     /// season); "+04" where the tz database has none.
     pub fn abbreviation_at(self, at: DateTime<Utc>) -> String {
@@ -67,5 +75,13 @@ mod tests {
         let berlin = VenueTimeZone::parse("Europe/Berlin").unwrap();
         assert_eq!(berlin.abbreviation_at(at("2030-01-09T09:00:00Z")), "CET");
         assert_eq!(berlin.abbreviation_at(at("2030-07-09T09:00:00Z")), "CEST");
+        assert_eq!(
+            seoul.show(at("2030-09-09T09:00:00Z")),
+            "Mon 9 Sep 2030, 18:00 KST"
+        );
+        assert_eq!(
+            VenueTimeZone::UTC.show(at("2030-09-09T09:00:00Z")),
+            "Mon 9 Sep 2030, 09:00 UTC"
+        );
     }
 }

@@ -8,10 +8,10 @@ use lettre::Message;
 use lettre::message::header::ContentType;
 use lettre::message::{Attachment, Mailbox, MultiPart, SinglePart};
 use ticket_core::db::mails::{MailSeat, Subject};
-use ticket_core::domain::ReservationStatus;
 use ticket_core::domain::mail::MailKind;
 use ticket_core::domain::price::{Amount, Currency};
 use ticket_core::domain::ticket_code::{TicketIdentity, TicketKeys};
+use ticket_core::domain::{ReservationStatus, VenueTimeZone};
 
 /// A mail composed, before it is addressed.
 #[derive(Debug, Clone)]
@@ -45,7 +45,9 @@ pub fn compose(
         .map(|s| s.seat_number.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let when = |t: DateTime<Utc>| t.format("%a %-d %b %Y, %H:%M UTC").to_string();
+    // In the venue's time: where the fan will be.
+    let zone = VenueTimeZone::from_stored(&subject.time_zone);
+    let when = |t: DateTime<Utc>| zone.show(t);
     let hold_end = subject.hold_expires_at.map(when).unwrap_or_default();
     letter.line(&format!("Hello {},", subject.nickname));
     let subject_line = match kind {
