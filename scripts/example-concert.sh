@@ -16,7 +16,7 @@ if curl -fsS "$base/api/concerts?page=0&size=100" | jq -e --arg t "$title" '.con
   exit 0
 fi
 concert="$(curl -fsS -X POST "$base/api/concerts" -H "authorization: Bearer $token" -H 'content-type: application/json' \
-  -d "$(jq -n --arg t "$title" '{title: $t, venue: "Olympic Hall", concertDate: "2030-09-09T18:00:00+09:00",
+  -d "$(jq -n --arg t "$title" '{title: $t, venue: "Olympic Hall", concertDate: "2030-09-09T18:00:00+09:00", timeZone: "Asia/Seoul",
         rows: 1, seatsPerRow: 1, holdSeconds: 300, maxSeatsPerOrder: 4,
         categories: [{name: "Premium", price: 150000, currency: "KRW"},
                      {name: "Stalls", price: 99000, currency: "KRW"},
