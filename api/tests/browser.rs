@@ -954,9 +954,13 @@ async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_sea
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 900).await;
     sign_up(&page, &app.base, "waiting-fan").await;
+    open_view(&page, &app.base, "#/").await;
+    page.wait_element(".card p.muted", Some("1 seat · Sold out"))
+        .await;
     open_concert(&page, &app.base, concert).await;
 
-    // Sold out: the page offers the list instead of a seat.
+    // Sold out: the page says so and offers the list instead of a seat.
+    page.wait_element(".badge.sold-out", Some("Sold out")).await;
     page.wait_element(".waiting-list h2", Some("Sold out"))
         .await;
     let join = page

@@ -43,6 +43,10 @@ export async function concertView(main, { signal, params }) {
     onCounts: (c) => {
       fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
       waiting.counts(c);
+      if (soldOut !== (c.available === 0)) {
+        soldOut = c.available === 0;
+        showSale();
+      }
       best.left(c.byCategory);
       standing.left(c.byArea);
     },
@@ -57,6 +61,7 @@ export async function concertView(main, { signal, params }) {
   });
   map.element.addEventListener("seatmap-message", (e) => tell(e.detail, "info"));
   let busy = false;
+  let soldOut = false;
 
   const showSale = () => {
     const state = saleState(concert);
@@ -77,7 +82,8 @@ export async function concertView(main, { signal, params }) {
         ),
       );
     } else if (state.phase === "open") {
-      fill(sale, h("p", { class: "badge open" }, "On sale now"));
+      // Nothing left to sell is not "on sale": the waiting list is.
+      fill(sale, soldOut ? h("p", { class: "badge sold-out" }, "Sold out") : h("p", { class: "badge open" }, "On sale now"));
     } else if (state.phase === "presale") {
       const left = h("strong", { class: "countdown" });
       fill(

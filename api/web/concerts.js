@@ -1,7 +1,9 @@
-// The concerts, newest first, each with where its sale stands.
+// The concerts, the soonest show first, each with where its sale stands,
+// what it costs from and whether any seat is left.
 
 import { api, isAdmin } from "./api.js";
 import { fill, h, when } from "./dom.js";
+import { money } from "./money.js";
 
 /** Where a concert's sale stands at `now`: before its requests, in its lottery, or open. */
 export function saleState(concert, now = Date.now()) {
@@ -21,10 +23,18 @@ export function saleState(concert, now = Date.now()) {
 function saleLabel(concert) {
   const state = saleState(concert);
   if (state.phase === "cancelled") return "Cancelled";
-  if (state.phase === "open") return "On sale";
+  if (state.phase === "open") return concert.availableSeats === 0 ? "Sold out" : "On sale";
   if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert, "opensAt")}`;
   if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert, "opensAt")}`;
   return `Sale opens ${when(concert, "opensAt")}`;
+}
+
+/** "from €39.00": the cheapest price category, when the concert has prices. */
+function from(concert) {
+  const categories = concert.categories || [];
+  if (categories.length === 0) return null;
+  const cheapest = categories.reduce((a, b) => (b.price < a.price ? b : a));
+  return `from ${money(cheapest.price, cheapest.currency)}`;
 }
 
 export async function concertsView(main, { signal, query }) {
@@ -36,7 +46,7 @@ export async function concertsView(main, { signal, query }) {
       { class: "card" },
       h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
       h("p", {}, `${c.venue} · ${when(c, "concertDate")}`),
-      h("p", { class: "muted" }, `${c.seatCount} seats · ${saleLabel(c)}`),
+      h("p", { class: "muted" }, [c.seatCount === 1 ? "1 seat" : `${c.seatCount.toLocaleString()} seats`, from(c), saleLabel(c)].filter(Boolean).join(" · ")),
       isAdmin()
         ? h(
             "p",
@@ -50,8 +60,8 @@ export async function concertsView(main, { signal, query }) {
   const pager = h(
     "nav",
     { class: "pager", "aria-label": "Pages" },
-    page > 0 ? h("a", { href: `#/?page=${page - 1}` }, "← Newer") : null,
-    page + 1 < list.totalPages ? h("a", { href: `#/?page=${page + 1}` }, "Older →") : null,
+    page > 0 ? h("a", { href: `#/?page=${page - 1}` }, "← Earlier") : null,
+    page + 1 < list.totalPages ? h("a", { href: `#/?page=${page + 1}` }, "Later →") : null,
   );
   fill(
     main,

@@ -130,17 +130,25 @@ async fn only_admins_manage_concerts() {
 }
 
 #[tokio::test]
-async fn concerts_are_listed_newest_first_in_pages() {
+async fn concerts_are_listed_soonest_show_first_in_pages() {
     let app = spawn_app().await;
+    // Made latest show first; one of them played already.
     let mut ids = Vec::new();
     for i in 0..5 {
+        let date = format!("209{}-05-01T19:00:00+09:00", 9 - i);
         ids.push(
-            app.concert(json!({"title": format!("concert {i}"), "rows": 1, "seatsPerRow": 1}))
+            app.concert(json!({"title": format!("concert {i}"), "rows": 1, "seatsPerRow": 1, "concertDate": date}))
                 .await["id"]
                 .as_u64()
                 .unwrap(),
         );
     }
+    sqlx::query("UPDATE concerts SET concert_date = '2020-01-01' WHERE id = ?")
+        .bind(ids[2])
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let ids = [ids[2], ids[0], ids[1], ids[3], ids[4]];
     let page = app.get("/api/concerts?page=0&size=2", None).await;
     let body = page.assert_status(200);
     assert_eq!(body["totalElements"], 5);

@@ -7,7 +7,7 @@ use serde_json::json;
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
 
 use super::helpers::{TestApp, spawn_app};
-use super::{Deciding, open_concert, sign_up};
+use super::{Deciding, open_concert, open_view, sign_up};
 
 fn categories() -> serde_json::Value {
     json!([
@@ -245,7 +245,12 @@ async fn a_fan_waits_for_the_sold_out_vip_seats_and_is_offered_the_one_that_come
     let driver = Chromedriver::start().await;
     let page = driver.browser(1024, 900).await;
     sign_up(&page, &app.base, "vip-waiter").await;
+    // The list says what a ticket costs from, and that seats are left.
+    open_view(&page, &app.base, "#/").await;
+    page.wait_element(".card p.muted", Some("5 seats · from €50.00 · On sale"))
+        .await;
     open_concert(&page, &app.base, concert).await;
+    page.wait_element(".badge.open", Some("On sale now")).await;
 
     page.wait_element(".waiting-list h2", Some("Sold out: VIP, Standing: Floor"))
         .await;

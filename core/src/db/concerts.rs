@@ -179,14 +179,18 @@ pub async fn lock(
     .await
 }
 
-/// A page of concerts, newest first, and the total number of concerts.
+/// A page of concerts, the soonest show first (shows already played last,
+/// the latest first), and the total number of concerts.
 pub async fn list(
     conn: &mut MySqlConnection,
     page: PageRequest,
 ) -> Result<(Vec<ConcertRow>, u64), sqlx::Error> {
     async move {
         let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM concerts ORDER BY created_at DESC, id DESC LIMIT ? OFFSET ?"
+            "SELECT {COLUMNS} FROM concerts \
+              ORDER BY concert_date < UTC_TIMESTAMP(6), \
+                       CASE WHEN concert_date >= UTC_TIMESTAMP(6) THEN concert_date END, \
+                       concert_date DESC, id LIMIT ? OFFSET ?"
         )))
         .bind(page.size)
         .bind(page.offset())
