@@ -1185,4 +1185,33 @@ async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cu
         .collect();
     assert_eq!(errors, Vec::<String>::new());
     door.close().await;
+
+    // The holder's tickets now: the used ones greyed, with where and when
+    // (in the venue's time, UTC here); the others scannable.
+    let holder = driver.browser(412, 915).await;
+    log_in(&holder, &app.base, "holder", "a-long-password-1").await;
+    open_view(&holder, &app.base, "#/me/tickets").await;
+    let used = format!(
+        ".ticket.used[data-ticket=\"{}\"] .status.used",
+        tickets[0].0
+    );
+    let at = holder
+        .wait_element(&used, Some("Used at gate North, "))
+        .await;
+    let text = holder.text(&at).await;
+    assert!(
+        text.len() == "Used at gate North, 00:00".len() && text.as_bytes()[text.len() - 3] == b':',
+        "{text}"
+    );
+    holder
+        .wait_element(".ticket .ticket-when", Some("2099"))
+        .await;
+    let unused = format!(".ticket:not(.used)[data-ticket=\"{}\"]", tickets[3].0);
+    holder
+        .wait_element(&unused, Some("Show this code at the door."))
+        .await;
+    holder
+        .screenshot(&screenshot_dir().join("tickets-used.png"))
+        .await;
+    holder.close().await;
 }

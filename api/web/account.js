@@ -52,7 +52,7 @@ function accountForm(main, { heading, submit, action, other }) {
     field("Password", password),
     email ? field("Email (optional: where we mail your tickets)", email) : null,
     errors,
-    h("button", { type: "submit" }, submit),
+    h("button", { type: "submit", class: "primary" }, submit),
     h("p", { class: "muted" }, other),
   );
   fill(main, form);
@@ -118,7 +118,7 @@ export async function accountView(main, { signal }) {
     field("Email (empty: no mail)", email),
     field("Current password", current),
     said,
-    h("button", { type: "submit" }, "Save"),
+    h("button", { type: "submit", class: "primary" }, "Save"),
   );
   fill(main, h("h1", {}, "My account"), h("p", {}, `Signed in as ${me.nickName}.`), form);
 }

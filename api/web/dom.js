@@ -161,6 +161,11 @@ export function toZonedInput(iso, zone) {
   return new Date(wallTime(new Date(iso).getTime(), zone)).toISOString().slice(0, 16);
 }
 
+/** The hour and minute `iso` shows in `zone` ("19:02"). */
+export function clockAt(iso, zone) {
+  return new Date(iso).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZone: zone || "UTC" });
+}
+
 /** The viewer's own time zone. */
 export function ownTimeZone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";

@@ -2,7 +2,7 @@
 // scanned from a phone held up at the door.
 
 import { api, bearer, currentUser } from "./api.js";
-import { fill, h } from "./dom.js";
+import { clockAt, fill, h, when } from "./dom.js";
 
 export async function ticketsView(main, { signal }) {
   if (!currentUser()) {
@@ -11,15 +11,15 @@ export async function ticketsView(main, { signal }) {
   }
   const reservations = await api("GET", "/api/users/me/reservations?page=0&size=100", undefined, { signal });
   const confirmed = reservations.filter((r) => r.status === "CONFIRMED");
-  const titles = new Map();
+  const concerts = new Map();
   const cards = [];
   for (const r of confirmed) {
-    if (!titles.has(r.concertId)) {
+    if (!concerts.has(r.concertId)) {
       const concert = await api("GET", `/api/concerts/${r.concertId}`, undefined, { signal }).catch(() => null);
-      titles.set(r.concertId, concert ? `${concert.title} · ${concert.venue}` : `Concert ${r.concertId}`);
+      concerts.set(r.concertId, concert);
     }
     const tickets = await api("GET", `/api/reservations/${r.reservationId}/tickets`, undefined, { signal });
-    for (const t of tickets) cards.push(card(titles.get(r.concertId), t, signal));
+    for (const t of tickets) cards.push(card(concerts.get(r.concertId), r.concertId, t, signal));
   }
   fill(
     main,
@@ -30,16 +30,21 @@ export async function ticketsView(main, { signal }) {
   );
 }
 
-function card(concert, ticket, signal) {
+function card(concert, concertId, ticket, signal) {
   const image = h("img", { class: "qr", alt: `QR code of the ticket for seat ${ticket.seatNumber}`, width: 240, height: 240 });
   qrInto(image, ticket.qr, signal);
+  // A ticket used at the door is a record, not a pass: its code greyed.
+  const used = ticket.checkedInAt
+    ? h("p", { class: "status used" }, `Used at ${ticket.gate ? `gate ${ticket.gate}` : "the door"}, ${clockAt(ticket.checkedInAt, concert?.timeZone)}`)
+    : h("p", { class: "muted" }, "Show this code at the door.");
   return h(
     "li",
-    { class: "ticket", "data-ticket": ticket.ticketId },
-    h("p", { class: "ticket-concert" }, concert),
+    { class: ticket.checkedInAt ? "ticket used" : "ticket", "data-ticket": ticket.ticketId },
+    h("p", { class: "ticket-concert" }, concert ? `${concert.title} · ${concert.venue}` : `Concert ${concertId}`),
+    concert ? h("p", { class: "ticket-when" }, when(concert, "concertDate")) : null,
     h("p", { class: "ticket-seat" }, `Seat ${ticket.seatNumber}`, ticket.category ? ` · ${ticket.category}` : ""),
     image,
-    ticket.checkedInAt ? h("p", { class: "status confirmed" }, `Used at ${ticket.gate || "the door"}`) : h("p", { class: "muted" }, "Show this code at the door."),
+    used,
     h("code", { class: "ticket-code" }, ticket.code),
   );
 }
