@@ -1109,6 +1109,12 @@ async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cu
     door.click(&start).await;
     door.wait_element(".verdict", Some("Ready")).await;
     door.wait_element(".pending", Some("0 scans waiting")).await;
+    // The door names its concert, not its number.
+    door.wait_element(
+        ".door-concert",
+        Some("IU Live · Olympic Hall · Fri, May 1, 2099, 10:00 UTC."),
+    )
+    .await;
 
     door_scan(&door, &tickets[0].1).await;
     door.wait_element(".verdict.ok", Some("Admitted · seat A1"))

@@ -5,7 +5,7 @@
 // keeps what it let in, and uploads it when the network is back, showing
 // any ticket someone else let in too.
 
-import { fill, h } from "./dom.js";
+import { fill, h, when } from "./dom.js";
 
 const STORE = "ticket_door";
 const SYNC_EVERY_MS = 2000;
@@ -91,6 +91,15 @@ class Door {
     if (keys.status === 200) this.s.keys = keys.data.keys;
     const since = this.s.asOf ? `?since=${encodeURIComponent(this.s.asOf)}` : "";
     const revoked = await this.call("GET", `/api/concerts/${this.s.concertId}/check-in/revoked${since}`);
+    // The concert by its name, kept for the offline hours.
+    if (!this.s.concert) {
+      const concert = await this.call("GET", `/api/concerts/${this.s.concertId}`);
+      if (concert.status === 200) {
+        const { title, venue, concertDate, timeZone, timeZoneNames } = concert.data;
+        this.s.concert = { title, venue, concertDate, timeZone, timeZoneNames };
+        if (this.concertName) fill(this.concertName, concertLine(this.s));
+      }
+    }
     if (!this.seatNumbers) {
       const map = await this.call("GET", `/api/concerts/${this.s.concertId}/seat-map`);
       if (map.status === 200) this.seatNumbers = seatNumbersOf(map.data);
@@ -275,7 +284,7 @@ class Door {
     fill(
       this.main,
       h("h1", {}, `Door · ${this.s.gate}`),
-      h("p", { class: "muted" }, `Concert ${this.s.concertId}. `, h("button", { type: "button", class: "link", onclick: () => this.reset() }, "Change scanner")),
+      h("p", { class: "muted" }, (this.concertName = h("span", { class: "door-concert" }, concertLine(this.s))), " ", h("button", { type: "button", class: "link", onclick: () => this.reset() }, "Change scanner")),
       form,
       this.camera(),
       this.verdict,
@@ -339,4 +348,10 @@ class Door {
     this.s = { revoked: [], admitted: [], pending: [], conflicts: [], keys: [] };
     this.render();
   }
+}
+
+/** The concert a door works: its title, venue and time once read. */
+function concertLine(s) {
+  if (!s.concert) return `Concert ${s.concertId}.`;
+  return `${s.concert.title} · ${s.concert.venue} · ${when(s.concert, "concertDate")}.`;
 }
