@@ -12,6 +12,7 @@ pub mod seat_directory;
 pub mod seat_map_cache;
 pub mod seating_plan;
 pub mod seats;
+pub mod view;
 
 use axum::Router;
 

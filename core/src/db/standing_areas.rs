@@ -66,19 +66,17 @@ pub async fn of_concert(
 }
 
 /// Whether a place of the concert's areas was ever asked for or held: a
-/// request by count for an area (open or decided), a waiting-list entry for
-/// one, or a claim on a place. Its areas then stay as they are.
+/// request by count for an area (open or decided), or a claim on a place.
+/// Its areas then stay as they are.
 pub async fn ever_requested(
     conn: &mut MySqlConnection,
     concert: ConcertId,
 ) -> Result<bool, sqlx::Error> {
     let (requested,): (bool,) = sqlx::query_as(
         "SELECT EXISTS (SELECT 1 FROM request_pools WHERE concert_id = ? AND area IS NOT NULL) \
-             OR EXISTS (SELECT 1 FROM waiting_list_entries WHERE concert_id = ? AND pool >= 256) \
              OR EXISTS (SELECT 1 FROM seats s JOIN reservation_seats rs ON rs.seat_id = s.id \
                         WHERE s.concert_id = ? AND s.area IS NOT NULL)",
     )
-    .bind(concert)
     .bind(concert)
     .bind(concert)
     .fetch_one(conn)
