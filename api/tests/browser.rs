@@ -30,6 +30,9 @@ mod best_available;
 #[path = "browser/plan_map.rs"]
 mod plan_map;
 
+#[path = "browser/operator.rs"]
+mod operator;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,
@@ -214,7 +217,10 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
         .wait_element(".line.held", Some("Seats held for you"))
         .await;
     alice.wait_element(".hold-countdown", Some(":")).await;
-    wait_seat_state(&alice, "B4", "H").await;
+    // Her own hold is drawn as hers, not as anyone's.
+    wait_seat_state(&alice, "B4", "M").await;
+    let (_, label) = seat_state(&alice, "B4").await;
+    assert_eq!(label, "Row B, seat 4, yours");
     alice.screenshot(&shots.join("hold.png")).await;
     let confirm = alice
         .wait_element(".line.held button", Some("Confirm"))
@@ -251,6 +257,7 @@ async fn two_buyers_race_for_one_seat_and_the_map_shows_who_won() {
     reserve(&bob).await;
     bob.wait_element(".line.held", Some("Seat B5 is yours"))
         .await;
+    wait_seat_state(&bob, "B5", "M").await;
     wait_seat_state(&alice, "B5", "H").await;
     alice
         .wait_element(".counts", Some("22 free · 1 held · 1 sold"))
@@ -367,7 +374,11 @@ async fn problems_are_shown_as_people_read_them() {
         .wait_element("button[type=submit]", Some("Create concert"))
         .await;
     page.click(&create).await;
-    for name in ["title", "venue", "concertDate"] {
+    for (name, sentence) in [
+        ("title", "Give the concert's title."),
+        ("venue", "Give the venue."),
+        ("concertDate", "Give the date and time of the show."),
+    ] {
         let input = page
             .wait_element(&format!("input[name={name}][aria-invalid=true]"), None)
             .await;
@@ -375,7 +386,7 @@ async fn problems_are_shown_as_people_read_them() {
         let beside = page
             .wait_element(&format!("#{error}.field-error"), None)
             .await;
-        assert_eq!(page.text(&beside).await, "required", "{name}");
+        assert_eq!(page.text(&beside).await, sentence, "{name}");
     }
     let summary = page.wait_element(".form-errors .error", None).await;
     let summary = page.text(&summary).await;
@@ -477,7 +488,11 @@ async fn a_fan_gives_an_address_at_sign_up_and_changes_it_on_the_account_page() 
     let submit = page.wait_element("button[type=submit]", None).await;
     page.click(&submit).await;
     let said = page.wait_element(".form-errors", Some("Email: ")).await;
-    assert!(page.text(&said).await.contains("domain name"));
+    assert!(
+        page.text(&said)
+            .await
+            .contains("Give an address like fan@example.com, or leave it empty."),
+    );
     assert_eq!(app.count("users WHERE nickname = 'mailfan'").await, 0);
     let email = page.wait_element("input[name=email]", None).await;
     page.type_into(&email, "mailfan@mail.example").await;
@@ -1089,17 +1104,15 @@ async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cu
             json!({"name": "North"}),
         )
         .await;
-    let scanner = made.assert_status(201)["token"]
+    // Paired with the code the operator's page shows (and its QR).
+    let pairing = made.assert_status(201)["pairingCode"]
         .as_str()
         .unwrap()
         .to_owned();
+    assert!(pairing.starts_with(&format!("ticket-door:1:{concert}:")));
     let door = driver.browser(412, 915).await;
     open_view(&door, &app.base, "#/door").await;
-    for (field, value) in [
-        ("concertId", concert.to_string()),
-        ("token", scanner),
-        ("gate", "North".to_owned()),
-    ] {
+    for (field, value) in [("pairingCode", pairing), ("gate", "North".to_owned())] {
         let input = door
             .wait_element(&format!("input[name={field}]"), None)
             .await;

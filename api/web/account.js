@@ -1,30 +1,32 @@
 // Signing up and logging in: one form, its problems shown in words; and
-// one's account: the address mail goes to.
+// one's account: the address mail goes to and the language it is written in.
 
-import { Problem, api, currentUser, logIn, signUp } from "./api.js";
+import { Problem, api, currentUser, logIn, saveLanguage, signUp } from "./api.js";
 import { field, fill, h, quiet } from "./dom.js";
+import { LANGUAGES, language, t, useLanguage } from "./i18n.js";
 
-const FIELD_NAMES = { nickName: "Nickname", password: "Password", email: "Email", currentPassword: "Current password" };
+const LABELS = { nickName: "account.nickname", password: "account.password", email: "account.email", currentPassword: "account.currentPassword" };
 
-/** A problem's field messages in words, each under its field's name. */
+/** A problem's field messages in words, each under its field's label. */
 function fieldMessages(e) {
   const fields = e instanceof Problem ? e.fields() : {};
-  return Object.entries(fields).map(([name, message]) => h("p", { class: "error" }, `${FIELD_NAMES[name] || name}: ${message}`));
+  return Object.entries(fields).map(([name, message]) =>
+    h("p", { class: "error" }, LABELS[name] ? t("account.field", { label: t(LABELS[name]), message }) : message),
+  );
 }
 
 function emailInput(value) {
   return h("input", { name: "email", type: "email", autocomplete: "email", maxlength: 254, value: value || "" });
 }
 
-function accountForm(main, { heading, submit, action, other }) {
+function accountForm(main, { signingUp, action }) {
   const nick = h("input", { name: "nickName", autocomplete: "username", required: true, maxlength: 50 });
   const password = h("input", {
     name: "password",
     type: "password",
-    autocomplete: heading === "Sign up" ? "new-password" : "current-password",
+    autocomplete: signingUp ? "new-password" : "current-password",
     required: true,
   });
-  const signingUp = heading === "Sign up";
   const email = signingUp ? emailInput() : null;
   const errors = h("div", { class: "form-errors", "aria-live": "polite" });
   const form = h(
@@ -47,34 +49,49 @@ function accountForm(main, { heading, submit, action, other }) {
         }
       },
     },
-    h("h1", {}, heading),
-    field("Nickname", nick),
-    field("Password", password),
-    email ? field("Email (optional: where we mail your tickets)", email) : null,
+    h("h1", {}, t(signingUp ? "account.signupHeading" : "account.loginHeading")),
+    field(t("account.nickname"), nick),
+    field(t("account.password"), password),
+    email ? field(t("account.emailOptional"), email) : null,
     errors,
-    h("button", { type: "submit", class: "primary" }, submit),
-    h("p", { class: "muted" }, other),
+    h("button", { type: "submit", class: "primary" }, t(signingUp ? "account.signupSubmit" : "account.loginSubmit")),
+    h(
+      "p",
+      { class: "muted" },
+      signingUp
+        ? [t("account.haveAccount"), " ", h("a", { href: "#/login" }, t("nav.logIn"))]
+        : [t("account.noAccount"), " ", h("a", { href: "#/signup" }, t("nav.signUp"))],
+    ),
   );
   fill(main, form);
   nick.focus();
 }
 
 export function loginView(main) {
-  accountForm(main, {
-    heading: "Log in",
-    submit: "Log in",
-    action: logIn,
-    other: ["No account yet? ", h("a", { href: "#/signup" }, "Sign up")],
-  });
+  accountForm(main, { signingUp: false, action: logIn });
 }
 
 export function signupView(main) {
-  accountForm(main, {
-    heading: "Sign up",
-    submit: "Create account",
-    action: signUp,
-    other: ["Already have an account? ", h("a", { href: "#/login" }, "Log in")],
+  accountForm(main, { signingUp: true, action: signUp });
+}
+
+/** The language the page and the account's mail speak, saved as soon as chosen. */
+function languageForm() {
+  const select = h(
+    "select",
+    { name: "language" },
+    Object.entries(LANGUAGES).map(([code, name]) => h("option", { value: code, lang: code, selected: code === language() }, name)),
+  );
+  const said = h("p", { class: "muted", role: "status" }, t("account.languageHint"));
+  select.addEventListener("change", async () => {
+    try {
+      await saveLanguage(select.value);
+      await useLanguage(select.value, { remember: true });
+    } catch (e) {
+      fill(said, h("span", { class: "error" }, e.message));
+    }
   });
+  return h("div", { class: "narrow" }, h("h2", {}, t("account.language")), field(t("account.language"), select), said);
 }
 
 /** One's account: the address the box office mails tickets and reminders
@@ -89,7 +106,7 @@ export async function accountView(main, { signal }) {
   const email = emailInput(me.email);
   const current = h("input", { name: "currentPassword", type: "password", autocomplete: "current-password", required: true });
   const said = h("div", { class: "form-errors", "aria-live": "polite" });
-  const where = (address) => (address ? `Mail goes to ${address}.` : "No address: the box office sends you no mail.");
+  const where = (address) => (address ? t("account.mailTo", { address }) : t("account.noMail"));
   const status = h("p", { class: "muted", "data-email": me.email || "" }, where(me.email));
   const form = h(
     "form",
@@ -105,7 +122,7 @@ export async function accountView(main, { signal }) {
           current.value = "";
           status.dataset.email = changed.email || "";
           fill(status, where(changed.email));
-          fill(said, h("p", { class: "ok", role: "status" }, "Saved."));
+          fill(said, h("p", { class: "ok", role: "status" }, t("account.saved")));
         } catch (e) {
           fill(said, h("p", { class: "error", role: "alert" }, e.message), fieldMessages(e));
         } finally {
@@ -113,12 +130,12 @@ export async function accountView(main, { signal }) {
         }
       },
     },
-    h("h2", {}, "Mail"),
+    h("h2", {}, t("account.mail")),
     status,
-    field("Email (empty: no mail)", email),
-    field("Current password", current),
+    field(t("account.emailEmptyNoMail"), email),
+    field(t("account.currentPassword"), current),
     said,
-    h("button", { type: "submit", class: "primary" }, "Save"),
+    h("button", { type: "submit", class: "primary" }, t("account.save")),
   );
-  fill(main, h("h1", {}, "My account"), h("p", {}, `Signed in as ${me.nickName}.`), form);
+  fill(main, h("h1", {}, t("account.heading")), h("p", {}, t("account.signedInAs", { name: me.nickName })), form, languageForm());
 }

@@ -1,11 +1,33 @@
-// What only the box office's operators (admins) see.
+// What only the box office's operators (admins) see, and the tabs that
+// join an operator's pages of one concert.
 
 import { isAdmin } from "./api.js";
 import { fill, h } from "./dom.js";
+import { t, tNodes } from "./i18n.js";
 
 /** Shows "operators only" and answers true unless the caller is an admin. */
 export function adminOnly(main) {
   if (isAdmin()) return false;
-  fill(main, h("h1", {}, "Operators only"), h("p", {}, "This page is for the box office's operators. ", h("a", { href: "#/login" }, "Log in"), " with an operator account."));
+  fill(main, h("h1", {}, t("admin.operatorsOnly")), h("p", {}, tNodes("admin.forOperators", { login: h("a", { href: "#/login" }, t("admin.logIn")) })));
   return true;
+}
+
+const TABS = [
+  ["sale", "admin.tabSale"],
+  ["edit", "admin.tabEdit"],
+  ["codes", "admin.tabCodes"],
+  ["scanners", "admin.tabScanners"],
+  ["waiting-list", "admin.tabWaiting"],
+];
+
+/** The operator's pages of `concert`, `current` marked; and the buyer's page. */
+export function operatorTabs(concert, current) {
+  return h(
+    "nav",
+    { class: "tabs", "aria-label": t("admin.tabs") },
+    TABS.map(([page, key]) =>
+      h("a", { href: `#/admin/concerts/${concert.id}/${page}`, "aria-current": page === current ? "page" : undefined }, t(key)),
+    ),
+    h("a", { href: `#/concerts/${concert.id}` }, t("admin.tabBuyers")),
+  );
 }

@@ -1,6 +1,9 @@
 // The public API, as the page uses it: JSON in and out, the signed-in
 // user's bearer token on every call, problems turned into errors people
-// can read (the problem's `detail`).
+// can read: the catalogue's sentence for the problem's `code` and for each
+// field, never the API's own English or its field names.
+
+import { has, language, t } from "./i18n.js";
 
 const COOKIE = "ticket_session";
 
@@ -8,16 +11,17 @@ const session = { token: null, user: null, listeners: new Set() };
 
 export class Problem extends Error {
   constructor(status, body) {
-    super(body?.detail || body?.title || `The box office answered ${status}.`);
+    const code = body?.code || "UNKNOWN";
+    super(has(`problem.${code}`) ? t(`problem.${code}`) : t("problem.unknown", { status }));
     this.status = status;
-    this.code = body?.code || "UNKNOWN";
+    this.code = code;
     this.body = body || {};
   }
 
-  /** Field messages, by field name, for forms. */
+  /** Field messages in words, by field name, for forms. */
   fields() {
     const out = {};
-    for (const e of this.body.errors || []) out[e.field] = e.message;
+    for (const e of this.body.errors || []) out[e.field] = has(`invalid.${e.field}`) ? t(`invalid.${e.field}`) : t("invalid.other");
     return out;
   }
 }
@@ -70,10 +74,7 @@ export async function api(method, path, body, options = {}) {
     });
   } catch (e) {
     if (e.name === "AbortError") throw e;
-    throw new Problem(0, {
-      detail: "The box office cannot be reached. Check your connection and try again.",
-      code: "NETWORK",
-    });
+    throw new Problem(0, { code: "NETWORK" });
   }
   if (options.raw) return response;
   if (response.status === 204) return null;
@@ -112,8 +113,14 @@ export async function logIn(nickName, password) {
 }
 
 export async function signUp(nickName, password, email) {
-  await api("POST", "/api/users", email ? { nickName, password, email } : { nickName, password });
+  await api("POST", "/api/users", { nickName, password, ...(email ? { email } : {}), language: language() });
   return logIn(nickName, password);
+}
+
+/** Keeps the page's language on the account (mail is written in it). */
+export async function saveLanguage(code) {
+  if (!session.user) return;
+  session.user = await api("PATCH", `/api/users/${session.user.id}`, { language: code });
 }
 
 /** Ends the session in this browser (the token is forgotten). */

@@ -1,29 +1,28 @@
 // The box office's page: a hash router over the buyer's and the operator's
-// views, and the navigation that follows the session.
+// views, and the header that follows the session. A view's code is loaded
+// when it is first shown, so a fan's visit loads no operator's code.
 
-import { currentUser, isAdmin, logOut, onSessionChange, resume } from "./api.js";
+import { currentUser, isAdmin, logOut, onSessionChange, resume, saveLanguage } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
-import { accountView, loginView, signupView } from "./account.js";
-import { concertView } from "./concert.js";
-import { editConcertView, newConcertView } from "./concert-form.js";
-import { concertsView } from "./concerts.js";
-import { reservationsView } from "./reservations.js";
-import { saleView } from "./sale-view.js";
-import { ticketsView } from "./tickets.js";
-import { doorView } from "./door.js";
+import { LANGUAGES, language, t, useLanguage, wantedLanguage } from "./i18n.js";
+
+const view = (module, name) => () => import(module).then((m) => m[name]);
 
 const ROUTES = [
-  [/^\/$/, concertsView, "Concerts"],
-  [/^\/login$/, loginView, "Log in"],
-  [/^\/signup$/, signupView, "Sign up"],
-  [/^\/concerts\/(?<id>\d+)$/, concertView, "Concert"],
-  [/^\/me\/reservations$/, reservationsView, "My reservations"],
-  [/^\/me\/tickets$/, ticketsView, "My tickets"],
-  [/^\/me\/account$/, accountView, "My account"],
-  [/^\/door$/, doorView, "Door"],
-  [/^\/admin\/concerts\/new$/, newConcertView, "New concert"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, editConcertView, "Edit concert"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, saleView, "On sale"],
+  [/^\/$/, view("./concerts.js", "concertsView"), "title.concerts"],
+  [/^\/login$/, view("./account.js", "loginView"), "title.login"],
+  [/^\/signup$/, view("./account.js", "signupView"), "title.signup"],
+  [/^\/concerts\/(?<id>\d+)$/, view("./concert.js", "concertView"), "title.concert"],
+  [/^\/me\/reservations$/, view("./reservations.js", "reservationsView"), "title.reservations"],
+  [/^\/me\/tickets$/, view("./tickets.js", "ticketsView"), "title.tickets"],
+  [/^\/me\/account$/, view("./account.js", "accountView"), "title.account"],
+  [/^\/door$/, view("./door.js", "doorView"), "title.door"],
+  [/^\/admin\/concerts\/new$/, view("./concert-form.js", "newConcertView"), "title.newConcert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, view("./concert-form.js", "editConcertView"), "title.editConcert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, view("./sale-view.js", "saleView"), "title.sale"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/codes$/, view("./access-codes.js", "accessCodesView"), "title.codes"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/scanners$/, view("./scanners.js", "scannersView"), "title.scanners"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/waiting-list$/, view("./waiting-admin.js", "waitingListView"), "title.waitingList"],
 ];
 
 let leaving = null;
@@ -32,18 +31,21 @@ async function route() {
   if (leaving) leaving.abort();
   const controller = new AbortController();
   leaving = controller;
+  closeMenu();
   const [path, search] = (location.hash.slice(1) || "/").split("?");
   const main = document.getElementById("main");
-  const found = ROUTES.map(([pattern, view, title]) => [pattern.exec(path), view, title]).find(([match]) => match);
+  const found = ROUTES.map(([pattern, load, title]) => [pattern.exec(path), load, title]).find(([match]) => match);
   if (!found) {
-    fill(main, h("h1", {}, "Not found"), h("p", {}, h("a", { href: "#/" }, "Back to the concerts")));
+    fill(main, h("h1", {}, t("app.notFound")), h("p", {}, h("a", { href: "#/" }, t("app.backToConcerts"))));
     return;
   }
-  const [match, view, title] = found;
-  document.title = `${title} · ticket box office`;
+  const [match, load, title] = found;
+  document.title = t("app.documentTitle", { page: t(title) });
   try {
     delete main.dataset.view;
-    await view(main, { params: match.groups || {}, query: new URLSearchParams(search || ""), signal: controller.signal });
+    const show = await load();
+    if (controller.signal.aborted) return;
+    await show(main, { params: match.groups || {}, query: new URLSearchParams(search || ""), signal: controller.signal });
     if (!controller.signal.aborted) {
       // Which page is on screen, once drawn (what a test waits for).
       main.dataset.view = location.hash || "#/";
@@ -51,38 +53,97 @@ async function route() {
     }
   } catch (e) {
     if (e.name === "AbortError" || controller.signal.aborted) return;
-    fill(main, h("h1", {}, "Something went wrong"), h("p", {}, e.message), h("p", {}, h("a", { href: "#/" }, "Back to the concerts")));
+    fill(main, h("h1", {}, t("app.wentWrong")), h("p", {}, e.message), h("p", {}, h("a", { href: "#/" }, t("app.backToConcerts"))));
   }
+}
+
+/** The language switch: the other languages, each named in itself. */
+function languageSwitch() {
+  return Object.entries(LANGUAGES)
+    .filter(([code]) => code !== language())
+    .map(([code, name]) =>
+      h("button", {
+        type: "button",
+        class: "link language",
+        lang: code,
+        "data-language": code,
+        onclick: async () => {
+          await useLanguage(code, { remember: true });
+          if (currentUser()) saveLanguage(code).catch(() => tell(t("app.languageNotSaved"), "info"));
+        },
+      }, name),
+    );
+}
+
+function closeMenu() {
+  const toggle = document.getElementById("menu-toggle");
+  if (toggle) toggle.setAttribute("aria-expanded", "false");
 }
 
 function nav() {
   const user = currentUser();
-  const links = [h("a", { href: "#/" }, "Concerts")];
+  const links = [h("a", { href: "#/" }, t("nav.concerts"))];
   if (user) {
-    links.push(h("a", { href: "#/me/reservations" }, "My reservations"), h("a", { href: "#/me/tickets" }, "My tickets"));
-    if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, "New concert"));
+    links.push(h("a", { href: "#/me/reservations" }, t("nav.reservations")), h("a", { href: "#/me/tickets" }, t("nav.tickets")));
+    if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, t("nav.newConcert")));
     links.push(
-      h("a", { href: "#/me/account", class: "who" }, `Signed in as ${user.nickName}`),
+      h("a", { href: "#/me/account", class: "who" }, t("nav.signedInAs", { name: user.nickName })),
       h("button", {
         type: "button",
         class: "link",
         onclick: async () => {
           logOut();
-          tell("You are logged out.", "info", { acrossNavigation: true });
+          tell(t("nav.loggedOut"), "info", { acrossNavigation: true });
           location.hash = "#/";
         },
-      }, "Log out"),
+      }, t("nav.logOut")),
     );
   } else {
-    links.push(h("a", { href: "#/login" }, "Log in"), h("a", { href: "#/signup" }, "Sign up"));
+    links.push(h("a", { href: "#/login" }, t("nav.logIn")), h("a", { href: "#/signup" }, t("nav.signUp")));
   }
+  links.push(...languageSwitch());
+  const toggle = document.getElementById("menu-toggle");
+  fill(toggle, t("nav.menu"));
   fill(document.getElementById("nav"), links);
+  document.getElementById("nav").setAttribute("aria-label", t("nav.label"));
 }
 
-onSessionChange(nav);
-window.addEventListener("hashchange", () => {
-  navigated();
+/** The page's fixed words, then the view, in the language now spoken. */
+function paint() {
+  fill(document.querySelector(".skip"), t("app.skip"));
+  nav();
   route();
-});
-nav();
-resume().finally(route);
+}
+
+function menu() {
+  const toggle = document.getElementById("menu-toggle");
+  toggle.addEventListener("click", () => {
+    const open = toggle.getAttribute("aria-expanded") !== "true";
+    toggle.setAttribute("aria-expanded", String(open));
+    if (open) document.querySelector("#nav a, #nav button")?.focus();
+  });
+}
+
+async function start() {
+  await useLanguage(wantedLanguage());
+  menu();
+  window.addEventListener("ticket:language", paint);
+  onSessionChange((user) => {
+    // The account's language, when the switch has not chosen one here.
+    if (user?.language && user.language !== language() && !localStorage.getItem("ticket.language")) {
+      useLanguage(user.language);
+    } else {
+      nav();
+    }
+  });
+  window.addEventListener("hashchange", () => {
+    navigated();
+    route();
+  });
+  fill(document.querySelector(".skip"), t("app.skip"));
+  nav();
+  await resume();
+  route();
+}
+
+start();

@@ -5,6 +5,7 @@
 
 import { h } from "./dom.js";
 import { money } from "./money.js";
+import { t } from "./i18n.js";
 
 /** Whether the concert offers asking by count first (before its map). */
 export function bestFirst(concert) {
@@ -26,14 +27,14 @@ export class BestAvailable {
     this.categories = categories;
     this.category = h("select", { name: "category", id: "best-category" }, ...categories.map((c) => h("option", { value: c.name }, label(c))));
     this.split = h("input", { type: "checkbox", name: "allowSplit", id: "best-split" });
-    this.button = h("button", { type: "submit", class: "primary" }, "Find me the best seats");
+    this.button = h("button", { type: "submit", class: "primary" }, t("best.find"));
     this.element = h(
       "form",
       { class: "best-available", "aria-labelledby": "best-title" },
-      h("h2", { id: "best-title" }, "Best available"),
-      h("p", { class: "muted" }, "Say how many and where: the line gives you the best seats side by side that the fans ahead of you left."),
-      h("div", { class: "best-fields" }, h("label", { for: "best-count" }, "Tickets"), this.count, h("label", { for: "best-category" }, "in"), this.category),
-      h("label", { class: "best-split", for: "best-split" }, this.split, " Seats apart are fine if no block is left"),
+      h("h2", { id: "best-title" }, t("best.heading")),
+      h("p", { class: "muted" }, t("best.explained")),
+      h("div", { class: "best-fields" }, h("label", { for: "best-count" }, t("best.tickets")), this.count, h("label", { for: "best-category" }, t("best.in")), this.category),
+      h("label", { class: "best-split", for: "best-split" }, this.split, " ", t("best.apart")),
       this.button,
     );
     this.element.addEventListener("submit", (e) => {
@@ -76,13 +77,13 @@ export class Standing {
     this.areas = areas.map((a) => ({ name: a.name, price: priceOf(a) }));
     this.count = h("select", { name: "count", id: "standing-count" }, ...range(concert.maxSeatsPerOrder).map((n) => h("option", { value: n }, String(n))));
     this.area = h("select", { name: "area", id: "standing-area" }, ...this.areas.map((a) => h("option", { value: a.name }, areaLabel(a))));
-    this.button = h("button", { type: "submit", class: "primary" }, "Get standing tickets");
+    this.button = h("button", { type: "submit", class: "primary" }, t("standing.get"));
     this.element = h(
       "form",
       { class: "best-available standing", "aria-labelledby": "standing-title" },
-      h("h2", { id: "standing-title" }, "Standing"),
-      h("p", { class: "muted" }, "No seat numbers: you enter by your entry number, and the earlier you are in line, the lower it is."),
-      h("div", { class: "best-fields" }, h("label", { for: "standing-count" }, "Tickets"), this.count, h("label", { for: "standing-area" }, "on"), this.area),
+      h("h2", { id: "standing-title" }, t("standing.heading")),
+      h("p", { class: "muted" }, t("standing.explained")),
+      h("div", { class: "best-fields" }, h("label", { for: "standing-count" }, t("best.tickets")), this.count, h("label", { for: "standing-area" }, t("standing.on")), this.area),
       this.button,
     );
     this.element.addEventListener("submit", (e) => {
@@ -117,7 +118,7 @@ function areaLabel(area, free) {
 
 function withLeft(text, free) {
   if (free === undefined) return text;
-  return free === 0 ? `${text} · sold out` : `${text} · ${free} left`;
+  return free === 0 ? t("best.soldOut", { text }) : t("best.left", { text, count: free });
 }
 
 function range(n) {

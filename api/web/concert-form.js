@@ -1,25 +1,68 @@
-// The operator's concert form: create, edit, delete.
+// The operator's concert form (create, edit, delete), in groups: the show,
+// its seats (and plan, and standing areas), its prices, the sale, and the
+// fair shares. Times are typed in the venue's zone.
 
 import { Problem, api } from "./api.js";
 import { field, fill, fromZonedInput, h, ownTimeZone, tell, toZonedInput } from "./dom.js";
-import { adminOnly } from "./admin.js";
+import { adminOnly, operatorTabs } from "./admin.js";
+import { t } from "./i18n.js";
+import { AreaEditor, CategoryEditor, planUpload } from "./concert-editors.js";
 
-const FIELDS = [
-  { name: "title", label: "Title", type: "text", required: true },
-  { name: "venue", label: "Venue", type: "text", required: true },
-  { name: "timeZone", label: "Venue's time zone (the times below are in it)", type: "zone", required: true },
-  { name: "concertDate", label: "Concert date and time", type: "datetime-local", required: true },
-  { name: "rows", label: "Rows", type: "number", min: 1, max: 100000, value: 10, createOnly: true },
-  { name: "seatsPerRow", label: "Seats per row", type: "number", min: 1, max: 100000, value: 20, createOnly: true },
-  { name: "holdSeconds", label: "Hold seconds (0: confirmed at once)", type: "number", min: 0, max: 3600, value: 0 },
-  { name: "maxSeatsPerOrder", label: "Seats per order", type: "number", min: 1, max: 10, value: 4 },
-  { name: "maxSeatsPerUser", label: "Seats per fan, all orders together (empty: seats per order)", type: "number", min: 1, max: 100 },
-  { name: "opensAt", label: "Sale opens (empty: on sale at once)", type: "datetime-local" },
-  { name: "presaleStartsAt", label: "Presale with access codes starts (before the opening; empty: none)", type: "datetime-local" },
-  { name: "lotteryWindowSeconds", label: "Lottery window, seconds before the opening", type: "number", min: 0, max: 86400, value: 0 },
-  { name: "waitingListOfferSeconds", label: "Seconds a waiting-list offer is held", type: "number", min: 1, max: 86400, value: 900 },
-  { name: "proofOfWork", label: "Proof of work per request (0: none; 1–12, each level doubles the work; 7: about a third of a second in a browser)", type: "number", min: 0, max: 12, value: 0 },
+/** The groups and their fields; a field's label and hint are `form.f.<name>` and `form.h.<name>`. */
+const GROUPS = [
+  ["form.show", [
+    { name: "title", type: "text", required: true },
+    { name: "venue", type: "text", required: true },
+    { name: "timeZone", type: "zone", required: true },
+    { name: "concertDate", type: "datetime-local", required: true },
+  ]],
+  ["form.seats", [
+    { name: "rows", type: "number", min: 1, max: 100000, value: 10, createOnly: true },
+    { name: "seatsPerRow", type: "number", min: 1, max: 100000, value: 20, createOnly: true },
+  ]],
+  ["form.prices", []],
+  ["form.sale", [
+    { name: "opensAt", type: "datetime-local" },
+    { name: "presaleStartsAt", type: "datetime-local" },
+    { name: "lotteryWindowSeconds", type: "number", min: 0, max: 86400, value: 0 },
+    { name: "holdSeconds", type: "number", min: 0, max: 3600, value: 0 },
+    { name: "refundableUntil", type: "datetime-local" },
+  ]],
+  ["form.fairShares", [
+    { name: "maxSeatsPerOrder", type: "number", min: 1, max: 10, value: 4 },
+    { name: "maxSeatsPerUser", type: "number", min: 1, max: 100 },
+    { name: "waitingListOfferSeconds", type: "number", min: 1, max: 86400, value: 900 },
+    { name: "proofOfWork", type: "number", min: 0, max: 12, value: 0 },
+  ]],
 ];
+const FIELDS = GROUPS.flatMap(([, fields]) => fields);
+const LABELS = {
+  title: "form.f.title",
+  venue: "form.f.venue",
+  timeZone: "form.f.timeZone",
+  concertDate: "form.f.concertDate",
+  rows: "form.f.rows",
+  seatsPerRow: "form.f.seatsPerRow",
+  opensAt: "form.f.opensAt",
+  presaleStartsAt: "form.f.presaleStartsAt",
+  lotteryWindowSeconds: "form.f.lotteryWindowSeconds",
+  holdSeconds: "form.f.holdSeconds",
+  refundableUntil: "form.f.refundableUntil",
+  maxSeatsPerOrder: "form.f.maxSeatsPerOrder",
+  maxSeatsPerUser: "form.f.maxSeatsPerUser",
+  waitingListOfferSeconds: "form.f.waitingListOfferSeconds",
+  proofOfWork: "form.f.proofOfWork",
+};
+const HINTS = {
+  timeZone: "form.h.timeZone",
+  opensAt: "form.h.opensAt",
+  presaleStartsAt: "form.h.presaleStartsAt",
+  lotteryWindowSeconds: "form.h.lotteryWindowSeconds",
+  holdSeconds: "form.h.holdSeconds",
+  refundableUntil: "form.h.refundableUntil",
+  maxSeatsPerUser: "form.h.maxSeatsPerUser",
+  proofOfWork: "form.h.proofOfWork",
+};
 
 /** Whether the browser knows `zone` (else the server says what is wrong). */
 function validZone(zone) {
@@ -31,32 +74,47 @@ function validZone(zone) {
   }
 }
 
-function concertForm(main, { heading, concert, submit, send, extra }) {
+function concertForm(main, { heading, concert, submit, send, extra, before }) {
   const inputs = {};
   const errors = {};
-  const body = h("div");
   const problems = h("div", { class: "form-errors", "aria-live": "polite" });
   // The venue's zone the form's times are in: the concert's, or the one typed.
   const zone = () => inputs.timeZone?.value.trim() || concert?.timeZone || ownTimeZone();
   const zones = h("datalist", { id: "time-zones" }, (Intl.supportedValuesOf?.("timeZone") || []).map((z) => h("option", { value: z })));
-  const render = () =>
-    fill(
-      body,
-      FIELDS.filter((f) => !(concert && f.createOnly)).map((f) => {
-        const input = inputs[f.name] || h("input", { name: f.name, type: f.type === "zone" ? "text" : f.type, list: f.type === "zone" ? "time-zones" : undefined, min: f.min, max: f.max, required: f.required, step: f.type === "number" ? 1 : undefined });
-        if (!inputs[f.name]) {
-          inputs[f.name] = input;
-          // A new concert is in the operator's own zone until they say.
-          const current = concert ? concert[f.name] : f.type === "zone" ? ownTimeZone() : f.value;
-          input.value = f.type === "datetime-local" ? toZonedInput(current, zone()) : current ?? "";
-        }
-        return field(f.label, input, errors[f.name]);
-      }),
-    );
+  const categories = new CategoryEditor(concert?.categories || []);
+  const areas = new AreaEditor(concert?.areas || [], () => categories.names());
+  const extras = { "form.seats": [concert ? planUpload(concert, { onUploaded: () => tell(t("form.planSaved"), "info") }) : null, areas.element], "form.prices": [categories.element] };
+  const groups = GROUPS.map(([legend, fields]) => {
+    const body = h("div", { class: "group-fields" });
+    const shown = fields.filter((f) => !(concert && f.createOnly));
+    return { legend, shown, body, element: h("fieldset", { class: "group" }, h("legend", {}, t(legend)), body, extras[legend] || null) };
+  });
+  const render = () => {
+    for (const group of groups) {
+      fill(
+        group.body,
+        group.shown.map((f) => {
+          const input = inputs[f.name] || h("input", { name: f.name, type: f.type === "zone" ? "text" : f.type, list: f.type === "zone" ? "time-zones" : undefined, min: f.min, max: f.max, required: f.required, step: f.type === "number" ? 1 : undefined });
+          if (!inputs[f.name]) {
+            inputs[f.name] = input;
+            // A new concert is in the operator's own zone until they say.
+            const current = concert ? concert[f.name] : f.type === "zone" ? ownTimeZone() : f.value;
+            input.value = f.type === "datetime-local" ? toZonedInput(current, zone()) : current ?? "";
+          }
+          const hint = HINTS[f.name] ? h("small", { class: "hint" }, t(HINTS[f.name])) : null;
+          const shownField = field(t(LABELS[f.name]), input, errors[f.name]);
+          if (hint) shownField.append(hint);
+          return shownField;
+        }),
+      );
+    }
+    categories.list.problem(errors.categories);
+    areas.list.problem(errors.areas);
+  };
   const form = h(
     "form",
     {
-      class: "narrow concert-form",
+      class: "concert-form",
       novalidate: true,
       onsubmit: async (event) => {
         event.preventDefault();
@@ -67,6 +125,10 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
           else if (spec.type === "datetime-local") values[name] = validZone(zone()) ? fromZonedInput(input.value, zone()) : null;
           else values[name] = input.value.trim();
         }
+        // The lists go only when changed: a new list re-prices every seat
+        // (categories) or is refused once places were asked for (areas).
+        if (categories.changed()) values.categories = categories.value();
+        if (areas.changed()) values.areas = areas.value();
         for (const key of Object.keys(errors)) delete errors[key];
         fill(problems);
         try {
@@ -79,7 +141,8 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
       },
     },
     h("h1", {}, heading),
-    body,
+    before,
+    groups.map((g) => g.element),
     zones,
     problems,
     h("p", { class: "actions" }, h("button", { type: "submit", class: "primary" }, submit), extra),
@@ -92,10 +155,11 @@ function concertForm(main, { heading, concert, submit, send, extra }) {
 export function newConcertView(main) {
   if (adminOnly(main)) return;
   concertForm(main, {
-    heading: "New concert",
-    submit: "Create concert",
+    heading: t("form.newHeading"),
+    submit: t("form.create"),
     send: async (values) => {
       const body = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null && v !== ""));
+      if (Array.isArray(body.areas) && body.areas.length === 0) delete body.areas;
       const created = await api("POST", "/api/concerts", body);
       location.hash = `#/admin/concerts/${created.id}/sale`;
     },
@@ -112,28 +176,29 @@ export async function editConcertView(main, { params, signal }) {
     onclick: async () => {
       if (!armed) {
         armed = true;
-        fill(remove, "Really delete this concert?");
+        fill(remove, t("form.reallyDelete"));
         return;
       }
       try {
         await api("DELETE", `/api/concerts/${concert.id}`);
-        tell(`“${concert.title}” was deleted.`, "info", { acrossNavigation: true });
+        tell(t("form.deleted", { title: concert.title }), "info", { acrossNavigation: true });
         location.hash = "#/";
       } catch (e) {
         tell(e.message);
         armed = false;
-        fill(remove, "Delete concert");
+        fill(remove, t("form.delete"));
       }
     },
-  }, "Delete concert");
+  }, t("form.delete"));
   concertForm(main, {
-    heading: `Edit “${concert.title}”`,
+    heading: t("form.editHeading", { title: concert.title }),
     concert,
-    submit: "Save changes",
-    extra: [h("a", { href: `#/admin/concerts/${concert.id}/sale` }, "On-sale view"), remove],
+    before: operatorTabs(concert, "edit"),
+    submit: t("form.save"),
+    extra: remove,
     send: async (values) => {
       await api("PATCH", `/api/concerts/${concert.id}`, values);
-      tell("Saved.", "info", { acrossNavigation: true });
+      tell(t("account.saved"), "info", { acrossNavigation: true });
       location.hash = `#/admin/concerts/${concert.id}/sale`;
     },
   });

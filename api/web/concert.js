@@ -12,17 +12,19 @@ import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
 import { PayPanel, paidOnline, refundWords } from "./payment.js";
 import { BestAvailable, Standing, bestFirst } from "./best.js";
+import { t, tNodes } from "./i18n.js";
+import { colourOf, paint } from "./palette.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
   const counts = h("p", { class: "counts", "aria-live": "off" });
-  const choice = h("p", { class: "choice", id: "choice" }, "Pick a seat on the map.");
-  const reserve = h("button", { type: "button", class: "primary", disabled: true, "aria-describedby": "choice" }, "Reserve");
+  const choice = h("p", { class: "choice", id: "choice" }, t("concert.pickSeat"));
+  const reserve = h("button", { type: "button", class: "primary", disabled: true, "aria-describedby": "choice" }, t("concert.reserve"));
   const sale = h("div", { class: "sale-state" });
-  const line = h("section", { class: "line", "aria-live": "polite", "aria-label": "Your request" });
+  const line = h("section", { class: "line", "aria-live": "polite", "aria-label": t("concert.yourRequest") });
   const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: "ABCD-EFGH-JKMN-PQRS", maxlength: 64 });
-  const codeField = h("label", { class: "access-code", hidden: true }, "Access code", code);
+  const codeField = h("label", { class: "access-code", hidden: true }, t("concert.accessCode"), code);
   const proof = concert.proofOfWork > 0 ? new ProofOfWork(id) : null;
   const map = new SeatMap(id, {
     selectable: true,
@@ -30,18 +32,18 @@ export async function concertView(main, { signal, params }) {
     onChange: (ids) => {
       const numbers = map.selectedNumbers();
       const total = map.selectedTotal();
-      fill(choice, ids.length ? `Selected: ${numbers.join(", ")}${total ? ` · ${total}` : ""}` : "Pick a seat on the map.");
+      const seats = numbers.join(", ");
+      fill(choice, ids.length ? (total ? t("concert.selectedTotal", { seats, total }) : t("concert.selected", { seats })) : t("concert.pickSeat"));
       reserve.disabled = ids.length === 0 || ["soon", "cancelled"].includes(saleState(concert).phase) || busy;
     },
     // While the fan's own request is in line its seats turn held or sold
     // for them: the decision tells, not this.
     onTaken: (numbers) => {
       if (busy) return;
-      const which = numbers.length === 1 ? `Seat ${numbers[0]} was` : `Seats ${numbers.join(", ")} were`;
-      tell(`${which} just taken by someone else and left your selection: pick another.`, "info");
+      tell(t("concert.takenFromPick", { count: numbers.length, seats: numbers.join(", ") }), "info");
     },
     onCounts: (c) => {
-      fill(counts, h("span", { class: "free" }, `${c.available} free`), " · ", h("span", { class: "held" }, `${c.held} held`), " · ", h("span", { class: "sold" }, `${c.sold} sold`));
+      fill(counts, h("span", { class: "free" }, t("concert.freeCount", { count: c.available })), " · ", h("span", { class: "held" }, t("concert.heldCount", { count: c.held })), " · ", h("span", { class: "sold" }, t("concert.soldCount", { count: c.sold })));
       waiting.counts(c);
       if (soldOut !== (c.available === 0)) {
         soldOut = c.available === 0;
@@ -73,23 +75,23 @@ export async function concertView(main, { signal, params }) {
       waiting.element.hidden = true;
       fill(
         sale,
-        h("p", { class: "badge cancelled" }, "Cancelled"),
+        h("p", { class: "badge cancelled" }, t("concerts.cancelled")),
         h(
           "div",
           { class: "notice error cancelled-show", role: "alert" },
-          h("p", {}, h("strong", {}, "This concert is cancelled"), concert.cancelReason ? `: ${concert.cancelReason}` : "."),
-          h("p", {}, "Every ticket sold is refunded in full to the card it was paid with; there is nothing you need to do. ", h("a", { href: "#/me/reservations" }, "My reservations"), " shows your refund."),
+          h("p", {}, h("strong", {}, concert.cancelReason ? t("concert.cancelledBecause", { reason: concert.cancelReason }) : t("concert.cancelledPlain"))),
+          h("p", {}, tNodes("concert.refundedInFull", { reservations: h("a", { href: "#/me/reservations" }, t("nav.reservations")) })),
         ),
       );
     } else if (state.phase === "open") {
       // Nothing left to sell is not "on sale": the waiting list is.
-      fill(sale, soldOut ? h("p", { class: "badge sold-out" }, "Sold out") : h("p", { class: "badge open" }, "On sale now"));
+      fill(sale, soldOut ? h("p", { class: "badge sold-out" }, t("concerts.soldOut")) : h("p", { class: "badge open" }, t("concert.onSaleNow")));
     } else if (state.phase === "presale") {
       const left = h("strong", { class: "countdown" });
       fill(
         sale,
-        h("p", { class: "badge presale" }, "Presale"),
-        h("p", {}, "Fans with an access code can reserve now. ", state.lottery ? "Everyone else can join the lottery before the opening; the sale opens in " : "Everyone else can reserve when the sale opens, in ", left, "."),
+        h("p", { class: "badge presale" }, t("concert.presale")),
+        h("p", {}, tNodes(state.lottery ? "concert.presaleThenLottery" : "concert.presaleThenSale", { left })),
       );
       countdown(left, state.lottery ? state.from : state.opens, clock, () => {
         showSale();
@@ -97,19 +99,15 @@ export async function concertView(main, { signal, params }) {
       });
     } else if (state.phase === "lottery") {
       const left = h("strong", { class: "countdown" });
-      fill(sale, h("p", { class: "badge lottery" }, "Lottery open"), h("p", {}, "Requests made before the opening are put in a random order when the sale opens: there is no use in being first. The sale opens in ", left, "."));
+      fill(sale, h("p", { class: "badge lottery" }, t("concert.lotteryOpen")), h("p", {}, tNodes("concert.lotteryExplained", { left })));
       countdown(left, state.opens, clock, showSale);
     } else {
       const left = h("strong", { class: "countdown" });
       const next = state.lottery ? state.from : state.opens;
       const presaleFirst = state.presaleFrom !== null && state.presaleFrom < next;
       const until = presaleFirst ? state.presaleFrom : next;
-      const what = presaleFirst ? "The presale (with an access code) opens in " : state.lottery ? "The lottery opens in " : "The sale opens in ";
-      fill(
-        sale,
-        h("p", { class: "badge soon" }, "Not on sale yet"),
-        h("p", {}, what, left, presaleFirst || state.lottery ? `; the sale opens ${when(concert, "opensAt")}.` : "."),
-      );
+      const what = presaleFirst ? "concert.presaleOpensIn" : state.lottery ? "concert.lotteryOpensIn" : "concert.saleOpensIn";
+      fill(sale, h("p", { class: "badge soon" }, t("concert.notYet")), h("p", {}, tNodes(what, { left, when: when(concert, "opensAt") })));
       countdown(left, until, clock, () => {
         showSale();
         map.onChange(map.selected());
@@ -122,24 +120,24 @@ export async function concertView(main, { signal, params }) {
       const reservation = await api("GET", `/api/reservations/${status.reservationId}`, undefined, { signal });
       showReservation(reservation);
     } else if (status.reason === "USER_LIMIT_REACHED") {
-      fill(line, h("h2", {}, "Over your limit"), h("p", {}, `You may have at most ${concert.maxSeatsPerUser} seats of this concert, held, confirmed and requested together.`));
+      fill(line, h("h2", {}, t("concert.overLimit")), h("p", {}, t("concert.overLimitExplained", { count: concert.maxSeatsPerUser })));
       line.className = "line failed";
       map.clear();
     } else if (status.reason === "SOLD_OUT") {
-      fill(line, h("h2", {}, "Not enough seats left"), h("p", {}, "Fewer seats (or standing places) of what you chose were left when your turn came than you asked for. Try fewer tickets, or another category or area."));
+      fill(line, h("h2", {}, t("concert.notEnough")), h("p", {}, t("concert.notEnoughExplained")));
       line.className = "line failed";
       await map.refresh();
     } else if (status.reason === "NO_ADJACENT_SEATS") {
-      fill(line, h("h2", {}, "No seats side by side left"), h("p", {}, "No block of that many seats together was left when your turn came. Ask again with \"Seats apart are fine\", or for fewer tickets."));
+      fill(line, h("h2", {}, t("concert.noAdjacent")), h("p", {}, t("concert.noAdjacentExplained")));
       line.className = "line failed";
       await map.refresh();
     } else if (status.reason === "SEAT_TAKEN") {
-      fill(line, h("h2", {}, "Taken by someone faster"), h("p", {}, "Someone ahead of you in line got ", status.seatIds.length > 1 ? "one of these seats" : "this seat", ". The map shows what is still free: pick another."));
+      fill(line, h("h2", {}, t("concert.taken")), h("p", {}, t("concert.takenExplained", { count: status.seatIds.length })));
       line.className = "line failed";
       map.clear();
       await map.refresh();
     } else {
-      fill(line, h("h2", {}, "Not reserved"), h("p", {}, "Your request could not be decided. Please try again."));
+      fill(line, h("h2", {}, t("concert.notReserved")), h("p", {}, t("concert.notDecided")));
       line.className = "line failed";
     }
     busy = false;
@@ -147,23 +145,23 @@ export async function concertView(main, { signal, params }) {
   };
 
   const showReservation = async (reservation) => {
-    const seats = reservation.seats.map((s) => s.seatNumber).join(", ");
-    // A standing place is numbered "Floor #12": its entry number.
-    const w = words(reservation.seats.length, reservation.seats.every((s) => s.seatNumber.includes(" #")));
+    const w = words(reservation.seats);
     map.clear();
+    const ids = reservation.seats.map((s) => s.seatId);
+    map.own(ids, reservation.status === "HELD" || reservation.status === "CONFIRMED");
     map.refresh().catch(() => {});
     if (reservation.status === "CONFIRMED") {
       line.className = "line confirmed";
       fill(
         line,
-        h("h2", {}, reservation.paymentReference ? "Paid and confirmed" : "Confirmed"),
-        h("p", {}, `${w.Seats} ${seats} ${w.are} yours. `, h("a", { href: "#/me/tickets" }, "Your tickets"), " · ", h("a", { href: "#/me/reservations" }, "My reservations")),
+        h("h2", {}, t(reservation.paymentReference ? "concert.paidAndConfirmed" : "concert.confirmed")),
+        h("p", {}, w("concert.areYours"), " ", h("a", { href: "#/me/tickets" }, t("concert.yourTickets")), " · ", h("a", { href: "#/me/reservations" }, t("nav.reservations"))),
       );
       return;
     }
     if (reservation.status !== "HELD") {
       line.className = "line failed";
-      fill(line, h("h2", {}, `Reservation ${reservation.status.toLowerCase()}`), h("p", {}, `${w.Seats} ${seats}.`));
+      fill(line, h("h2", {}, t(reservation.status === "CANCELLED" ? "concert.reservationCancelled" : "concert.reservationExpired")), h("p", {}, w("concert.theseWere")));
       return;
     }
     const left = h("strong", { class: "countdown hold-countdown" });
@@ -181,22 +179,22 @@ export async function concertView(main, { signal, params }) {
             }
             line.className = "line failed refunded";
             map.refresh().catch(() => {});
-            fill(line, h("h2", {}, "Your hold ended before the payment arrived"), h("p", { class: "refund" }, `${refundWords(outcome.refunded)}. ${w.Seats} ${seats} went back on sale.`));
+            fill(line, h("h2", {}, t("concert.endedBeforePayment")), h("p", { class: "refund" }, t("concert.twoSentences", { first: refundWords(outcome.refunded), second: w("concert.wentBack") })));
+            map.own(ids, false);
           },
         })
       : null;
-    const confirm = online ? null : h("button", { type: "button", class: "primary" }, "Confirm");
-    const cancel = h("button", { type: "button" }, `Release ${w.Seats.toLowerCase()}`);
+    const confirm = online ? null : h("button", { type: "button", class: "primary" }, t("concert.confirm"));
+    const cancel = h("button", { type: "button" }, w("concert.release"));
     line.className = "line held";
-    const heading = reservation.source === "WAITING_LIST" ? "Seats from the waiting list held for you" : "Seats held for you";
+    const heading = t(reservation.source === "WAITING_LIST" ? "concert.offerHeld" : "concert.held");
     const total = totalOf(reservation.seats, reservation.currency);
-    const count = `${reservation.seats.length} ${w.Seats.toLowerCase()}`;
-    const verb = online ? "pay" : "confirm";
+    const summary = online ? (total ? "concert.payWithinTotal" : "concert.payWithin") : total ? "concert.confirmWithinTotal" : "concert.confirmWithin";
     fill(
       line,
       h("h2", {}, heading),
-      h("p", { class: "hold-summary" }, total ? `${count}, ${total}, ${verb} within ` : `${count}, ${verb} within `, left),
-      h("p", {}, `${w.Seats} ${seats} ${w.are} yours until then.`),
+      h("p", { class: "hold-summary" }, w(summary, { left, total })),
+      h("p", {}, w("concert.areYoursUntil")),
       pay?.element,
       h("p", { class: "actions" }, confirm, cancel),
     );
@@ -204,7 +202,8 @@ export async function concertView(main, { signal, params }) {
       // A payment on its way decides for itself (sold, or refunded).
       if (pay?.busy) return;
       line.className = "line failed";
-      fill(line, h("h2", {}, "Your hold ended"), h("p", {}, `${w.Seats} ${seats} went back on sale.`));
+      fill(line, h("h2", {}, t("concert.holdEnded")), h("p", {}, w("concert.wentBack")));
+      map.own(ids, false);
       map.refresh().catch(() => {});
     });
     confirm?.addEventListener("click", async () => {
@@ -224,7 +223,8 @@ export async function concertView(main, { signal, params }) {
         await api("POST", `/api/reservations/${reservation.reservationId}/cancel`, {});
         stop();
         line.className = "line";
-        fill(line, h("h2", {}, `${w.Seats} released`), h("p", {}, `${w.Seats} ${seats} ${w.are} back on sale.`));
+        fill(line, h("h2", {}, w("concert.released")), h("p", {}, w("concert.areBack")));
+        map.own(ids, false);
         map.refresh().catch(() => {});
       } catch (e) {
         tell(e.message);
@@ -238,12 +238,12 @@ export async function concertView(main, { signal, params }) {
     line.className = "line waiting";
     if (status.status === "WAITING") {
       const left = h("strong", { class: "countdown" });
-      fill(line, h("h2", {}, "You are in the lottery"), h("p", {}, "Your place is drawn at opening, in ", left, "."));
+      fill(line, h("h2", {}, t("concert.inLottery")), h("p", {}, tNodes("concert.drawnIn", { left })));
       if (status.opensAt) countdown(left, status.opensAt, clock);
     } else if (status.status === "PENDING" || status.status === "PROCESSING") {
-      const place = status.position ? `Position ${status.position} in line` : "In line";
+      const place = status.position ? t("concert.position", { position: status.position }) : t("concert.inLine");
       const wait = status.estimatedWaitMs !== null && status.estimatedWaitMs !== undefined ? ` · ${roughly(status.estimatedWaitMs)}` : "";
-      fill(line, h("h2", {}, "Your request is in line"), h("p", { class: "position" }, place + wait));
+      fill(line, h("h2", {}, t("concert.requestInLine")), h("p", { class: "position" }, place + wait));
     }
   };
 
@@ -282,7 +282,7 @@ export async function concertView(main, { signal, params }) {
         return;
       }
       if (e.name === "AbortError") return;
-      tell(e instanceof Problem ? (REFUSALS[e.code] || e.message) : e.message);
+      tell(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message);
       if (e instanceof Problem && e.code.startsWith("ACCESS_CODE")) code.focus();
       reserve.disabled = false;
     } finally {
@@ -306,7 +306,7 @@ export async function concertView(main, { signal, params }) {
       { class: "concert-head" },
       h("h1", {}, concert.title),
       h("p", {}, `${concert.venue} · ${when(concert, "concertDate")}`),
-      h("p", { class: "muted" }, `${holdText(concert.holdSeconds)} · up to ${concert.maxSeatsPerOrder} seats per order, ${concert.maxSeatsPerUser} per fan`),
+      h("p", { class: "muted" }, t("concert.rules", { hold: holdText(concert.holdSeconds), perOrder: concert.maxSeatsPerOrder, perFan: concert.maxSeatsPerUser })),
     ),
     sale,
     first ? standing.element : null,
@@ -314,35 +314,51 @@ export async function concertView(main, { signal, params }) {
     h(
       "div",
       { class: "concert-body" },
-      h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, "Stage"), map.element, legend(), prices(concert)),
-      h("aside", { class: "checkout", "aria-label": "Checkout" }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
+      h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(), prices(concert)),
+      h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
     ),
   );
   showSale();
   await map.load();
   map.start();
+  // Seats this fan holds or bought already, told apart on the map.
+  if (currentUser()) {
+    api("GET", "/api/users/me/reservations?page=0&size=100", undefined, { signal })
+      .then((mine) => map.own(mine.filter((r) => r.concertId === id && ["HELD", "CONFIRMED"].includes(r.status)).flatMap((r) => r.seats.map((s) => s.seatId))))
+      .catch(() => {});
+  }
   waiting.refresh();
 }
 
-/** What a refused request means, in words (the rest say it in their detail). */
+/** A refused request in the words of the form it came from. */
 const REFUSALS = {
-  ACCESS_CODE_REQUIRED: "This is the presale: enter your access code to reserve.",
-  ACCESS_CODE_INVALID: "That access code is not valid for this concert. Check it and try again.",
-  ACCESS_CODE_USED: "That access code has been used up (or by another account).",
-  CHALLENGE_INVALID: "The puzzle took too long or was already used: press Reserve again for a new one.",
-  CHALLENGE_REQUIRED: "This concert asks every request for a solved puzzle: reload the page and try again.",
+  ACCESS_CODE_REQUIRED: "concert.codeRequired",
+  ACCESS_CODE_INVALID: "concert.codeInvalid",
+  ACCESS_CODE_USED: "concert.codeUsed",
+  CHALLENGE_INVALID: "concert.challengeInvalid",
+  CHALLENGE_REQUIRED: "concert.challengeRequired",
 };
 
-/** The words that agree with a number of seats (or standing places). */
-function words(seats, standing = false) {
-  const noun = standing ? "Standing place" : "Seat";
-  return seats > 1 ? { Seats: `${noun}s`, are: "are", them: "them" } : { Seats: noun, are: "is", them: "it" };
+/**
+ * The sentences about a reservation's seats (or standing places: numbered
+ * "Floor #12", their entry numbers), agreeing with how many there are.
+ */
+function words(seats) {
+  const count = seats.length;
+  const standing = seats.every((s) => s.seatNumber.includes(" #"));
+  const what = t(standing ? "concert.placesNamed" : "concert.seatsNamed", { count, seats: seats.map((s) => s.seatNumber).join(", ") });
+  const things = t(standing ? "concert.places" : "concert.seats", { count });
+  const noun = t(standing ? "concert.placeNoun" : "concert.seatNoun", { count });
+  return (key, params = {}) => {
+    const all = { count, what, things, noun, ...params };
+    return Object.values(params).some((v) => v instanceof Node) ? tNodes(key, all) : t(key, all);
+  };
 }
 
 function holdText(seconds) {
-  if (!seconds) return "Seats are yours as soon as your request wins";
-  const span = seconds < 120 ? `${seconds} seconds` : `${Math.round(seconds / 60)} minutes`;
-  return `Seats are held ${span} for you to confirm`;
+  if (!seconds) return t("concert.yoursAtOnce");
+  const span = seconds < 120 ? t("concert.seconds", { count: seconds }) : t("concert.minutes", { count: Math.round(seconds / 60) });
+  return t("concert.heldFor", { span });
 }
 
 /** The price categories, when the concert has prices. */
@@ -350,18 +366,19 @@ function prices(concert) {
   if (!concert.categories || concert.categories.length === 0) return null;
   return h(
     "ul",
-    { class: "legend prices", "aria-label": "Prices" },
-    ...concert.categories.map((c) => h("li", { "data-category": c.name }, `${c.name} ${money(c.price, c.currency)}`)),
+    { class: "legend prices", "aria-label": t("concert.prices") },
+    ...concert.categories.map((c, i) => h("li", { "data-category": c.name }, paint(h("span", { class: "swatch" }), colourOf(c, i)), `${c.name} ${money(c.price, c.currency)}`)),
   );
 }
 
 function legend() {
   return h(
     "ul",
-    { class: "legend", "aria-label": "Legend" },
-    h("li", {}, h("span", { class: "swatch", "data-state": "A" }), "Free"),
-    h("li", {}, h("span", { class: "swatch chosen" }), "Your pick"),
-    h("li", {}, h("span", { class: "swatch", "data-state": "H" }), "Held"),
-    h("li", {}, h("span", { class: "swatch", "data-state": "R" }), "Sold"),
+    { class: "legend", "aria-label": t("concert.legend") },
+    h("li", {}, h("span", { class: "swatch", "data-state": "A" }), t("concert.legendFree")),
+    h("li", {}, h("span", { class: "swatch chosen" }), t("concert.legendPick")),
+    h("li", {}, h("span", { class: "swatch", "data-state": "M" }), t("concert.legendMine")),
+    h("li", {}, h("span", { class: "swatch", "data-state": "H" }), t("concert.legendHeld")),
+    h("li", {}, h("span", { class: "swatch", "data-state": "R" }), t("concert.legendSold")),
   );
 }

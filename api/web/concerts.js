@@ -4,6 +4,7 @@
 import { api, isAdmin } from "./api.js";
 import { fill, h, when } from "./dom.js";
 import { money } from "./money.js";
+import { t } from "./i18n.js";
 
 /** Where a concert's sale stands at `now`: before its requests, in its lottery, or open. */
 export function saleState(concert, now = Date.now()) {
@@ -22,11 +23,12 @@ export function saleState(concert, now = Date.now()) {
 
 function saleLabel(concert) {
   const state = saleState(concert);
-  if (state.phase === "cancelled") return "Cancelled";
-  if (state.phase === "open") return concert.availableSeats === 0 ? "Sold out" : "On sale";
-  if (state.phase === "lottery") return `Lottery open · sale opens ${when(concert, "opensAt")}`;
-  if (state.phase === "presale") return `Presale with access codes · sale opens ${when(concert, "opensAt")}`;
-  return `Sale opens ${when(concert, "opensAt")}`;
+  if (state.phase === "cancelled") return t("concerts.cancelled");
+  if (state.phase === "open") return concert.availableSeats === 0 ? t("concerts.soldOut") : t("concerts.onSale");
+  const opens = when(concert, "opensAt");
+  if (state.phase === "lottery") return t("concerts.lotteryOpen", { when: opens });
+  if (state.phase === "presale") return t("concerts.presale", { when: opens });
+  return t("concerts.opens", { when: opens });
 }
 
 /** "from €39.00": the cheapest price category, when the concert has prices. */
@@ -34,7 +36,7 @@ function from(concert) {
   const categories = concert.categories || [];
   if (categories.length === 0) return null;
   const cheapest = categories.reduce((a, b) => (b.price < a.price ? b : a));
-  return `from ${money(cheapest.price, cheapest.currency)}`;
+  return t("concerts.from", { price: money(cheapest.price, cheapest.currency) });
 }
 
 export async function concertsView(main, { signal, query }) {
@@ -46,28 +48,28 @@ export async function concertsView(main, { signal, query }) {
       { class: "card" },
       h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
       h("p", {}, `${c.venue} · ${when(c, "concertDate")}`),
-      h("p", { class: "muted" }, [c.seatCount === 1 ? "1 seat" : `${c.seatCount.toLocaleString()} seats`, from(c), saleLabel(c)].filter(Boolean).join(" · ")),
+      h("p", { class: "muted" }, [t("concerts.seats", { count: c.seatCount }), from(c), saleLabel(c)].filter(Boolean).join(" · ")),
       isAdmin()
         ? h(
             "p",
             { class: "actions" },
-            h("a", { href: `#/admin/concerts/${c.id}/sale` }, "On-sale view"),
-            h("a", { href: `#/admin/concerts/${c.id}/edit` }, "Edit"),
+            h("a", { href: `#/admin/concerts/${c.id}/sale` }, t("concerts.saleView")),
+            h("a", { href: `#/admin/concerts/${c.id}/edit` }, t("concerts.edit")),
           )
         : null,
     ),
   );
   const pager = h(
     "nav",
-    { class: "pager", "aria-label": "Pages" },
-    page > 0 ? h("a", { href: `#/?page=${page - 1}` }, "← Earlier") : null,
-    page + 1 < list.totalPages ? h("a", { href: `#/?page=${page + 1}` }, "Later →") : null,
+    { class: "pager", "aria-label": t("concerts.pages") },
+    page > 0 ? h("a", { href: `#/?page=${page - 1}` }, t("concerts.earlier")) : null,
+    page + 1 < list.totalPages ? h("a", { href: `#/?page=${page + 1}` }, t("concerts.later")) : null,
   );
   fill(
     main,
-    h("h1", {}, "Concerts"),
-    isAdmin() ? h("p", {}, h("a", { class: "button", href: "#/admin/concerts/new" }, "New concert")) : null,
-    items.length ? h("ul", { class: "cards" }, items) : h("p", { class: "muted" }, "No concerts yet."),
+    h("h1", {}, t("concerts.heading")),
+    isAdmin() ? h("p", {}, h("a", { class: "button", href: "#/admin/concerts/new" }, t("concerts.new"))) : null,
+    items.length ? h("ul", { class: "cards" }, items) : h("p", { class: "muted" }, t("concerts.none")),
     pager,
   );
 }

@@ -1,6 +1,8 @@
 // Small helpers for building the page without innerHTML: every text goes
 // in as text, so nothing a user typed can become markup.
 
+import { locale, t } from "./i18n.js";
+
 /** An element: h("button", {type: "button", onclick}, "Reserve"). */
 export function h(tag, attributes = {}, ...children) {
   const element = document.createElement(tag);
@@ -34,9 +36,12 @@ export function fill(element, ...children) {
   return element;
 }
 
+let fieldCount = 0;
+
 /** A labelled form field; its error (if any) is tied to it for screen readers. */
 export function field(label, input, error) {
-  const id = input.id || `f-${label.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`;
+  // Named by the input's name: labels are in the reader's language.
+  const id = input.id || `f-${input.name || (fieldCount += 1)}`;
   input.id = id;
   const parts = [h("label", { for: id }, label), input];
   if (error) {
@@ -82,11 +87,11 @@ export function clock(ms) {
   return hours > 0 ? `${hours}:${String(minutes).padStart(2, "0")}:${seconds}` : `${minutes}:${seconds}`;
 }
 
-/** "about 3 s", "about 2 min". */
+/** "about 3 seconds", "about 2 minutes". */
 export function roughly(ms) {
-  if (ms < 1500) return "under 2 seconds";
-  if (ms < 90_000) return `about ${Math.round(ms / 1000)} seconds`;
-  return `about ${Math.round(ms / 60_000)} minutes`;
+  if (ms < 1500) return t("time.underTwoSeconds");
+  if (ms < 90_000) return t("time.aboutSeconds", { count: Math.round(ms / 1000) });
+  return t("time.aboutMinutes", { count: Math.round(ms / 60_000) });
 }
 
 /**
@@ -94,7 +99,14 @@ export function roughly(ms) {
  * ("Sat, 9 Sep 2030, 18:00 KST"), whatever the viewer's zone.
  */
 export function when(concert, field) {
-  const at = new Date(concert[field]).toLocaleString(undefined, {
+  const at = dateTime(concert[field], concert.timeZone);
+  const zone = concert.timeZoneNames?.[field];
+  return zone ? `${at} ${zone}` : at;
+}
+
+/** `iso` as a date and time in `zone` ("Sat, 9 Sep 2030, 18:00"). */
+export function dateTime(iso, zone) {
+  return new Date(iso).toLocaleString(locale(), {
     weekday: "short",
     day: "numeric",
     month: "short",
@@ -102,10 +114,8 @@ export function when(concert, field) {
     hour: "2-digit",
     minute: "2-digit",
     hourCycle: "h23",
-    timeZone: concert.timeZone || "UTC",
+    timeZone: zone || "UTC",
   });
-  const zone = concert.timeZoneNames?.[field];
-  return zone ? `${at} ${zone}` : at;
 }
 
 /**
@@ -163,7 +173,7 @@ export function toZonedInput(iso, zone) {
 
 /** The hour and minute `iso` shows in `zone` ("19:02"). */
 export function clockAt(iso, zone) {
-  return new Date(iso).toLocaleTimeString(undefined, { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZone: zone || "UTC" });
+  return new Date(iso).toLocaleTimeString(locale(), { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZone: zone || "UTC" });
 }
 
 /** The viewer's own time zone. */

@@ -5,7 +5,8 @@
 // keeps what it let in, and uploads it when the network is back, showing
 // any ticket someone else let in too.
 
-import { fill, h, when } from "./dom.js";
+import { clockAt, field, fill, h, when } from "./dom.js";
+import { t } from "./i18n.js";
 
 const STORE = "ticket_door";
 const SYNC_EVERY_MS = 2000;
@@ -108,7 +109,7 @@ class Door {
       this.s.revoked = [...new Set([...this.s.revoked, ...revoked.data.revoked])];
       this.s.asOf = revoked.data.asOf;
     } else if (revoked.status === 401 || revoked.status === 403) {
-      this.show(false, "This scanner's token is not valid for this concert", "Ask an admin for a new one.");
+      this.show(false, t("door.tokenInvalid"), t("door.askForNew"));
     }
     this.save();
     this.setOffline(false);
@@ -138,16 +139,16 @@ class Door {
   onlineVerdict({ status, data }, code) {
     if (status === 200) {
       this.remember(data.ticketId);
-      this.show(true, `Admitted · seat ${data.seatNumber}`, [data.category, data.holder].filter(Boolean).join(" · "));
+      this.show(true, t("door.admitted", { seat: data.seatNumber }), [data.category, data.holder].filter(Boolean).join(" · "));
     } else if (status === 409) {
-      const at = data?.checkedInAt ? new Date(data.checkedInAt).toLocaleTimeString() : "";
-      this.show(false, "Already checked in", `at ${at}${data?.gate ? `, gate ${data.gate}` : ""}`);
+      const at = data?.checkedInAt ? clockAt(data.checkedInAt, this.s.concert?.timeZone) : "";
+      this.show(false, t("door.already"), t(data?.gate ? "door.alreadyAtGate" : "door.alreadyAt", { time: at, gate: data?.gate }));
     } else if (status === 410) {
-      this.show(false, "Cancelled ticket", "Do not admit: send the holder to the box office.");
+      this.show(false, t("door.cancelled"), t("door.sendToBoxOffice"));
     } else if (status === 400) {
-      this.show(false, "Not a ticket for this concert", code.slice(0, 24));
+      this.show(false, t("door.notATicket"), code.slice(0, 24));
     } else {
-      this.show(false, "The box office did not answer", data?.detail || `status ${status}`);
+      this.show(false, t("door.noAnswer"), t("problem.unknown", { status }));
     }
   }
 
@@ -159,18 +160,18 @@ class Door {
   async offlineScan(code) {
     const ticket = await this.verifyLocally(code);
     if (!ticket) {
-      this.show(false, "Not a ticket for this concert", "The code does not verify.");
+      this.show(false, t("door.notATicket"), t("door.doesNotVerify"));
     } else if (this.s.revoked.includes(ticket.ticketId)) {
-      this.show(false, "Cancelled ticket", "Do not admit (checked offline).");
+      this.show(false, t("door.cancelled"), t("door.cancelledOffline"));
     } else if (this.s.admitted.includes(ticket.ticketId)) {
-      this.show(false, "Already checked in", "at this scanner (offline)");
+      this.show(false, t("door.already"), t("door.alreadyHere"));
     } else {
       this.remember(ticket.ticketId);
       const id = crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random()}`;
       this.s.pending.push({ scanId: id, code, gate: this.s.gate, scannedAt: new Date().toISOString() });
       this.save();
-      const seat = this.seatNumbers?.get(ticket.seatId) || `id ${ticket.seatId}`;
-      this.show(true, `Admitted · seat ${seat}`, "Checked offline: synced when the network is back.");
+      const seat = this.seatNumbers?.get(ticket.seatId) || `#${ticket.seatId}`;
+      this.show(true, t("door.admitted", { seat }), t("door.checkedOffline"));
     }
     this.renderStatus();
   }
@@ -246,18 +247,18 @@ class Door {
     const waiting = this.s.pending.length;
     fill(
       this.status,
-      this.offline ? h("p", { class: "offline-banner", role: "status" }, "Offline: checking codes on this device") : null,
-      h("p", { class: "pending" }, `${waiting} scan${waiting === 1 ? "" : "s"} waiting to sync`),
+      this.offline ? h("p", { class: "offline-banner", role: "status" }, t("door.offline")) : null,
+      h("p", { class: "pending" }, t("door.waiting", { count: waiting })),
       this.s.conflicts.length
         ? h(
             "div",
             { class: "conflicts" },
-            h("h2", {}, "Let in twice"),
+            h("h2", {}, t("door.twice")),
             h(
               "ul",
               {},
               this.s.conflicts.map((c) =>
-                h("li", { "data-ticket": c.ticketId }, `Ticket ${c.ticketId}: `, c.scans.map((s) => `${s.gate} ${new Date(s.scannedAt).toLocaleTimeString()}`).join(", ")),
+                h("li", { "data-ticket": c.ticketId }, t("door.twiceTicket", { ticket: String(c.ticketId), scans: c.scans.map((s) => `${s.gate} ${clockAt(s.scannedAt, this.s.concert?.timeZone)}`).join(", ") })),
               ),
             ),
           )
@@ -270,8 +271,8 @@ class Door {
       this.renderSetup();
       return;
     }
-    const input = h("input", { name: "code", autocomplete: "off", spellcheck: "false", placeholder: "Scan or paste a ticket code", "aria-label": "Ticket code" });
-    const form = h("form", { class: "door-scan" }, input, h("button", { type: "submit", class: "primary" }, "Check"));
+    const input = h("input", { name: "code", autocomplete: "off", spellcheck: "false", placeholder: t("door.codePlaceholder"), "aria-label": t("door.code") });
+    const form = h("form", { class: "door-scan" }, input, h("button", { type: "submit", class: "primary" }, t("door.check")));
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
       const code = input.value;
@@ -279,12 +280,12 @@ class Door {
       await this.scan(code);
       input.focus();
     });
-    this.verdict = h("div", { class: "verdict", "aria-live": "assertive" }, h("p", { class: "muted" }, "Ready: scan a ticket."));
+    this.verdict = h("div", { class: "verdict", "aria-live": "assertive" }, h("p", { class: "muted" }, t("door.ready")));
     this.status = h("div", { class: "door-status", "aria-live": "polite" });
     fill(
       this.main,
-      h("h1", {}, `Door · ${this.s.gate}`),
-      h("p", { class: "muted" }, (this.concertName = h("span", { class: "door-concert" }, concertLine(this.s))), " ", h("button", { type: "button", class: "link", onclick: () => this.reset() }, "Change scanner")),
+      h("h1", {}, t("door.heading", { gate: this.s.gate })),
+      h("p", { class: "muted" }, (this.concertName = h("span", { class: "door-concert" }, concertLine(this.s))), " ", h("button", { type: "button", class: "link", onclick: () => this.reset() }, t("door.change"))),
       form,
       this.camera(),
       this.verdict,
@@ -294,11 +295,11 @@ class Door {
     input.focus();
   }
 
-  /** The camera, where the browser can read QR codes itself. */
-  camera() {
+  /** The camera, where the browser can read QR codes itself; `onCode` hears each (else a scan). */
+  camera(onCode = (code) => this.scan(code)) {
     if (!("BarcodeDetector" in window) || !navigator.mediaDevices) return null;
     const video = h("video", { class: "door-camera", muted: true, playsinline: true });
-    const button = h("button", { type: "button" }, "Use the camera");
+    const button = h("button", { type: "button" }, t("door.camera"));
     button.addEventListener("click", async () => {
       const stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: "environment" } });
       video.srcObject = stream;
@@ -311,7 +312,7 @@ class Door {
         const code = found[0]?.rawValue;
         if (code && code !== last) {
           last = code;
-          await this.scan(code);
+          await onCode(code);
         }
         requestAnimationFrame(look);
       };
@@ -321,29 +322,40 @@ class Door {
   }
 
   renderSetup() {
-    const concert = h("input", { name: "concertId", inputmode: "numeric", required: true, value: this.s.concertId || "" });
-    const token = h("input", { name: "token", required: true, autocomplete: "off", spellcheck: "false" });
+    const pairing = h("input", { name: "pairingCode", required: true, autocomplete: "off", spellcheck: "false", placeholder: "ticket-door:1:…" });
     const gate = h("input", { name: "gate", required: true, maxlength: 40, value: this.s.gate || "" });
+    const said = h("p", { class: "field-error", role: "alert", hidden: true });
     const form = h(
       "form",
-      { class: "form door-setup" },
-      h("label", {}, "Concert id", concert),
-      h("label", {}, "Scanner token (from the admin)", token),
-      h("label", {}, "Gate", gate),
-      h("button", { type: "submit", class: "primary" }, "Start scanning"),
+      { class: "narrow door-setup" },
+      field(t("door.pairingCode"), pairing),
+      h("small", { class: "hint" }, t("door.pairingHint")),
+      field(t("door.gate"), gate),
+      said,
+      h("button", { type: "submit", class: "primary" }, t("door.start")),
     );
-    form.addEventListener("submit", async (event) => {
-      event.preventDefault();
-      this.s = { revoked: [], admitted: [], pending: [], conflicts: [], keys: [], concertId: concert.value.trim(), token: token.value.trim(), gate: gate.value.trim() };
+    const pair = async (text) => {
+      const paired = pairingOf(text);
+      if (!paired || !gate.value.trim()) {
+        said.hidden = false;
+        fill(said, t(paired ? "door.gateFirst" : "door.notPairing"));
+        (paired ? gate : pairing).focus();
+        return;
+      }
+      this.s = { revoked: [], admitted: [], pending: [], conflicts: [], keys: [], ...paired, gate: gate.value.trim() };
       this.save();
       this.render();
       await this.refresh().catch(() => this.setOffline(true));
+    };
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      pair(pairing.value);
     });
-    fill(this.main, h("h1", {}, "Door"), h("p", {}, "Set this device up as a scanner for one concert."), form);
+    fill(this.main, h("h1", {}, t("title.door")), h("p", {}, t("door.setUp")), form, this.camera((code) => pair(code)));
   }
 
   reset() {
-    if (this.s.pending.length && !confirm("Scans are waiting to sync; forget them?")) return;
+    if (this.s.pending.length && !confirm(t("door.forget"))) return;
     localStorage.removeItem(STORE);
     this.s = { revoked: [], admitted: [], pending: [], conflicts: [], keys: [] };
     this.render();
@@ -352,6 +364,12 @@ class Door {
 
 /** The concert a door works: its title, venue and time once read. */
 function concertLine(s) {
-  if (!s.concert) return `Concert ${s.concertId}.`;
+  if (!s.concert) return t("door.concertNumber", { id: String(s.concertId) });
   return `${s.concert.title} · ${s.concert.venue} · ${when(s.concert, "concertDate")}.`;
+}
+
+/** A scanner's pairing code ("ticket-door:1:{concert}:{token}") as the door keeps it, or null. */
+function pairingOf(text) {
+  const match = /^ticket-door:1:(\d+):(\S+)$/.exec(text.trim());
+  return match ? { concertId: match[1], token: match[2] } : null;
 }

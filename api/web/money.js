@@ -3,16 +3,19 @@
 // symbol; the page never does arithmetic in floating point beyond the one
 // division for display.
 
-/** One formatter a currency: making one costs more than formatting. */
+import { locale } from "./i18n.js";
+
+/** One formatter a currency and locale: making one costs more than formatting. */
 const formats = new Map();
 
 /** "₩240,000", "€12.50" for an amount in minor units. */
 export function money(minor, currency) {
-  let format = formats.get(currency);
+  const key = `${currency} ${locale()}`;
+  let format = formats.get(key);
   if (!format) {
-    const made = new Intl.NumberFormat(undefined, { style: "currency", currency });
+    const made = new Intl.NumberFormat(locale(), { style: "currency", currency });
     format = { made, decimals: made.resolvedOptions().maximumFractionDigits };
-    formats.set(currency, format);
+    formats.set(key, format);
   }
   return format.made.format(minor / 10 ** format.decimals);
 }

@@ -6,6 +6,7 @@
 import { api } from "./api.js";
 import { field, fill, h, tell } from "./dom.js";
 import { money } from "./money.js";
+import { locale, t } from "./i18n.js";
 
 const TAKINGS_MS = 3000;
 const PROGRESS_MS = 1000;
@@ -15,24 +16,29 @@ export function takingsTiles(concertId, signal) {
   const values = {};
   const tile = (key, label) => {
     values[key] = h("dd", { "data-metric": key }, "…");
-    return h("div", { class: "tile" }, h("dt", {}, label), values[key]);
+    return h("div", { class: "tile" }, h("dt", {}, t(label)), values[key]);
   };
+  // Four tiles (a row of the sale view's grid): the refunded tickets are
+  // counted under their amount.
+  const refundedCount = h("small", { class: "tile-note", "data-metric": "ticketsRefunded" });
   const element = h(
     "section",
     { "aria-labelledby": "takings-heading" },
-    h("h2", { id: "takings-heading" }, "Takings"),
-    h("dl", { class: "tiles", "aria-live": "off" }, tile("ticketsSold", "Tickets sold"), tile("ticketsRefunded", "Tickets refunded"), tile("gross", "Gross"), tile("refundedAmount", "Refunded"), tile("net", "Net")),
+    h("h2", { id: "takings-heading" }, t("takings.heading")),
+    h("dl", { class: "tiles", "aria-live": "off" }, tile("ticketsSold", "takings.ticketsSold"), tile("gross", "takings.gross"), tile("refundedAmount", "takings.refunded"), tile("net", "takings.net")),
   );
+  values.refundedAmount.after(refundedCount);
   const amount = (minor, currency) => (currency ? money(minor, currency) : "–");
+  const count = new Intl.NumberFormat(locale());
   const tick = async () => {
     try {
       const sales = await api("GET", `/api/concerts/${concertId}/sales`, undefined, { signal });
-      const t = sales.total;
-      fill(values.ticketsSold, t.sold.toLocaleString());
-      fill(values.ticketsRefunded, t.refunded.toLocaleString());
-      fill(values.gross, amount(t.gross, sales.currency));
-      fill(values.refundedAmount, amount(t.refundedAmount, sales.currency));
-      fill(values.net, amount(t.net, sales.currency));
+      const total = sales.total;
+      fill(values.ticketsSold, count.format(total.sold));
+      fill(refundedCount, t("takings.ticketsRefunded", { count: total.refunded }));
+      fill(values.gross, amount(total.gross, sales.currency));
+      fill(values.refundedAmount, amount(total.refundedAmount, sales.currency));
+      fill(values.net, amount(total.net, sales.currency));
     } catch (e) {
       if (e.name === "AbortError") return;
     }
@@ -49,33 +55,34 @@ export function refundForm() {
   const form = h(
     "form",
     { class: "takings-form", "aria-labelledby": "refund-heading" },
-    h("h2", { id: "refund-heading" }, "Refund an order"),
-    field("Order number", number),
-    h("button", { type: "submit" }, "Find the order"),
+    h("h2", { id: "refund-heading" }, t("refund.heading")),
+    field(t("refund.orderNumber"), number),
+    h("button", { type: "submit" }, t("refund.find")),
     found,
   );
   const show = async (id) => {
     const order = await api("GET", `/api/reservations/${id}`);
     if (order.status !== "CONFIRMED") {
-      fill(found, h("p", {}, `Order ${id} is ${order.status.toLowerCase()}: only a confirmed order can be refunded.`));
+      fill(found, h("p", {}, t("refund.notConfirmed", { id: String(id) })));
       return;
     }
     const tickets = await api("GET", `/api/reservations/${id}/tickets`);
     const prices = new Map(order.seats.map((s) => [s.seatId, s.price]));
-    const boxes = tickets.map((t) => {
-      const price = prices.get(t.seatId);
-      const label = `${t.seatNumber}${t.category ? `, ${t.category}` : ""}${price != null && order.currency ? `, ${money(price, order.currency)}` : ""}${t.checkedInAt ? " (used at the door)" : ""}`;
-      return h("li", {}, h("label", {}, h("input", { type: "checkbox", value: t.ticketId, disabled: Boolean(t.checkedInAt) }), ` ${label}`));
+    const boxes = tickets.map((ticket) => {
+      const price = prices.get(ticket.seatId);
+      const parts = [ticket.seatNumber, ticket.category, price != null && order.currency ? money(price, order.currency) : null].filter(Boolean).join(", ");
+      const label = ticket.checkedInAt ? t("refund.usedTicket", { ticket: parts }) : parts;
+      return h("li", {}, h("label", {}, h("input", { type: "checkbox", value: ticket.ticketId, disabled: Boolean(ticket.checkedInAt) }), ` ${label}`));
     });
-    const some = h("button", { type: "button" }, "Refund the ticked tickets");
-    const all = h("button", { type: "button", class: "danger" }, "Refund the whole order");
+    const some = h("button", { type: "button" }, t("refund.ticked"));
+    const all = h("button", { type: "button", class: "danger" }, t("refund.whole"));
     const refund = async (ticketIds) => {
       some.disabled = all.disabled = true;
       try {
         const result = await api("POST", `/api/reservations/${id}/refund`, ticketIds ? { ticketIds } : {});
-        const amount = result.currency ? money(result.amount, result.currency) : "nothing";
-        const left = result.reservationStatus === "CONFIRMED" ? " The rest of the order stays valid." : " The order is cancelled.";
-        tell(`Order ${id}: ${amount} ${result.status === "PENDING" ? "is being refunded" : "refunded"}; the seats are back on sale.${left}`, "info");
+        const amount = result.currency ? money(result.amount, result.currency) : t("refund.nothing");
+        const done = t(result.status === "PENDING" ? "refund.pending" : "refund.done", { id: String(id), amount });
+        tell(`${done} ${t(result.reservationStatus === "CONFIRMED" ? "refund.restValid" : "refund.orderCancelled")}`, "info");
         await show(id);
       } catch (e) {
         tell(e.message);
@@ -85,7 +92,7 @@ export function refundForm() {
     some.addEventListener("click", () => {
       const ticked = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => Number(i.value));
       if (ticked.length === 0) {
-        tell("Tick the tickets to refund first.");
+        tell(t("refund.tickFirst"));
         return;
       }
       refund(ticked);
@@ -93,7 +100,7 @@ export function refundForm() {
     all.addEventListener("click", () => refund(null));
     fill(
       found,
-      h("p", {}, `Order ${id}: ${tickets.length} valid ticket${tickets.length === 1 ? "" : "s"} of ${order.seats.length}. Tick the ones to give back, or refund the whole order.`),
+      h("p", {}, t("refund.found", { id: String(id), count: tickets.length, seats: order.seats.length })),
       h("ul", { class: "refund-tickets" }, boxes),
       h("p", { class: "actions" }, some, all),
     );
@@ -106,7 +113,7 @@ export function refundForm() {
       await show(Number(id));
     } catch (e) {
       fill(found);
-      tell(e.status === 404 ? `There is no order ${id}.` : e.message);
+      tell(e.status === 404 ? t("refund.noOrder", { id }) : e.message);
     }
   });
   return form;
@@ -121,14 +128,14 @@ export function cancelConcert(concert, signal, { onCancelled }) {
   const follow = async () => {
     try {
       const c = await api("GET", `/api/concerts/${concert.id}/cancellation`, undefined, { signal });
-      const failed = c.failed ? ` ${c.failed} refused by the payment provider: look at them.` : "";
+      const failed = c.failed ? ` ${t("cancel.failed", { count: c.failed })}` : "";
       if (c.status === "DONE") {
-        fill(progress, `Cancelled: every order refunded (${c.refunded}).${failed}`);
+        fill(progress, t("cancel.done", { count: c.refunded }) + failed);
         progress.dataset.status = "DONE";
         return;
       }
       progress.dataset.status = c.status;
-      fill(progress, `Refunding: ${c.refunded} orders refunded, ${c.pending} to go.${failed}`);
+      fill(progress, t("cancel.refunding", { count: c.refunded, pending: c.pending }) + failed);
     } catch (e) {
       if (e.name === "AbortError") return;
     }
@@ -136,22 +143,22 @@ export function cancelConcert(concert, signal, { onCancelled }) {
   };
   if (concert.cancelledAt) {
     follow();
-    return h("section", { class: "cancel-concert", "aria-labelledby": "cancelled-heading" }, h("h2", { id: "cancelled-heading" }, "This concert is cancelled"), concert.cancelReason ? h("p", {}, `Reason: ${concert.cancelReason}`) : null, progress);
+    return h("section", { class: "cancel-concert", "aria-labelledby": "cancelled-heading" }, h("h2", { id: "cancelled-heading" }, t("concert.cancelledPlain")), concert.cancelReason ? h("p", {}, t("cancel.reasonWas", { reason: concert.cancelReason })) : null, progress);
   }
   const reason = h("textarea", { name: "reason", rows: 2, maxlength: 500, required: true });
   const typed = h("input", { name: "confirmTitle", autocomplete: "off", spellcheck: "false" });
-  const go = h("button", { type: "submit", class: "danger", disabled: true }, "Cancel the concert and refund everyone");
+  const go = h("button", { type: "submit", class: "danger", disabled: true }, t("cancel.go"));
   const matches = () => typed.value.trim() === concert.title && reason.value.trim().length > 0;
   for (const input of [typed, reason]) input.addEventListener("input", () => (go.disabled = !matches()));
   const form = h(
     "form",
     {},
-    h("p", {}, "The sale closes at once, every hold ends, and every order is refunded in full; each fan is mailed. This cannot be undone."),
-    field("Reason, as the fans will read it", reason),
-    field(`Type the concert's title (${concert.title}) to confirm`, typed),
+    h("p", {}, t("cancel.explained")),
+    field(t("cancel.reason"), reason),
+    field(t("cancel.typeTitle", { title: concert.title }), typed),
     go,
   );
-  const section = h("details", { class: "cancel-concert" }, h("summary", {}, "Cancel this concert…"), form, progress);
+  const section = h("details", { class: "cancel-concert" }, h("summary", {}, t("cancel.summary")), form, progress);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     if (!matches()) return;
@@ -160,7 +167,7 @@ export function cancelConcert(concert, signal, { onCancelled }) {
       await api("POST", `/api/concerts/${concert.id}/cancel`, { reason: reason.value.trim() });
       form.hidden = true;
       onCancelled();
-      tell(`${concert.title} is cancelled: the refunds are under way.`, "info");
+      tell(t("cancel.underWay", { title: concert.title }), "info");
       follow();
     } catch (e) {
       tell(e.message);

@@ -9,6 +9,7 @@
 import { Problem, api } from "./api.js";
 import { fill, h } from "./dom.js";
 import { money } from "./money.js";
+import { language, t } from "./i18n.js";
 
 /** How long the page waits for Stripe's word to reach the box office. */
 const SETTLE_WAIT_MS = 120_000;
@@ -49,7 +50,7 @@ function loadStripe(url) {
     script.addEventListener("error", () => {
       stripeJs = null;
       script.remove();
-      reject(new Error("The card form could not be loaded. Check your connection and try again."));
+      reject(new Error(t("pay.formNotLoaded")));
     });
     document.head.append(script);
   });
@@ -70,11 +71,11 @@ export class PayPanel {
     const amount = money(amountDue(reservation), reservation.currency);
     this.status = h("p", { class: "pay-status", role: "status" });
     this.card = h("div", { class: "card-field", id: `card-${reservation.reservationId}` });
-    this.button = h("button", { type: "submit", class: "primary", disabled: true }, `Pay ${amount}`);
+    this.button = h("button", { type: "submit", class: "primary", disabled: true }, t("pay.pay", { amount }));
     this.element = h(
       "form",
-      { class: "pay", "aria-label": `Pay ${amount}` },
-      h("label", { for: this.card.id }, "Card"),
+      { class: "pay", "aria-label": t("pay.pay", { amount }) },
+      h("label", { for: this.card.id }, t("pay.card")),
       this.card,
       this.button,
       this.status,
@@ -92,7 +93,8 @@ export class PayPanel {
       const settings = await paymentsConfig();
       const Stripe = await loadStripe(settings.jsUrl);
       this.stripe = Stripe(settings.publishableKey);
-      this.field = this.stripe.elements().create("card");
+      // Stripe writes its card form and its reasons in the page's language.
+      this.field = this.stripe.elements({ locale: language() }).create("card");
       this.field.mount(this.card);
       this.button.disabled = false;
     } catch (e) {
@@ -109,14 +111,14 @@ export class PayPanel {
     if (this.busy) return;
     this.busy = true;
     this.button.disabled = true;
-    this.say("Paying…", "paying");
+    this.say(t("pay.paying"), "paying");
     let payment;
     try {
       payment = await api("POST", `/api/reservations/${this.reservation.reservationId}/payment`, {});
     } catch (e) {
       this.busy = false;
       this.button.disabled = false;
-      this.say(e instanceof Problem && e.code === "PAYMENTS_UNAVAILABLE" ? "Payments cannot be taken just now; your seats stay held. Try again in a moment." : e.message, "failed");
+      this.say(e instanceof Problem && e.code === "PAYMENTS_UNAVAILABLE" ? t("pay.unavailable") : e.message, "failed");
       return;
     }
     if (payment.status !== "SUCCEEDED") {
@@ -128,7 +130,7 @@ export class PayPanel {
         return;
       }
     }
-    this.say("Payment received: your tickets are being issued…", "paying");
+    this.say(t("pay.received"), "paying");
     await this.settled();
   }
 
@@ -156,21 +158,21 @@ export class PayPanel {
       await new Promise((resolve) => setTimeout(resolve, SETTLE_POLL_MS));
     }
     if (!this.signal?.aborted) {
-      this.say("Stripe has your payment but the box office has not heard yet: your order appears under My reservations as soon as it does.", "paying");
+      this.say(t("pay.notHeardYet"), "paying");
     }
   }
 }
 
 /** Stripe's reason in words a fan reads (its messages are written so). */
 function declined(error) {
-  const reason = error?.message || "The payment did not go through.";
-  return error?.type === "validation_error" ? reason : `Not paid: ${reason}`;
+  const reason = error?.message || t("pay.didNotGoThrough");
+  return error?.type === "validation_error" ? reason : t("pay.notPaid", { reason });
 }
 
 /** "€178.00 refunded to your card" or "… is being refunded". */
 export function refundWords(refund) {
   const amount = money(refund.amount, refund.currency);
-  if (refund.status === "SUCCEEDED") return `${amount} refunded to your card`;
-  if (refund.status === "FAILED") return `The refund of ${amount} needs the box office: it will contact you`;
-  return `${amount} is being refunded to your card`;
+  if (refund.status === "SUCCEEDED") return t("pay.refunded", { amount });
+  if (refund.status === "FAILED") return t("pay.refundFailed", { amount });
+  return t("pay.refunding", { amount });
 }

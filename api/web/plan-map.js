@@ -7,12 +7,12 @@
 // walks the seats with the arrow keys and a live region names each one.
 
 import { h } from "./dom.js";
+import { t } from "./i18n.js";
+import { paint } from "./palette.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 /** A seat on a phone, zoomed all the way in, is at least this big (CSS px). */
 const TAP_PX = 32;
-/** Category colours, in the concert's category order (then again). */
-const PALETTE = ["#1f6fb2", "#2e8540", "#0f7c80", "#a4243b", "#5f6b00", "#c2185b", "#795548", "#283593"];
 
 function svg(tag, attributes = {}) {
   const element = document.createElementNS(SVG, tag);
@@ -23,9 +23,11 @@ function svg(tag, attributes = {}) {
 export class PlanMap {
   /**
    * `seats`: [{x, y, zone, category}] in the map's order; `zones`: names;
-   * `onPick(index)` hears a tap or Enter on a seat.
+   * `onPick(index)` hears a tap or Enter on a seat; `categories`: their
+   * names and `colours`, in order.
    */
-  constructor(seats, zones, { onPick, label, categories = [] }) {
+  constructor(seats, zones, { onPick, label, categories = [], colours = [] }) {
+    this.colours = colours;
     this.seats = seats;
     this.zones = zones;
     this.onPick = onPick;
@@ -49,7 +51,7 @@ export class PlanMap {
       this.cells.get(key).push(i);
     });
     this.layers = new Map();
-    this.svg = svg("svg", { class: "plan", "data-seats": seats.length, role: "application", tabindex: "0", "aria-roledescription": "seat map", "aria-label": "Seat map: arrow keys move between seats, Enter picks" });
+    this.svg = svg("svg", { class: "plan", "data-seats": seats.length, role: "application", tabindex: "0", "aria-roledescription": t("plan.role"), "aria-label": t("plan.label") });
     this.content = svg("g");
     this.focusRing = svg("rect", { class: "focus-ring", width: this.pitch * 1.1, height: this.pitch * 1.1, rx: half / 2, visibility: "hidden" });
     this.svg.append(this.content);
@@ -63,16 +65,16 @@ export class PlanMap {
     this.controls = h(
       "div",
       { class: "zoom-controls" },
-      h("button", { type: "button", "aria-label": "Zoom in", onclick: () => this.zoomBy(1.6) }, "+"),
-      h("button", { type: "button", "aria-label": "Zoom out", onclick: () => this.zoomBy(1 / 1.6) }, "−"),
-      h("button", { type: "button", "aria-label": "Show the whole plan", onclick: () => this.fit() }, "Fit"),
+      h("button", { type: "button", "aria-label": t("plan.zoomIn"), onclick: () => this.zoomBy(1.6) }, "+"),
+      h("button", { type: "button", "aria-label": t("plan.zoomOut"), onclick: () => this.zoomBy(1 / 1.6) }, "−"),
+      h("button", { type: "button", "aria-label": t("plan.fitLabel"), onclick: () => this.fit() }, t("plan.fit")),
     );
-    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, legendOf(categories), this.live);
+    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, legendOf(categories, colours), this.live);
     this.listen();
     this.apply();
   }
 
-  /** Draws every seat in its category's colour and state (`stateOf(i)`: A, H, R or P for picked). */
+  /** Draws every seat in its category's colour and state (`stateOf(i)`: A, H, R, M for the viewer's own or P for picked). */
   paint(stateOf) {
     const paths = new Map();
     const size = Math.round(this.pitch * 8) / 10;
@@ -98,7 +100,7 @@ export class PlanMap {
       let layer = this.layers.get(key);
       if (!layer) {
         layer = svg("path", { class: `seats s-${key[0]}`, "data-layer": key });
-        if (key[0] === "A") layer.setAttribute("fill", PALETTE[Number(key.slice(1)) % PALETTE.length]);
+        if (key[0] === "A") layer.setAttribute("fill", this.colours[Number(key.slice(1))] || "#2e8540");
         this.layers.set(key, layer);
         this.content.append(layer);
       }
@@ -244,16 +246,13 @@ export class PlanMap {
 }
 
 /** Which colour is which category (`categories`: their names, in order). */
-function legendOf(categories) {
+function legendOf(categories, colours) {
   if (categories.length === 0) return null;
   return h(
     "ul",
-    { class: "legend plan-legend", "aria-label": "Colours by price category" },
+    { class: "legend plan-legend", "aria-label": t("plan.colours") },
     ...categories.map((name, i) => {
-      const swatch = h("span", { class: "swatch", "data-category": name });
-      // Set through the CSSOM: the page's policy allows no inline style.
-      swatch.style.background = PALETTE[i % PALETTE.length];
-      swatch.style.borderColor = PALETTE[i % PALETTE.length];
+      const swatch = paint(h("span", { class: "swatch", "data-category": name }), colours[i]);
       return h("li", {}, swatch, name);
     }),
   );

@@ -7,6 +7,7 @@
 
 import { api } from "./api.js";
 import { fill, h } from "./dom.js";
+import { locale, t } from "./i18n.js";
 
 let loading = null;
 
@@ -44,7 +45,7 @@ export class ProofOfWork {
     this.element.hidden = false;
     const challenge = await api("GET", `/api/concerts/${this.concertId}/challenge`, undefined, { signal });
     const started = performance.now();
-    const say = () => fill(this.progress, `Working on the puzzle that keeps bots out of the line… ${seconds(performance.now() - started)}`);
+    const say = () => fill(this.progress, t("proof.working", { time: seconds(performance.now() - started) }));
     say();
     const ticking = setInterval(say, 100);
     try {
@@ -53,9 +54,9 @@ export class ProofOfWork {
       // a fan's request goes in line the moment the work is done.
       this.widget.configure({ challenge, minDuration: 0 });
       const solved = await this.widget.verify();
-      if (!solved?.payload) throw new Error("This browser could not solve the box office's puzzle. Please try again.");
+      if (!solved?.payload) throw new Error(t("proof.failed"));
       const measure = performance.measure("pow-solve", { start: started, end: performance.now() });
-      fill(this.progress, `Puzzle solved in ${seconds(measure.duration)}.`);
+      fill(this.progress, t("proof.solved", { time: seconds(measure.duration) }));
       return solved.payload;
     } catch (e) {
       fill(this.progress, "");
@@ -67,5 +68,5 @@ export class ProofOfWork {
 }
 
 function seconds(ms) {
-  return `${(ms / 1000).toFixed(1)} s`;
+  return new Intl.NumberFormat(locale(), { style: "unit", unit: "second", unitDisplay: "narrow", minimumFractionDigits: 1, maximumFractionDigits: 1 }).format(ms / 1000);
 }

@@ -6,6 +6,7 @@ import { api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, quiet, tell } from "./dom.js";
 import { money } from "./money.js";
 import { PayPanel, paidOnline, refundWords, amountDue } from "./payment.js";
+import { t, tNodes } from "./i18n.js";
 
 export async function reservationsView(main, { signal }) {
   if (!currentUser()) {
@@ -19,7 +20,7 @@ export async function reservationsView(main, { signal }) {
       try {
         concerts.set(id, await api("GET", `/api/concerts/${id}`, undefined, { signal }));
       } catch {
-        concerts.set(id, { title: `Concert ${id}` });
+        concerts.set(id, { title: t("reservations.concert", { id: String(id) }) });
       }
     }),
   );
@@ -35,23 +36,24 @@ export async function reservationsView(main, { signal }) {
   const rows = await Promise.all(list.map(async (r) => {
     const concert = concerts.get(r.concertId);
     const actions = h("td", { class: "actions" });
-    const state = h("td", {}, h("span", { class: `status ${r.status.toLowerCase()}` }, r.status.toLowerCase()));
+    const state = h("td", {}, h("span", { class: `status ${r.status.toLowerCase()}` }, t(STATUSES[r.status] || "reservations.other")));
     const paid = paidFor.get(r.reservationId);
     const providerPaid = paid?.payments.some((p) => p.status === "SUCCEEDED");
-    if (providerPaid) state.append(h("p", { class: "paid" }, `Paid ${money(amountDue(r), r.currency)}`));
+    if (providerPaid) state.append(h("p", { class: "paid" }, t("reservations.paid", { amount: money(amountDue(r), r.currency) })));
     for (const refund of paid?.refunds || []) {
-      state.append(h("p", { class: "refund" }, `${refundWords(refund)}${REASONS[refund.reason] ? ` (${REASONS[refund.reason]})` : ""}.`));
+      const words = refundWords(refund);
+      state.append(h("p", { class: "refund" }, REASONS[refund.reason] ? t("reservations.refundBecause", { refund: words, reason: t(REASONS[refund.reason]) }) : t("reservations.refund", { refund: words })));
     }
-    if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, "This concert is cancelled."));
+    if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, t("concert.cancelledPlain")));
     let panel = null;
     if (r.status === "HELD") {
       const left = h("span", { class: "countdown" });
       state.append(" ", left);
-      countdown(left, r.holdExpiresAt, (ms) => `(${clock(ms)} left)`, () => {
+      countdown(left, r.holdExpiresAt, (ms) => t("reservations.left", { time: clock(ms) }), () => {
         if (!panel?.busy) reservationsView(main, { signal });
       });
       panel = (await paidOnline(r)) ? payButton(r, actions) : null;
-      if (!panel) actions.append(act("Confirm", () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
+      if (!panel) actions.append(act(t("concert.confirm"), () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
     }
     // A ticket used at the door is not given back; anything else is
     // cancelled only once the fan has said so twice. A paid order is
@@ -60,11 +62,11 @@ export async function reservationsView(main, { signal }) {
     if ((r.status === "HELD" || (r.status === "CONFIRMED" && refundable && !concert.cancelledAt)) && !r.checkedIn) {
       actions.append(cancel(r, providerPaid));
     }
-    if (r.checkedIn) actions.append(h("span", { class: "muted" }, "Used at the door"));
+    if (r.checkedIn) actions.append(h("span", { class: "muted" }, t("reservations.usedAtDoor")));
     return h(
       "tr",
       { "data-reservation": r.reservationId },
-      h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, concert.title), h("span", { class: "muted order" }, ` · order ${r.reservationId}`)),
+      h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, concert.title), h("span", { class: "muted order" }, t("reservations.order", { id: String(r.reservationId) }))),
       h("td", {}, r.seats.map((s) => s.seatNumber).join(", ")),
       state,
       actions,
@@ -74,7 +76,7 @@ export async function reservationsView(main, { signal }) {
   function payButton(r, actions) {
     const panel = new PayPanel(r, { signal, onSettled: () => reservationsView(main, { signal }) });
     panel.element.hidden = true;
-    const open = h("button", { type: "button", class: "primary" }, `Pay ${money(amountDue(r), r.currency)}`);
+    const open = h("button", { type: "button", class: "primary" }, t("pay.pay", { amount: money(amountDue(r), r.currency) }));
     open.addEventListener("click", () => {
       open.hidden = true;
       panel.element.hidden = false;
@@ -85,11 +87,15 @@ export async function reservationsView(main, { signal }) {
   }
   function cancel(r, providerPaid) {
     const seats = r.seats.map((s) => s.seatNumber).join(", ");
-    const ask = h("button", { type: "button", class: "cancel" }, providerPaid ? "Cancel and refund" : "Cancel");
-    const back = providerPaid ? ` ${money(amountDue(r), r.currency)} goes back to your card.` : "";
-    const question = h("span", { class: "confirm-cancel", hidden: true }, `Cancel ${seats}? They go back on sale.${back} `);
-    const keep = h("button", { type: "button" }, "Keep them");
-    question.append(act("Yes, cancel", () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})), " ", keep);
+    const ask = h("button", { type: "button", class: "cancel" }, t(providerPaid ? "reservations.cancelAndRefund" : "reservations.cancel"));
+    const question = h(
+      "span",
+      { class: "confirm-cancel", hidden: true },
+      providerPaid ? t("reservations.reallyCancelPaid", { seats, amount: money(amountDue(r), r.currency) }) : t("reservations.reallyCancel", { seats }),
+      " ",
+    );
+    const keep = h("button", { type: "button" }, t("reservations.keep"));
+    question.append(act(t("reservations.yesCancel"), () => api("POST", `/api/reservations/${r.reservationId}/cancel`, {})), " ", keep);
     ask.addEventListener("click", () => {
       ask.hidden = true;
       question.hidden = false;
@@ -120,17 +126,25 @@ export async function reservationsView(main, { signal }) {
   }
   fill(
     main,
-    h("h1", {}, "My reservations"),
+    h("h1", {}, t("title.reservations")),
     rows.length
-      ? h("table", { class: "table" }, h("thead", {}, h("tr", {}, h("th", { scope: "col" }, "Concert"), h("th", { scope: "col" }, "Seats"), h("th", { scope: "col" }, "State"), h("th", { scope: "col" }, "Actions"))), h("tbody", {}, rows))
-      : h("p", { class: "muted" }, "No reservations yet: ", h("a", { href: "#/" }, "find a concert"), "."),
+      ? h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["reservations.concertColumn", "reservations.seatsColumn", "reservations.stateColumn", "reservations.actionsColumn"].map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows))
+      : h("p", { class: "muted" }, tNodes("reservations.none", { find: h("a", { href: "#/" }, t("reservations.findConcert")) })),
   );
 }
 
 /** Why money came back, in words. */
 const REASONS = {
-  LATE_PAYMENT: "your hold ended before the payment arrived",
-  EXTRA_PAYMENT: "paid twice",
-  REQUESTED: "cancelled",
-  CONCERT_CANCELLED: "the concert is cancelled",
+  LATE_PAYMENT: "reservations.latePayment",
+  EXTRA_PAYMENT: "reservations.paidTwice",
+  REQUESTED: "reservations.cancelled",
+  CONCERT_CANCELLED: "reservations.concertCancelled",
+};
+
+/** A reservation's state in words. */
+const STATUSES = {
+  HELD: "reservations.held",
+  CONFIRMED: "reservations.confirmed",
+  CANCELLED: "reservations.cancelled",
+  EXPIRED: "reservations.expired",
 };

@@ -10,8 +10,15 @@ import { api } from "./api.js";
 import { h, fill } from "./dom.js";
 import { money, totalOf } from "./money.js";
 import { PlanMap } from "./plan-map.js";
+import { t } from "./i18n.js";
+import { colourOf } from "./palette.js";
 
-const STATE_NAMES = { A: "available", H: "held", R: "sold" };
+const STATE_NAMES = { A: "seatmap.available", H: "seatmap.held", R: "seatmap.sold", M: "seatmap.yours" };
+
+/** "Row A, seat 12, available" (or "selected"). */
+function stateOf(name, state, chosen) {
+  return t("seatmap.nameState", { name, state: t(chosen ? "seatmap.selected" : STATE_NAMES[state]) });
+}
 const REFRESH_MS = 1000;
 const GAP_LIMIT = 4;
 /** How old the server's layout may be (its `max-age`). */
@@ -35,6 +42,8 @@ export class SeatMap {
     this.byId = new Map();
     this.rows = []; // arrays of seat indexes
     this.chosen = new Set();
+    // The viewer's own held or bought seats, told apart from anyone's.
+    this.mine = new Set();
     this.etag = null;
     this.states = null;
     this.notModified = 0;
@@ -42,7 +51,7 @@ export class SeatMap {
     this.element = h("div", {
       class: "seatmap",
       role: "group",
-      "aria-label": "Seat map",
+      "aria-label": t("seatmap.label"),
       onkeydown: (e) => this.key(e),
       onclick: (e) => this.click(e),
     });
@@ -114,15 +123,16 @@ export class SeatMap {
     for (const seat of list) {
       // zone-row-seat, or row-seat with one zone.
       const cut = seat.seatNumber.lastIndexOf("-");
-      const label = cut > 0 ? seat.seatNumber.slice(0, cut) : "Other";
+      const label = cut > 0 ? seat.seatNumber.slice(0, cut) : t("seatmap.otherRow");
       if (label !== rowLabel) {
         rowLabel = label;
         rowSeats = [];
         this.rows.push(rowSeats);
-        where = label.includes("-") ? label.replace(/-([^-]*)$/, ", row $1") : `Row ${label}`;
+        const zoneCut = label.lastIndexOf("-");
+        where = zoneCut > 0 ? t("seatmap.zoneRow", { zone: label.slice(0, zoneCut), row: label.slice(zoneCut + 1) }) : t("seatmap.row", { row: label });
       }
       const category = seat.category;
-      if (category && !priced.has(category)) priced.set(category, `, ${category.name} ${money(category.price, category.currency)}`);
+      if (category && !priced.has(category)) priced.set(category, t("seatmap.priced", { category: category.name, price: money(category.price, category.currency) }));
       // Named when read (a screen reader, a message): most never are.
       const entry = {
         id: seat.id,
@@ -131,7 +141,7 @@ export class SeatMap {
         price: category ? priced.get(category) : "",
         get name() {
           const seatNo = cut > 0 ? this.number.slice(this.number.lastIndexOf("-") + 1) : null;
-          return (seatNo ? `${this.where}, seat ${seatNo}` : `Seat ${this.number}`) + this.price;
+          return (seatNo ? t("seatmap.whereSeat", { where: this.where, seat: seatNo }) : t("seatmap.seat", { seat: this.number })) + this.price;
         },
         category,
         button: null,
@@ -146,14 +156,15 @@ export class SeatMap {
     const points = list.map((s) => ({ x: s.x, y: s.y, zone: s.zone, category: s.categoryIndex }));
     this.plan = new PlanMap(points, zones, {
       categories: (this.categories || []).map((c) => c.name),
+      colours: (this.categories || []).map(colourOf),
       onPick: (index) => this.pick(index),
       label: (index) => {
         const entry = this.seats[index];
-        return `${entry.name}, ${this.chosen.has(entry.id) ? "selected" : STATE_NAMES[entry.state]}`;
+        return stateOf(entry.name, this.shown(entry), this.chosen.has(entry.id));
       },
     });
     this.planDirty = true;
-    fill(this.element, this.seats.length ? this.plan.element : h("p", { class: "muted" }, "This concert has no seats."));
+    fill(this.element, this.seats.length ? this.plan.element : h("p", { class: "muted" }, t("seatmap.noSeats")));
     this.plan.fit();
     this.flushPlan();
     this.focus = 0;
@@ -163,7 +174,7 @@ export class SeatMap {
   flushPlan() {
     if (!this.plan || !this.planDirty) return;
     this.planDirty = false;
-    this.plan.paint((i) => (this.chosen.has(this.seats[i].id) ? "P" : this.seats[i].state));
+    this.plan.paint((i) => (this.chosen.has(this.seats[i].id) ? "P" : this.shown(this.seats[i])));
   }
 
   draw(list) {
@@ -172,6 +183,8 @@ export class SeatMap {
     this.byId = new Map();
     this.rows = [];
     const grid = h("div", { class: "seat-rows" });
+    // Free seats in their category's colour (one custom property a category).
+    (this.categories || []).forEach((c, i) => grid.style.setProperty(`--cat-${i}`, colourOf(c, i)));
     let rowLabel = null;
     let rowElement = null;
     let rowSeats = null;
@@ -180,7 +193,7 @@ export class SeatMap {
     for (const seat of list) {
       // A1 (rows × seatsPerRow), or zone-row-seat (a venue's plan).
       const match = /^([A-Z]+)(\d+)$/.exec(seat.seatNumber) || /^(.+)-(\d+)$/.exec(seat.seatNumber);
-      const label = match ? match[1] : "Other";
+      const label = match ? match[1] : t("seatmap.otherRow");
       const number = match ? Number(match[2]) : null;
       if (label !== rowLabel) {
         rowLabel = label;
@@ -197,16 +210,18 @@ export class SeatMap {
       }
       if (number !== null) lastNumber = number;
       const index = this.seats.length;
-      const priced = seat.category ? `, ${seat.category.name} ${money(seat.category.price, seat.category.currency)}` : "";
-      const name = (match ? `Row ${label}, seat ${number}` : `Seat ${seat.seatNumber}`) + priced;
+      const price = seat.category ? money(seat.category.price, seat.category.currency) : null;
+      const priced = price ? t("seatmap.priced", { category: seat.category.name, price }) : "";
+      const name = (match ? t("seatmap.rowSeat", { row: label, seat: String(number) }) : t("seatmap.seat", { seat: seat.seatNumber })) + priced;
       const button = h("button", {
         type: "button",
         class: "seat",
         tabindex: index === 0 ? "0" : "-1",
         "data-i": index,
         "data-seat": seat.seatNumber,
-        title: seat.seatNumber + priced.replace(",", " ·"),
+        title: price ? `${seat.seatNumber} · ${seat.category.name} ${price}` : seat.seatNumber,
         "data-category": seat.category ? seat.category.name : undefined,
+        "data-cat": seat.category ? seat.categoryIndex : undefined,
       });
       const entry = { id: seat.id, number: seat.seatNumber, name, category: seat.category, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
       this.seats.push(entry);
@@ -217,7 +232,7 @@ export class SeatMap {
       rowElement.append(button);
     }
     this.element.classList.toggle("dense", widest > 40);
-    fill(this.element, this.seats.length ? grid : h("p", { class: "muted" }, "This concert has no seats."));
+    fill(this.element, this.seats.length ? grid : h("p", { class: "muted" }, t("seatmap.noSeats")));
     this.focus = 0;
   }
 
@@ -230,13 +245,28 @@ export class SeatMap {
     }
     const chosen = this.chosen.has(entry.id);
     const button = entry.button;
-    button.dataset.state = state;
-    button.setAttribute("aria-label", `${entry.name}, ${chosen ? "selected" : STATE_NAMES[state]}`);
+    button.dataset.state = this.shown(entry);
+    button.setAttribute("aria-label", stateOf(entry.name, this.shown(entry), chosen));
     if (this.selectable) {
       button.setAttribute("aria-pressed", chosen ? "true" : "false");
       button.setAttribute("aria-disabled", state === "A" || chosen ? "false" : "true");
     } else {
       button.setAttribute("aria-disabled", "true");
+    }
+  }
+
+  /** A seat's state as drawn: the viewer's own taken seats are "M". */
+  shown(entry) {
+    return entry.state !== "A" && this.mine.has(entry.id) ? "M" : entry.state;
+  }
+
+  /** Seats the viewer holds or bought (`owned`), or no longer does: drawn apart from others'. */
+  own(ids, owned = true) {
+    for (const id of ids) {
+      if (owned) this.mine.add(id);
+      else this.mine.delete(id);
+      const entry = this.byId.get(id);
+      if (entry) this.repaint(entry);
     }
   }
 
@@ -252,7 +282,7 @@ export class SeatMap {
       this.element.dataset.notModified = String(this.notModified);
       return false;
     }
-    if (!response.ok) throw new Error("availability could not be read");
+    if (!response.ok) throw new Error(t("seatmap.unreadable"));
     const body = await response.json();
     this.etag = response.headers.get("ETag");
     let unknown = false;
@@ -334,10 +364,10 @@ export class SeatMap {
     if (this.chosen.has(entry.id)) {
       this.chosen.delete(entry.id);
     } else if (entry.state !== "A") {
-      this.announce(`${entry.name} is ${STATE_NAMES[entry.state]}.`);
+      this.announce(t("seatmap.isState", { name: entry.name, state: t(STATE_NAMES[this.shown(entry)]) }));
       return;
     } else if (this.chosen.size >= this.max) {
-      this.announce(`You can pick up to ${this.max} seat${this.max === 1 ? "" : "s"} in one order.`);
+      this.announce(t("seatmap.pickUpTo", { count: this.max }));
       return;
     } else {
       this.chosen.add(entry.id);

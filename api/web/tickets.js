@@ -3,6 +3,7 @@
 
 import { api, bearer, currentUser } from "./api.js";
 import { clockAt, fill, h, when } from "./dom.js";
+import { t, tNodes } from "./i18n.js";
 
 export async function ticketsView(main, { signal }) {
   if (!currentUser()) {
@@ -19,30 +20,30 @@ export async function ticketsView(main, { signal }) {
       concerts.set(r.concertId, concert);
     }
     const tickets = await api("GET", `/api/reservations/${r.reservationId}/tickets`, undefined, { signal });
-    for (const t of tickets) cards.push(card(concerts.get(r.concertId), r.concertId, t, signal));
+    for (const ticket of tickets) cards.push(card(concerts.get(r.concertId), r.concertId, ticket, signal));
   }
   fill(
     main,
-    h("h1", {}, "My tickets"),
+    h("h1", {}, t("title.tickets")),
     cards.length
       ? h("ul", { class: "tickets" }, cards)
-      : h("p", { class: "muted" }, "No tickets yet: a confirmed reservation has one per seat. ", h("a", { href: "#/" }, "Find a concert"), "."),
+      : h("p", { class: "muted" }, tNodes("tickets.none", { find: h("a", { href: "#/" }, t("tickets.findConcert")) })),
   );
 }
 
 function card(concert, concertId, ticket, signal) {
-  const image = h("img", { class: "qr", alt: `QR code of the ticket for seat ${ticket.seatNumber}`, width: 240, height: 240 });
+  const image = h("img", { class: "qr", alt: t("tickets.qrAlt", { seat: ticket.seatNumber }), width: 240, height: 240 });
   qrInto(image, ticket.qr, signal);
   // A ticket used at the door is a record, not a pass: its code greyed.
   const used = ticket.checkedInAt
-    ? h("p", { class: "status used" }, `Used at ${ticket.gate ? `gate ${ticket.gate}` : "the door"}, ${clockAt(ticket.checkedInAt, concert?.timeZone)}`)
-    : h("p", { class: "muted" }, "Show this code at the door.");
+    ? h("p", { class: "status used" }, t(ticket.gate ? "tickets.usedAtGate" : "tickets.usedAtDoor", { gate: ticket.gate, time: clockAt(ticket.checkedInAt, concert?.timeZone) }))
+    : h("p", { class: "muted" }, t("tickets.showAtDoor"));
   return h(
     "li",
     { class: ticket.checkedInAt ? "ticket used" : "ticket", "data-ticket": ticket.ticketId },
-    h("p", { class: "ticket-concert" }, concert ? `${concert.title} · ${concert.venue}` : `Concert ${concertId}`),
+    h("p", { class: "ticket-concert" }, concert ? `${concert.title} · ${concert.venue}` : t("reservations.concert", { id: String(concertId) })),
     concert ? h("p", { class: "ticket-when" }, when(concert, "concertDate")) : null,
-    h("p", { class: "ticket-seat" }, `Seat ${ticket.seatNumber}`, ticket.category ? ` · ${ticket.category}` : ""),
+    h("p", { class: "ticket-seat" }, t("seatmap.seat", { seat: ticket.seatNumber }), ticket.category ? ` · ${ticket.category}` : ""),
     image,
     used,
     h("code", { class: "ticket-code" }, ticket.code),

@@ -6,6 +6,7 @@
 
 import { Problem, api, currentUser } from "./api.js";
 import { fill, h, tell } from "./dom.js";
+import { t } from "./i18n.js";
 
 /** How often a fan on the list looks for their place and an offer. */
 const POLL_MS = 3000;
@@ -17,7 +18,7 @@ export class WaitingList {
     this.onOffer = onOffer;
     this.accessCode = accessCode;
     this.proof = proof;
-    this.element = h("section", { class: "waiting-list", "aria-live": "polite", "aria-label": "Waiting list", hidden: true });
+    this.element = h("section", { class: "waiting-list", "aria-live": "polite", "aria-label": t("waiting.label"), hidden: true });
     // What may be waited for now: [{label, body}] (the join's fields).
     this.choices = [];
     this.entry = null;
@@ -38,7 +39,7 @@ export class WaitingList {
       const areas = this.concert.areas || [];
       const places = areas.reduce((n, a) => n + a.capacity, 0);
       const placesFree = byArea.reduce((n, free) => n + free, 0);
-      if (this.concert.seatCount > places && available - placesFree === 0) choices.push({ label: "Any seat", body: {} });
+      if (this.concert.seatCount > places && available - placesFree === 0) choices.push({ label: t("waiting.anySeat"), body: {} });
       const categories = this.concert.categories || [];
       if (categories.length > 1) {
         categories.forEach((c, i) => {
@@ -47,7 +48,7 @@ export class WaitingList {
         });
       }
       areas.forEach((a, i) => {
-        if (byArea[i] === 0) choices.push({ label: `Standing: ${a.name}`, body: { area: a.name } });
+        if (byArea[i] === 0) choices.push({ label: t("waiting.standing", { area: a.name }), body: { area: a.name } });
       });
     }
     if (JSON.stringify(choices) === JSON.stringify(this.choices)) return;
@@ -82,14 +83,14 @@ export class WaitingList {
       return;
     }
     if (entry?.status === "WAITING") {
-      const leave = h("button", { type: "button" }, "Leave the waiting list");
+      const leave = h("button", { type: "button" }, t("waiting.leave"));
       leave.addEventListener("click", () => this.leave(leave));
-      const seats = entry.seats === 1 ? "1 seat" : `${entry.seats} seats`;
-      const of = entry.area ? ` on ${entry.area}` : entry.category ? ` in ${entry.category}` : "";
+      const seats = t("concert.seats", { count: entry.seats });
+      const number = entry.area ? "waiting.numberOnArea" : entry.category ? "waiting.numberInCategory" : "waiting.number";
       fill(
         this.element,
-        h("h2", {}, "On the waiting list"),
-        h("p", { class: "waiting-position" }, `You are number ${entry.position} for ${seats}${of}. When they come back, they are held for you in turn.`),
+        h("h2", {}, t("waiting.heading")),
+        h("p", { class: "waiting-position" }, t(number, { position: entry.position, seats, area: entry.area, category: entry.category })),
         h("p", { class: "actions" }, leave),
       );
       this.element.hidden = false;
@@ -100,19 +101,19 @@ export class WaitingList {
       this.element.hidden = true;
       return;
     }
-    const count = h("select", { name: "waitingSeats", "aria-label": "Seats wanted" });
-    for (let n = 1; n <= this.concert.maxSeatsPerOrder; n++) count.append(h("option", { value: n }, n === 1 ? "1 seat" : `${n} seats`));
+    const count = h("select", { name: "waitingSeats", "aria-label": t("waiting.seatsWanted") });
+    for (let n = 1; n <= this.concert.maxSeatsPerOrder; n++) count.append(h("option", { value: n }, t("concert.seats", { count: n })));
     // One thing to wait for needs no choice; several get a list.
-    const what = h("select", { name: "waitingFor", "aria-label": "Wait for", hidden: choices.length === 1 });
+    const what = h("select", { name: "waitingFor", "aria-label": t("waiting.waitFor"), hidden: choices.length === 1 });
     choices.forEach((c, i) => what.append(h("option", { value: i }, c.label)));
-    const join = h("button", { type: "button", class: "primary" }, "Join the waiting list");
+    const join = h("button", { type: "button", class: "primary" }, t("waiting.join"));
     join.addEventListener("click", () => this.join(join, { seats: Number(count.value), ...choices[Number(what.value)].body }));
     // Every seat gone is "Sold out"; else what is.
     const everySeat = choices.some((c) => !c.body.category && !c.body.area);
     fill(
       this.element,
-      h("h2", {}, everySeat ? "Sold out" : `Sold out: ${choices.map((c) => c.label).join(", ")}`),
-      h("p", {}, "Join the waiting list: seats that come back go to the fans on it in the order they joined, held for you to confirm."),
+      h("h2", {}, everySeat ? t("concerts.soldOut") : t("waiting.soldOutOf", { what: choices.map((c) => c.label).join(", ") })),
+      h("p", {}, t("waiting.explained")),
       h("p", { class: "actions" }, count, what, join),
     );
     this.element.hidden = false;
@@ -134,7 +135,7 @@ export class WaitingList {
     } catch (e) {
       if (e.name === "AbortError") return;
       button.disabled = false;
-      tell(e instanceof Problem ? (REFUSALS[e.code] || e.message) : e.message);
+      tell(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message);
     }
   }
 
@@ -152,8 +153,8 @@ export class WaitingList {
 }
 
 const REFUSALS = {
-  SEATS_AVAILABLE: "Seats are free again: pick one on the map and reserve it.",
-  ALREADY_ON_WAITING_LIST: "You are on the waiting list already (or seats from it are held for you).",
-  ACCESS_CODE_REQUIRED: "The presale is on: enter your access code above to join the waiting list.",
-  SALE_NOT_OPEN: "The sale has not opened yet: the waiting list opens with it.",
+  SEATS_AVAILABLE: "waiting.seatsAvailable",
+  ALREADY_ON_WAITING_LIST: "waiting.already",
+  ACCESS_CODE_REQUIRED: "waiting.codeRequired",
+  SALE_NOT_OPEN: "waiting.notOpen",
 };

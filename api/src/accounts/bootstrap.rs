@@ -3,7 +3,7 @@
 use anyhow::Context;
 use sqlx::MySqlPool;
 use ticket_core::db;
-use ticket_core::domain::{NickName, Password, Role};
+use ticket_core::domain::{Language, NickName, Password, Role};
 
 use crate::accounts::security::PasswordHasher;
 
@@ -27,7 +27,17 @@ pub async fn admin(
         let Some(user) = existing else {
             let hash = passwords.hash(password.expose()).await?;
             let now = db::now(&mut conn).await?;
-            match db::users::insert(&mut conn, nickname, &hash, Role::Admin, None, now).await {
+            match db::users::insert(
+                &mut conn,
+                nickname,
+                &hash,
+                Role::Admin,
+                None,
+                Language::default(),
+                now,
+            )
+            .await
+            {
                 Ok(_) => return Ok(()),
                 Err(e) if db::violated_unique_key(&e).is_some() => continue,
                 Err(e) => return Err(e).context("creating the admin account"),
@@ -51,7 +61,7 @@ pub async fn admin(
         let hash = passwords.hash(password.expose()).await?;
         db::whole::run(&mut conn, async |tx| {
             let now = db::now(tx).await?;
-            db::users::update(tx, user.id, None, Some(&hash), now).await?;
+            db::users::update(tx, user.id, None, Some(&hash), None, now).await?;
             db::revocations::record(tx, user.id, now).await
         })
         .await

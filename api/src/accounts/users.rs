@@ -6,7 +6,9 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, users::UserRow, whole};
-use ticket_core::domain::{EmailAddress, FieldError, NickName, Password, Role, UserId, keep};
+use ticket_core::domain::{
+    EmailAddress, FieldError, Language, NickName, Password, Role, UserId, keep,
+};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
@@ -43,6 +45,10 @@ pub struct CreateUserRequest {
         pattern = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$"
     )]
     email: Option<String>,
+    /// The language of the page and of the mail sent to you: `en`
+    /// (default) or `ko`.
+    #[schema(example = "ko")]
+    language: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -64,6 +70,9 @@ pub struct UpdateUserRequest {
     #[schema(value_type = Option<String>, max_length = 254, format = "email", nullable,
              pattern = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")]
     email: Option<Option<String>>,
+    /// `en` or `ko`: the language mail is written in (no password needed).
+    #[schema(example = "ko")]
+    language: Option<String>,
     /// Your present password: required to change your own password or
     /// address, so that a stolen token alone cannot take the account (or
     /// its tickets' mail). Not needed when an admin changes someone else's.
@@ -79,15 +88,20 @@ pub struct UserResponse {
     role: &'static str,
     /// Where mail goes (shown to the account itself and admins only).
     email: Option<String>,
+    /// `en` or `ko`.
+    #[schema(example = "en")]
+    language: &'static str,
     created_at: DateTime<Utc>,
 }
 
 impl From<UserRow> for UserResponse {
     fn from(u: UserRow) -> Self {
+        let language = u.language().code();
         Self {
             id: u.id.get(),
             nick_name: u.nickname,
             role: u.role.as_str(),
+            language,
             email: u.email,
             created_at: u.created_at,
         }
@@ -99,6 +113,7 @@ pub struct NewUser {
     nickname: NickName,
     password: Password,
     email: Option<EmailAddress>,
+    language: Language,
 }
 
 impl TryFrom<CreateUserRequest> for NewUser {
@@ -112,11 +127,19 @@ impl TryFrom<CreateUserRequest> for NewUser {
             req.email.as_deref().map(EmailAddress::parse).transpose(),
             &mut errors,
         );
-        match (nickname, password, email) {
-            (Some(nickname), Some(password), Some(email)) => Ok(Self {
+        let language = keep(
+            req.language
+                .as_deref()
+                .map(Language::parse)
+                .unwrap_or(Ok(Language::default())),
+            &mut errors,
+        );
+        match (nickname, password, email, language) {
+            (Some(nickname), Some(password), Some(email), Some(language)) => Ok(Self {
                 nickname,
                 password,
                 email,
+                language,
             }),
             _ => Err(errors),
         }
@@ -129,6 +152,7 @@ pub struct UserChanges {
     password: Option<Password>,
     /// `Some(None)`: remove the address.
     email: Option<Option<EmailAddress>>,
+    language: Option<Language>,
     current_password: Option<String>,
 }
 
@@ -159,11 +183,16 @@ impl TryFrom<UpdateUserRequest> for UserChanges {
                 .transpose(),
             &mut errors,
         );
-        match (nickname, password, email) {
-            (Some(nickname), Some(password), Some(email)) => Ok(Self {
+        let language = keep(
+            req.language.as_deref().map(Language::parse).transpose(),
+            &mut errors,
+        );
+        match (nickname, password, email, language) {
+            (Some(nickname), Some(password), Some(email), Some(language)) => Ok(Self {
                 nickname,
                 password,
                 email,
+                language,
                 current_password: req.current_password,
             }),
             _ => Err(errors),
@@ -195,6 +224,7 @@ pub async fn create(
         &hash,
         Role::User,
         new.email.as_ref(),
+        new.language,
         now,
     )
     .await?;
@@ -229,7 +259,7 @@ pub async fn show(
     Ok(Json(load(&mut conn, id).await?.into()))
 }
 
-/// Changes a nickname, password and/or mail address: yours, or anyone's if
+/// Changes a nickname, password, mail address and/or language: yours, or anyone's if
 /// you are an admin. Changing your own password or address takes
 /// `currentPassword` (missing: 400
 /// `VALIDATION_ERROR`; wrong: 401 `INVALID_CREDENTIALS`, with the login's
@@ -267,7 +297,15 @@ pub async fn update(
             return Err(ApiError::user_not_found());
         }
         let now = db::now(tx).await?;
-        db::users::update(tx, id, changes.nickname.as_ref(), hash.as_deref(), now).await?;
+        db::users::update(
+            tx,
+            id,
+            changes.nickname.as_ref(),
+            hash.as_deref(),
+            changes.language,
+            now,
+        )
+        .await?;
         if let Some(email) = &changes.email {
             db::users::set_email(tx, id, email.as_ref(), now).await?;
         }

@@ -38,6 +38,21 @@ pub struct ScannerResponse {
     /// this concert and read its keys and revoked list.
     #[serde(skip_serializing_if = "Option::is_none")]
     token: Option<String>,
+    /// Shown once, at creation: the concert and the token in one text
+    /// (`ticket-door:1:{concertId}:{token}`) that a door page takes in
+    /// one go, typed, pasted or read by its camera.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "ticket-door:1:7:scn_…")]
+    pairing_code: Option<String>,
+    /// Shown once, at creation: `pairingCode` as a QR symbol (SVG), for
+    /// the door device's camera.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pairing_qr: Option<String>,
+}
+
+/// What a door page reads to work for `concert` with `token`.
+pub fn pairing_code(concert: ConcertId, token: &str) -> String {
+    format!("ticket-door:1:{concert}:{token}")
 }
 
 impl From<db::check_ins::ScannerRow> for ScannerResponse {
@@ -49,6 +64,8 @@ impl From<db::check_ins::ScannerRow> for ScannerResponse {
             created_at: s.created_at,
             revoked_at: s.revoked_at,
             token: None,
+            pairing_code: None,
+            pairing_qr: None,
         }
     }
 }
@@ -84,6 +101,10 @@ pub async fn create_scanner(
             name,
             created_at: now,
             revoked_at: None,
+            pairing_qr: Some(crate::tickets::routes::qr_svg(&pairing_code(
+                concert, &token,
+            ))),
+            pairing_code: Some(pairing_code(concert, &token)),
             token: Some(token),
         }),
     ))

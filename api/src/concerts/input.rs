@@ -195,6 +195,10 @@ pub struct CategoryRequest {
     #[serde(default)]
     #[schema(example = json!(["A", "B"]))]
     rows: Vec<String>,
+    /// The colour its seats are painted in on the seat map (`#` and six
+    /// hex digits); absent: the page's palette by position.
+    #[schema(pattern = "^#[0-9A-Fa-f]{6}$", example = "#c0392b")]
+    colour: Option<String>,
 }
 
 /// One standing area as sent.
@@ -270,6 +274,7 @@ fn categories(
             price: c.price,
             currency: &c.currency,
             rows: &c.rows,
+            colour: c.colour.as_deref(),
         })
         .collect();
     Some(keep(PriceCategories::parse(&input), errors))

@@ -205,12 +205,14 @@ mod tests {
                 price: 90_000,
                 currency: "KRW",
                 rows: &[],
+                colour: None,
             },
             CategoryInput {
                 name: "VIP",
                 price: 150_000,
                 currency: "KRW",
                 rows: &rows,
+                colour: None,
             },
         ];
         let prices = PriceCategories::parse(&input).unwrap();

@@ -74,6 +74,8 @@ pub struct CategoryResponse {
     price: u64,
     currency: String,
     rows: Vec<String>,
+    /// `#rrggbb`, or null for the page's palette.
+    colour: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -111,6 +113,7 @@ fn categories_of(categories: Option<&PriceCategories>) -> Vec<CategoryResponse> 
             price: c.price.get(),
             currency: categories.currency.as_str().to_owned(),
             rows: c.rows.iter().map(|r| r.as_str().to_owned()).collect(),
+            colour: c.colour.as_ref().map(|c| c.as_str().to_owned()),
         })
         .collect()
 }

@@ -271,6 +271,7 @@ pub struct ListPage {
 pub struct ListedEntryResponse {
     id: u64,
     user_id: u64,
+    nick_name: String,
     seats: u8,
     /// The price category waited for (null: any seat, or an area).
     category: Option<String>,
@@ -312,6 +313,7 @@ pub async fn list(
                 ListedEntryResponse {
                     id: e.id,
                     user_id: e.user_id.get(),
+                    nick_name: e.nickname,
                     seats: e.seats,
                     category,
                     area,

@@ -74,6 +74,10 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "app.js" => "text/javascript; charset=utf-8",
         "api.js" => "text/javascript; charset=utf-8",
         "dom.js" => "text/javascript; charset=utf-8",
+        "i18n.js" => "text/javascript; charset=utf-8",
+        // The page's words, one catalogue a language (only the one spoken is loaded).
+        "messages-en.json" => "application/json",
+        "messages-ko.json" => "application/json",
         "events.js" => "text/javascript; charset=utf-8",
         "seatmap.js" => "text/javascript; charset=utf-8",
         "plan-map.js" => "text/javascript; charset=utf-8",
@@ -83,6 +87,7 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "reservations.js" => "text/javascript; charset=utf-8",
         "admin.js" => "text/javascript; charset=utf-8",
         "concert-form.js" => "text/javascript; charset=utf-8",
+        "concert-editors.js" => "text/javascript; charset=utf-8",
         "sale-view.js" => "text/javascript; charset=utf-8",
         "proof.js" => "text/javascript; charset=utf-8",
         "waiting-list.js" => "text/javascript; charset=utf-8",
@@ -92,6 +97,10 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "orders.js" => "text/javascript; charset=utf-8",
         "tickets.js" => "text/javascript; charset=utf-8",
         "door.js" => "text/javascript; charset=utf-8",
+        "palette.js" => "text/javascript; charset=utf-8",
+        "access-codes.js" => "text/javascript; charset=utf-8",
+        "scanners.js" => "text/javascript; charset=utf-8",
+        "waiting-admin.js" => "text/javascript; charset=utf-8",
         // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
         // by proof.js only where a concert asks for a proof of work.
         "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",
@@ -162,6 +171,129 @@ mod tests {
     fn every_asset_is_built_in_and_compresses() {
         for asset in ASSETS.iter() {
             assert!(asset.body.gzip_len() > 0, "{}", asset.name);
+        }
+    }
+}
+
+/// The catalogues against each other and against the page's code: what
+/// one language says the other says, with the same `{names}`; every key
+/// the code names is there; none is there that nothing names.
+#[cfg(test)]
+mod catalogues {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use serde_json::Value;
+
+    const WEB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/web/");
+    /// Keys made in code from a code or a field name (`problem.${code}`).
+    const MADE: [&str; 2] = ["problem.", "invalid."];
+
+    fn catalogue(language: &str) -> BTreeMap<String, Value> {
+        let text = std::fs::read_to_string(format!("{WEB}messages-{language}.json")).unwrap();
+        serde_json::from_str(&text).unwrap()
+    }
+
+    /// A text's forms ("one", "other"), or the text itself.
+    fn forms(value: &Value) -> Vec<String> {
+        match value {
+            Value::String(text) => vec![text.clone()],
+            Value::Object(forms) => {
+                assert!(forms.contains_key("other"), "{value}");
+                forms
+                    .values()
+                    .map(|v| v.as_str().unwrap().to_owned())
+                    .collect()
+            }
+            other => panic!("not a message: {other}"),
+        }
+    }
+
+    fn names(text: &str) -> BTreeSet<String> {
+        text.split('{')
+            .skip(1)
+            .filter_map(|rest| rest.split_once('}'))
+            .map(|(name, _)| name.to_owned())
+            .collect()
+    }
+
+    /// The double-quoted literals of the page's modules that look like
+    /// keys ("nav.logIn").
+    fn keys_in_code() -> BTreeSet<String> {
+        let mut keys = BTreeSet::new();
+        for entry in std::fs::read_dir(WEB).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_none_or(|e| e != "js") {
+                continue;
+            }
+            let code = std::fs::read_to_string(&path).unwrap();
+            for literal in code.split('"').skip(1).step_by(2) {
+                let key_like = literal.split_once('.').is_some_and(|(space, rest)| {
+                    space.chars().all(|c| c.is_ascii_alphabetic())
+                        && space.starts_with(|c: char| c.is_ascii_lowercase())
+                        && !rest.is_empty()
+                        && rest.chars().all(|c| c.is_ascii_alphanumeric() || c == '.')
+                });
+                if key_like && !literal.ends_with(".js") && !literal.ends_with(".json") {
+                    keys.insert(literal.to_owned());
+                }
+            }
+        }
+        keys
+    }
+
+    #[test]
+    fn both_languages_say_the_same_things_with_the_same_names() {
+        let english = catalogue("en");
+        let korean = catalogue("ko");
+        assert_eq!(
+            english.keys().collect::<Vec<_>>(),
+            korean.keys().collect::<Vec<_>>()
+        );
+        for (key, text) in &english {
+            let wanted: BTreeSet<String> = forms(text).iter().flat_map(|t| names(t)).collect();
+            for form in forms(&korean[key]) {
+                assert_eq!(names(&form), wanted, "{key}: {form}");
+            }
+        }
+    }
+
+    #[test]
+    fn every_key_the_page_names_is_there_and_every_key_is_named() {
+        let english = catalogue("en");
+        let spaces: BTreeSet<&str> = english
+            .keys()
+            .filter_map(|k| k.split_once('.'))
+            .map(|(space, _)| space)
+            .collect();
+        let named = keys_in_code();
+        for key in &named {
+            let (space, _) = key.split_once('.').unwrap();
+            if spaces.contains(space) {
+                assert!(
+                    english.contains_key(key),
+                    "{key} is named but not in the catalogue"
+                );
+            }
+        }
+        for key in english.keys() {
+            assert!(
+                named.contains(key) || MADE.iter().any(|made| key.starts_with(made)),
+                "{key} is in the catalogue but nothing names it"
+            );
+        }
+    }
+
+    #[test]
+    fn every_error_code_has_its_sentence() {
+        use utoipa::OpenApi as _;
+        let english = catalogue("en");
+        let doc = serde_json::to_value(crate::openapi::ApiDoc::openapi()).unwrap();
+        let codes = doc["components"]["schemas"]["ErrorCode"]["enum"]
+            .as_array()
+            .unwrap();
+        for code in codes {
+            let key = format!("problem.{}", code.as_str().unwrap());
+            assert!(english.contains_key(&key), "{key}");
         }
     }
 }

@@ -179,7 +179,29 @@ async fn an_order_is_mailed_with_its_priced_tickets_and_a_running_hold_is_remind
     .await;
     let (_, alice) = fan(&app, "alice", Some("alice@mail.example")).await;
     let (_, bob) = fan(&app, "bob", None).await;
-    let (_, carol) = fan(&app, "carol", Some("carol@mail.example")).await;
+    let (carol_id, carol) = fan(&app, "carol", Some("carol@mail.example")).await;
+    // Carol reads Korean: her account says so (no password needed), and
+    // her mail is written in it. A language the box office does not speak
+    // is refused and changes nothing.
+    let refused = app
+        .patch(
+            &format!("/api/users/{carol_id}"),
+            Some(&carol),
+            json!({"language": "fr"}),
+        )
+        .await;
+    assert_eq!(
+        refused.assert_problem(400, "VALIDATION_ERROR")["errors"][0]["field"],
+        "language"
+    );
+    let korean = app
+        .patch(
+            &format!("/api/users/{carol_id}"),
+            Some(&carol),
+            json!({"language": "ko"}),
+        )
+        .await;
+    assert_eq!(korean.assert_status(200)["language"], "ko");
     let alices = won(&app, &alice, &seats[0..2]).await;
     won(&app, &bob, &seats[2..3]).await;
     let carols = won(&app, &carol, &seats[3..4]).await;
@@ -242,14 +264,18 @@ async fn an_order_is_mailed_with_its_priced_tickets_and_a_running_hold_is_remind
         &format!("reservation-{carols}.hold-reminder@box.example"),
     );
     assert_eq!(reminder["to"], "carol <carol@mail.example>");
+    let subject = reminder["subject"].as_str().unwrap();
     assert!(
-        reminder["subject"]
-            .as_str()
-            .unwrap()
-            .starts_with("Confirm your seats for IU Live by "),
+        subject.ends_with(" KST까지 IU Live 좌석을 확정해 주세요"),
         "{reminder}"
     );
-    assert!(text_of(reminder).contains("A4"), "{}", text_of(reminder));
+    let text = text_of(reminder);
+    assert!(text.contains("A4"), "{text}");
+    assert!(text.contains("carol 님, 안녕하세요."), "{text}");
+    assert!(
+        text.contains("Olympic Hall, 2099년 5월 1일 (금) 19:00 KST"),
+        "{text}"
+    );
     assert!(
         smtp::parts(reminder, "image/png").is_empty(),
         "no tickets yet"

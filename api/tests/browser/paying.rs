@@ -278,7 +278,7 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
         Some(&format!("Order {two}: 1 valid ticket of 2.")),
     )
     .await;
-    super::wait_metric(&page, "ticketsRefunded", "1").await;
+    super::wait_metric(&page, "ticketsRefunded", "1 ticket").await;
     super::wait_metric(&page, "net", "€178.00").await;
     assert_eq!(status_of(&app, two).await, "CONFIRMED");
 

@@ -146,8 +146,8 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
     )
     .await;
     page.wait_for(
-        "the held seats drawn as held",
-        "return [...document.querySelectorAll('svg.plan path.seats')].some((p) => p.dataset.layer === 'H');",
+        "the fan's own held seats drawn as theirs",
+        "return [...document.querySelectorAll('svg.plan path.seats')].some((p) => p.dataset.layer === 'M');",
         vec![],
     )
     .await;

@@ -117,6 +117,8 @@ pub struct Subject {
     /// The fan's address now (none: removed since the mail was written).
     pub email: Option<String>,
     pub nickname: String,
+    /// The fan's language ("en", "ko"), in which the letter is written.
+    pub language: String,
     pub title: String,
     pub venue: String,
     pub concert_date: DateTime<Utc>,
@@ -151,7 +153,7 @@ pub async fn subject(
     async move {
         let subject: Option<Subject> = sqlx::query_as(
             "SELECT r.id AS reservation_id, r.status, r.hold_expires_at, r.concert_id, r.user_id, \
-                    u.email, u.nickname, c.title, c.venue, c.concert_date, c.time_zone, c.cancelled_at, \
+                    u.email, u.nickname, u.language, c.title, c.venue, c.concert_date, c.time_zone, c.cancelled_at, \
                     (SELECT CAST(SUM(f.amount) AS UNSIGNED) FROM refunds f \
                       WHERE f.reservation_id = r.id AND f.status <> 'FAILED') AS refunded, \
                     (SELECT MAX(f.currency) FROM refunds f WHERE f.reservation_id = r.id) AS refunded_currency \

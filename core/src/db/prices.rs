@@ -51,6 +51,7 @@ struct CategoryRow {
     price: u64,
     currency: String,
     row_labels: String,
+    colour: Option<String>,
 }
 
 /// The categories of each of `concerts` that has any.
@@ -62,7 +63,7 @@ pub async fn of_concerts(
         return Ok(HashMap::new());
     };
     let select = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT concert_id, name, price, currency, row_labels FROM price_categories \
+        "SELECT concert_id, name, price, currency, row_labels, colour FROM price_categories \
           WHERE concert_id IN ({list}) ORDER BY concert_id, position"
     )));
     let rows: Vec<CategoryRow> = super::BindIds::bind_ids(select, &list)
@@ -107,6 +108,7 @@ fn from_rows(rows: &[CategoryRow]) -> Option<PriceCategories> {
             price: r.price,
             currency: &r.currency,
             rows,
+            colour: r.colour.as_deref(),
         })
         .collect();
     PriceCategories::parse(&input).ok()
@@ -127,7 +129,7 @@ pub async fn replace(
             .execute(&mut *conn)
             .await?;
         let mut insert = QueryBuilder::new(
-            "INSERT INTO price_categories (concert_id, position, name, price, currency, row_labels) ",
+            "INSERT INTO price_categories (concert_id, position, name, price, currency, row_labels, colour) ",
         );
         insert.push_values(
             categories.categories.iter().enumerate(),
@@ -138,7 +140,8 @@ pub async fn replace(
                     .push_bind(c.name.clone())
                     .push_bind(c.price.get())
                     .push_bind(categories.currency.as_str().to_owned())
-                    .push_bind(labels.join(","));
+                    .push_bind(labels.join(","))
+                    .push_bind(c.colour.as_ref().map(|c| c.as_str().to_owned()));
             },
         );
         insert.build().execute(&mut *conn).await?;

@@ -2,7 +2,7 @@ use super::Traced as _;
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
 
-use crate::domain::{EmailAddress, NickName, Role, UserId};
+use crate::domain::{EmailAddress, Language, NickName, Role, UserId};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UserRow {
@@ -12,11 +12,19 @@ pub struct UserRow {
     pub role: Role,
     /// Where the fan's mail goes; none: no mail.
     pub email: Option<String>,
+    /// The page's and the mail's language ("en", "ko").
+    pub language: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str = "id, nickname, password_hash, role, email, created_at, updated_at";
+const COLUMNS: &str = "id, nickname, password_hash, role, email, language, created_at, updated_at";
+
+impl UserRow {
+    pub fn language(&self) -> Language {
+        Language::from_stored(&self.language)
+    }
+}
 
 /// Fails with a violation of `uq_users_nickname` when the name is taken.
 pub async fn insert(
@@ -25,17 +33,19 @@ pub async fn insert(
     password_hash: &str,
     role: Role,
     email: Option<&EmailAddress>,
+    language: Language,
     now: DateTime<Utc>,
 ) -> Result<UserId, sqlx::Error> {
     let done = sqlx::query(
-        "INSERT INTO users (nickname, password_hash, role, email, email_changed_at, created_at, updated_at) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
+        "INSERT INTO users (nickname, password_hash, role, email, email_changed_at, language, \
+         created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
     )
     .bind(nickname.as_str())
     .bind(password_hash)
     .bind(role)
     .bind(email.map(EmailAddress::as_str))
     .bind(email.map(|_| now.naive_utc()))
+    .bind(language.code())
     .bind(now.naive_utc())
     .bind(now.naive_utc())
     .execute(conn)
@@ -84,14 +94,17 @@ pub async fn update(
     id: UserId,
     nickname: Option<&NickName>,
     password_hash: Option<&str>,
+    language: Option<Language>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
         "UPDATE users SET nickname = COALESCE(?, nickname), \
-         password_hash = COALESCE(?, password_hash), updated_at = ? WHERE id = ?",
+         password_hash = COALESCE(?, password_hash), language = COALESCE(?, language), \
+         updated_at = ? WHERE id = ?",
     )
     .bind(nickname.map(NickName::as_str))
     .bind(password_hash)
+    .bind(language.map(Language::code))
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)

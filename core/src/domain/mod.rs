@@ -7,6 +7,7 @@ mod concert;
 mod email;
 pub mod events;
 mod ids;
+pub mod language;
 pub mod line_position;
 pub mod mail;
 mod order;
@@ -32,6 +33,7 @@ pub use ids::{
     AccessCodeId, ConcertId, PaymentId, QueueId, RefundId, ReservationId, ScannerId, SeatId,
     TicketId, UserId,
 };
+pub use language::Language;
 pub use line_position::{LineFront, LinePart, LineRank};
 pub use order::{
     Asked, AskedPool, BestAsk, HoldDuration, MaxSeatsPerOrder, MaxSeatsPerUser, PaymentReference,

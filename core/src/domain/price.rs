@@ -168,6 +168,8 @@ pub struct CategoryInput<'a> {
     pub price: u64,
     pub currency: &'a str,
     pub rows: &'a [String],
+    /// "#c0392b"; none: the page's palette.
+    pub colour: Option<&'a str>,
 }
 
 /// A category: its name, its price, and the rows it names.
@@ -176,6 +178,30 @@ pub struct PriceCategory {
     pub name: String,
     pub price: Amount,
     pub rows: Vec<RowLabel>,
+    pub colour: Option<Colour>,
+}
+
+/// A colour as the page paints it: `#` and six hex digits, kept lowercase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Colour(String);
+
+impl Colour {
+    pub fn parse(raw: &str) -> Result<Self, FieldError> {
+        let raw = raw.trim();
+        match raw.strip_prefix('#') {
+            Some(hex) if hex.len() == 6 && hex.chars().all(|c| c.is_ascii_hexdigit()) => {
+                Ok(Self(raw.to_ascii_lowercase()))
+            }
+            _ => Err(FieldError::new(
+                "categories",
+                "a colour is # and six hex digits, such as #c0392b",
+            )),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
 }
 
 /// A concert's categories, in the order given (the first takes the rows no
@@ -236,6 +262,7 @@ impl PriceCategories {
                 name,
                 price: Amount::parse("categories", category.price)?,
                 rows,
+                colour: category.colour.map(Colour::parse).transpose()?,
             });
         }
         Ok(Self {

@@ -41,6 +41,11 @@ impl VenueTimeZone {
             .to_string()
     }
 
+    /// The wall time `at` shows at the venue.
+    pub fn local(self, at: DateTime<Utc>) -> chrono::NaiveDateTime {
+        at.with_timezone(&self.0).naive_local()
+    }
+
     /// The zone's abbreviation at `at` ("KST"; "CET" or "CEST" by the
     /// season); "+04" where the tz database has none.
     pub fn abbreviation_at(self, at: DateTime<Utc>) -> String {

@@ -82,6 +82,12 @@ impl Chromedriver {
     /// A new browser of its own (its own profile: cookies and storage are
     /// not shared with any other), headless, `width` × `height`.
     pub async fn browser(&self, width: u32, height: u32) -> Browser {
+        self.browser_speaking(width, height, "en-US").await
+    }
+
+    /// As [`Self::browser`], its user's language `language` (a BCP 47
+    /// tag, "ko-KR"): what the page reads in `navigator.languages`.
+    pub async fn browser_speaking(&self, width: u32, height: u32, language: &str) -> Browser {
         let args = vec![
             "--headless=new".to_owned(),
             "--disable-gpu".to_owned(),
@@ -92,10 +98,10 @@ impl Chromedriver {
             "--no-sandbox".to_owned(),
             // Prices are formatted in the browser's locale: one locale,
             // whatever the host's.
-            "--lang=en-US".to_owned(),
+            format!("--lang={language}"),
             format!("--window-size={width},{height}"),
         ];
-        let mut options = json!({ "args": args });
+        let mut options = json!({ "args": args, "prefs": {"intl.accept_languages": language} });
         if let Some(binary) = chromium_binary() {
             options["binary"] = json!(binary);
         }

@@ -11,7 +11,9 @@ use ticket_core::db::mails::{MailSeat, Subject};
 use ticket_core::domain::mail::MailKind;
 use ticket_core::domain::price::{Amount, Currency};
 use ticket_core::domain::ticket_code::{TicketIdentity, TicketKeys};
-use ticket_core::domain::{ReservationStatus, VenueTimeZone};
+use ticket_core::domain::{Language, ReservationStatus, VenueTimeZone};
+
+use crate::mail::words::Words;
 
 /// A mail composed, before it is addressed.
 #[derive(Debug, Clone)]
@@ -39,7 +41,11 @@ pub fn compose(
     seats: &[MailSeat],
     stationery: &Stationery<'_>,
 ) -> Result<Letter, qrcode::types::QrError> {
-    let mut letter = Page::default();
+    let words = Words(Language::from_stored(&subject.language));
+    let mut letter = Page {
+        words,
+        ..Page::default()
+    };
     let seat_list = seats
         .iter()
         .map(|s| s.seat_number.as_str())
@@ -47,61 +53,40 @@ pub fn compose(
         .join(", ");
     // In the venue's time: where the fan will be.
     let zone = VenueTimeZone::from_stored(&subject.time_zone);
-    let when = |t: DateTime<Utc>| zone.show(t);
+    let when = |t: DateTime<Utc>| words.when(zone, t);
     let hold_end = subject.hold_expires_at.map(when).unwrap_or_default();
-    letter.line(&format!("Hello {},", subject.nickname));
+    let (order, title) = (subject.reservation_id.get(), subject.title.as_str());
+    letter.line(&words.hello(&subject.nickname));
     let subject_line = match kind {
         MailKind::OrderConfirmation => {
-            letter.line(&format!(
-                "your order {} for {} is confirmed.",
-                subject.reservation_id, subject.title
-            ));
-            format!("Your tickets for {}", subject.title)
+            letter.line(&words.order_confirmed(order, title));
+            words.order_confirmed_subject(title)
         }
         MailKind::HoldReminder => {
-            letter.line(&format!(
-                "your seats for {} ({seat_list}) are held for you until {hold_end}. Confirm them \
-                 before then, or they go back on sale.",
-                subject.title
-            ));
-            format!("Confirm your seats for {} by {hold_end}", subject.title)
+            letter.line(&words.hold_reminder(title, &seat_list, &hold_end));
+            words.hold_reminder_subject(title, &hold_end)
         }
         MailKind::WaitingListOffer => {
-            letter.line(&format!(
-                "seats came back for {} and the waiting list has given them to you: {seat_list}, \
-                 held for you until {hold_end}. Confirm them before then, or they go to the next \
-                 fan in the list.",
-                subject.title
-            ));
-            format!("Seats for {} are yours to confirm", subject.title)
+            letter.line(&words.waiting_list_offer(title, &seat_list, &hold_end));
+            words.waiting_list_offer_subject(title)
         }
         MailKind::Refund => {
             let amount = match (subject.refunded, subject.refunded_currency.as_deref()) {
                 (Some(amount), Some(code)) => Currency::from_stored(code)
                     .map(|c| Amount::from_stored(amount).display_in(c))
                     .unwrap_or_else(|| format!("{amount} {code}")),
-                _ => "your payment".to_owned(),
+                _ => words.your_payment(),
             };
             let why = if subject.cancelled_at.is_some() {
-                format!("{} is cancelled, and we are sorry.", subject.title)
+                words.concert_cancelled(title)
             } else if subject.status == ReservationStatus::Confirmed {
-                format!(
-                    "tickets of your order {} for {} are refunded.",
-                    subject.reservation_id, subject.title
-                )
+                words.tickets_refunded(order, title)
             } else {
-                format!(
-                    "your payment for order {} for {} arrived after your hold had ended, so no \
-                     seat was sold for it.",
-                    subject.reservation_id, subject.title
-                )
+                words.paid_too_late(order, title)
             };
             letter.line(&why);
-            letter.line(&format!(
-                "{amount} goes back to the card you paid with; banks take 5-10 days to show it. \
-                 A refunded ticket no longer admits anyone."
-            ));
-            format!("Refund for {}", subject.title)
+            letter.line(&words.money_back(&amount));
+            words.refund_subject(title)
         }
     };
     letter.line(&format!(
@@ -112,10 +97,10 @@ pub fn compose(
     letter.seats(seats);
     if let Some(url) = stationery.public_url {
         let (what, path) = match kind {
-            MailKind::OrderConfirmation => ("Your tickets", "#/me/tickets"),
-            MailKind::Refund => ("Your reservations", "#/me"),
+            MailKind::OrderConfirmation => (words.your_tickets(), "#/me/tickets"),
+            MailKind::Refund => (words.your_reservations(), "#/me"),
             MailKind::HoldReminder | MailKind::WaitingListOffer => {
-                ("Confirm on the box office's page", "#/me")
+                (words.confirm_on_the_page(), "#/me")
             }
         };
         letter.link(what, &format!("{}/{path}", url.trim_end_matches('/')));
@@ -137,6 +122,7 @@ pub fn compose(
 /// The two parts written together.
 #[derive(Default)]
 struct Page {
+    words: Words,
     text: String,
     html: String,
     images: Vec<(String, Vec<u8>)>,
@@ -160,7 +146,8 @@ impl Page {
 
     fn seats(&mut self, seats: &[MailSeat]) {
         let priced: Vec<Option<(Amount, Currency)>> = seats.iter().map(price_of).collect();
-        self.text.push_str(&format!("Seats ({}):\n", seats.len()));
+        self.text
+            .push_str(&format!("{}\n", self.words.seats_heading(seats.len())));
         self.html.push_str("<table cellpadding=\"4\">");
         for (seat, price) in seats.iter().zip(&priced) {
             let category = seat.category.as_deref().unwrap_or("");
@@ -183,9 +170,10 @@ impl Page {
             _ => None,
         };
         if let Some(total) = &total {
-            self.text.push_str(&format!("Total: {total}\n"));
+            let words = self.words.total();
+            self.text.push_str(&format!("{words}: {total}\n"));
             self.html.push_str(&format!(
-                "<tr><td colspan=\"2\"><b>Total</b></td><td align=\"right\"><b>{}</b></td></tr>",
+                "<tr><td colspan=\"2\"><b>{words}</b></td><td align=\"right\"><b>{}</b></td></tr>",
                 escape(total)
             ));
         }
@@ -199,10 +187,8 @@ impl Page {
         seats: &[MailSeat],
         stationery: &Stationery<'_>,
     ) -> Result<(), qrcode::types::QrError> {
-        self.line(
-            "Show each seat's QR code at the door: one person a ticket, admitted once. The codes \
-             are below, and on the box office's page under My tickets.",
-        );
+        let words = self.words;
+        self.line(words.show_at_the_door());
         let mut codes = String::new();
         for seat in seats {
             let (Some(ticket), Some(version)) = (seat.ticket_id, seat.ticket_version) else {
@@ -216,21 +202,25 @@ impl Page {
             });
             let cid = format!("ticket-{ticket}@{}", stationery.domain);
             self.html.push_str(&format!(
-                "<div style=\"margin:1em 0\"><p><b>Seat {seat_number}</b> {category} \
-                 (ticket {ticket})</p><img src=\"cid:{cid}\" width=\"228\" height=\"228\" \
-                 alt=\"QR code of the ticket for seat {seat_number}\"><p style=\"font-family:monospace;\
+                "<div style=\"margin:1em 0\"><p><b>{seat}</b> {category} \
+                 ({ticket})</p><img src=\"cid:{cid}\" width=\"228\" height=\"228\" \
+                 alt=\"{alt}\"><p style=\"font-family:monospace;\
                  font-size:10px;word-break:break-all\">{code}</p></div>",
-                seat_number = escape(&seat.seat_number),
+                seat = escape(&words.seat(&seat.seat_number)),
                 category = escape(seat.category.as_deref().unwrap_or("")),
+                ticket = escape(&words.ticket(ticket.get())),
+                alt = escape(&words.qr_alt(&seat.seat_number)),
                 cid = escape(&cid),
             ));
             codes.push_str(&format!(
-                "  {} (ticket {ticket}): {code}\n",
-                seat.seat_number
+                "  {} ({}): {code}\n",
+                seat.seat_number,
+                words.ticket(ticket.get())
             ));
             self.images.push((cid, crate::mail::qr_png::png(&code)?));
         }
-        self.text.push_str("Ticket codes:\n");
+        self.text.push_str(words.ticket_codes());
+        self.text.push('\n');
         self.text.push_str(&codes);
         Ok(())
     }

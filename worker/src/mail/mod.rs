@@ -18,6 +18,7 @@
 pub mod config;
 pub mod letter;
 pub mod qr_png;
+pub mod words;
 
 use std::sync::Arc;
 

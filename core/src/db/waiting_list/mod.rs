@@ -222,6 +222,8 @@ pub async fn latest_entry(
 pub struct ListedEntry {
     pub id: u64,
     pub user_id: UserId,
+    /// The fan's nickname, as an operator calls them.
+    pub nickname: String,
     pub seats: u8,
     /// As [`Entry::pool`].
     pub pool: Option<u16>,
@@ -239,8 +241,10 @@ pub async fn entries(
     page: PageRequest,
 ) -> Result<Vec<ListedEntry>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT id, user_id, seats, pool, status, reservation_id, created_at, ended_at \
-           FROM waiting_list_entries WHERE concert_id = ? ORDER BY id LIMIT ? OFFSET ?",
+        "SELECT e.id, e.user_id, u.nickname, e.seats, e.pool, e.status, e.reservation_id, \
+                e.created_at, e.ended_at \
+           FROM waiting_list_entries e JOIN users u ON u.id = e.user_id \
+          WHERE e.concert_id = ? ORDER BY e.id LIMIT ? OFFSET ?",
     )
     .bind(concert)
     .bind(page.size)

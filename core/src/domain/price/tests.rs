@@ -13,6 +13,27 @@ fn category<'a>(
         price,
         currency,
         rows,
+        colour: None,
+    }
+}
+
+#[test]
+fn a_colour_is_six_hex_digits_kept_lowercase() {
+    let rows = rows(&[]);
+    let mut input = category("VIP", 100, "EUR", &rows);
+    input.colour = Some(" #C0392B ");
+    let parsed = PriceCategories::parse(&[input.clone()]).unwrap();
+    assert_eq!(
+        parsed.categories[0].colour.as_ref().map(Colour::as_str),
+        Some("#c0392b")
+    );
+    for bad in ["c0392b", "#c0392", "#c0392bb", "#g0392b", ""] {
+        input.colour = Some(bad);
+        assert_eq!(
+            PriceCategories::parse(&[input.clone()]).unwrap_err().field,
+            "categories",
+            "{bad:?}"
+        );
     }
 }
 

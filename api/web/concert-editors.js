@@ -1,0 +1,197 @@
+// The concert form's lists: price categories (name, price, colour, rows)
+// and standing areas (name, places, category), each a row of inputs that
+// can be added and removed; and the seating plan's upload.
+
+import { api } from "./api.js";
+import { field, fill, h, tell } from "./dom.js";
+import { t } from "./i18n.js";
+import { colourOf } from "./palette.js";
+
+/** A currency's decimals, as the browser knows them (2 for EUR, 0 for KRW). */
+function decimalsOf(currency) {
+  try {
+    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits;
+  } catch {
+    return 2;
+  }
+}
+
+/** An input of a list's row with its label above it. */
+function cell(label, input) {
+  return h("label", { class: "cell" }, h("span", {}, label), input);
+}
+
+/** A list of rows of inputs, with "Add" and a "Remove" on each row. */
+class RowList {
+  constructor({ heading, addLabel, empty, makeRow }) {
+    this.makeRow = makeRow;
+    this.rows = [];
+    this.body = h("div", { class: "row-list" });
+    this.error = h("p", { class: "field-error", hidden: true });
+    this.empty = h("p", { class: "muted" }, empty);
+    this.element = h(
+      "div",
+      { class: "editor" },
+      h("h3", {}, heading),
+      this.body,
+      this.empty,
+      this.error,
+      h("button", { type: "button", onclick: () => this.add() }, addLabel),
+    );
+  }
+
+  add(values = {}) {
+    const row = this.makeRow(values, this.rows.length);
+    const remove = h("button", { type: "button", class: "link", onclick: () => this.remove(row) }, t("form.remove"));
+    row.element.append(remove);
+    this.rows.push(row);
+    this.body.append(row.element);
+    this.empty.hidden = true;
+    row.focus?.();
+  }
+
+  remove(row) {
+    this.rows = this.rows.filter((r) => r !== row);
+    row.element.remove();
+    this.empty.hidden = this.rows.length > 0;
+  }
+
+  /** Shows (or clears) the API's word on the whole list. */
+  problem(message) {
+    this.error.hidden = !message;
+    fill(this.error, message || "");
+  }
+}
+
+/** Price categories: one currency for all; prices typed in its major unit. */
+export class CategoryEditor {
+  constructor(categories = []) {
+    this.currency = h("input", { name: "currency", maxlength: 3, value: categories[0]?.currency || t("form.defaultCurrency"), class: "short" });
+    this.list = new RowList({
+      heading: t("form.categories"),
+      addLabel: t("form.addCategory"),
+      empty: t("form.noCategories"),
+      makeRow: (values, index) => {
+        const name = h("input", { name: "categoryName", maxlength: 40, value: values.name || "" });
+        const decimals = decimalsOf(values.currency || this.currency.value);
+        const price = h("input", {
+          name: "categoryPrice",
+          type: "number",
+          min: 0,
+          step: "any",
+          inputmode: "decimal",
+          value: values.price === undefined ? "" : values.price / 10 ** decimals,
+        });
+        const colour = h("input", { name: "categoryColour", type: "color", value: colourOf(values, index) });
+        const rows = h("input", { name: "categoryRows", value: (values.rows || []).join(", "), placeholder: "A, B" });
+        return {
+          element: h(
+            "div",
+            { class: "editor-row category-row" },
+            cell(t("form.categoryName"), name),
+            cell(t("form.categoryPrice"), price),
+            cell(t("form.categoryColour"), colour),
+            cell(t("form.categoryRows"), rows),
+          ),
+          focus: () => name.focus(),
+          value: () => {
+            const minor = Math.round(Number(price.value) * 10 ** decimalsOf(this.currency.value.trim().toUpperCase()));
+            return {
+              name: name.value.trim(),
+              price: Number.isFinite(minor) ? minor : -1,
+              currency: this.currency.value.trim().toUpperCase(),
+              colour: colour.value,
+              rows: rows.value.split(/[\s,]+/).filter(Boolean).map((r) => r.toUpperCase()),
+            };
+          },
+        };
+      },
+    });
+    for (const c of categories) this.list.add(c);
+    this.list.element.insertBefore(field(t("form.currency"), this.currency), this.list.body);
+    this.element = this.list.element;
+    this.initial = JSON.stringify(this.value());
+  }
+
+  value() {
+    return this.list.rows.map((r) => r.value());
+  }
+
+  changed() {
+    return JSON.stringify(this.value()) !== this.initial;
+  }
+
+  names() {
+    return this.value().map((c) => c.name).filter(Boolean);
+  }
+}
+
+/** Standing areas: a name, its places, and the category they are sold in. */
+export class AreaEditor {
+  constructor(areas = [], categoryNames) {
+    this.list = new RowList({
+      heading: t("form.areas"),
+      addLabel: t("form.addArea"),
+      empty: t("form.noAreas"),
+      makeRow: (values) => {
+        const name = h("input", { name: "areaName", maxlength: 40, value: values.name || "" });
+        const capacity = h("input", { name: "areaCapacity", type: "number", min: 1, max: 100000, value: values.capacity || 100 });
+        const category = h("select", { name: "areaCategory" });
+        const options = () => {
+          const chosen = category.value || values.category || "";
+          fill(category, h("option", { value: "" }, t("form.firstCategory")), categoryNames().map((n) => h("option", { value: n, selected: n === chosen }, n)));
+        };
+        options();
+        category.addEventListener("focus", options);
+        return {
+          element: h("div", { class: "editor-row area-row" }, cell(t("form.areaName"), name), cell(t("form.areaCapacity"), capacity), cell(t("form.areaCategory"), category)),
+          focus: () => name.focus(),
+          value: () => ({ name: name.value.trim(), capacity: Number(capacity.value), ...(category.value ? { category: category.value } : {}) }),
+        };
+      },
+    });
+    for (const a of areas) this.list.add(a);
+    this.element = this.list.element;
+    this.initial = JSON.stringify(this.value());
+  }
+
+  value() {
+    return this.list.rows.map((r) => r.value());
+  }
+
+  changed() {
+    return JSON.stringify(this.value()) !== this.initial;
+  }
+}
+
+/** A venue's seating plan (pretix's JSON) put in place of the concert's seats. */
+export function planUpload(concert, { onUploaded }) {
+  const file = h("input", { name: "seatingPlan", type: "file", accept: "application/json,.json" });
+  const said = h("p", { class: "muted", role: "status" }, t("form.planHint"));
+  const send = h("button", { type: "button" }, t("form.uploadPlan"));
+  send.addEventListener("click", async () => {
+    const chosen = file.files[0];
+    if (!chosen) {
+      tell(t("form.chooseFile"));
+      return;
+    }
+    send.disabled = true;
+    try {
+      let plan;
+      try {
+        plan = JSON.parse(await chosen.text());
+      } catch {
+        tell(t("form.notJson"));
+        return;
+      }
+      const result = await api("PUT", `/api/concerts/${concert.id}/seating-plan`, plan);
+      fill(said, t("form.planUploaded", { name: result.name, count: result.seatCount }));
+      onUploaded?.(result);
+    } catch (e) {
+      tell(e.message);
+    } finally {
+      send.disabled = false;
+    }
+  });
+  return h("div", { class: "editor plan-upload" }, h("h3", {}, t("form.plan")), field(t("form.planFile"), file), said, send);
+}
