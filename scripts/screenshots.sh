@@ -1,18 +1,32 @@
 #!/usr/bin/env bash
-# Runs the page's browser tests (which save screenshots of the seat map, the
-# line, the hold, the lottery and the operator's view under
-# target/screenshots/) and copies them to docs/screenshots/, where the README
-# shows them.
+# The README's four screenshots (the seat map, a hold being paid, the
+# tickets, the operator's sale view), which the page's browser tests save
+# under target/screenshots/, copied to docs/screenshots/.
+#   scripts/screenshots.sh        runs the browser tests, then copies
+#   scripts/screenshots.sh copy   copies what a test run left (make test does)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-DATABASE_URL="$(scripts/db.sh)"
-export DATABASE_URL
-TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
-export TICKET_CHROMEDRIVER
-export TICKET_SCREENSHOTS="$PWD/target/screenshots"
-rm -rf "$TICKET_SCREENSHOTS"
-cargo test --locked -p ticket-api --test browser
+README_SHOTS=(seat-map.png hold-being-paid.png tickets.png operator.png)
+shots="${TICKET_SCREENSHOTS:-$PWD/target/screenshots}"
+
+if [ "${1:-}" != copy ]; then
+  DATABASE_URL="$(scripts/db.sh)"
+  export DATABASE_URL
+  TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
+  export TICKET_CHROMEDRIVER
+  TICKET_AXE="$(scripts/axe.sh)"
+  export TICKET_AXE
+  TICKET_LOCALSTRIPE_PYTHON="$(scripts/localstripe.sh)"
+  export TICKET_LOCALSTRIPE_PYTHON
+  TICKET_SMTP_PYTHON="$(scripts/smtp.sh)"
+  export TICKET_SMTP_PYTHON
+  export TICKET_SCREENSHOTS="$shots"
+  rm -rf "$shots"
+  cargo test --locked -p ticket-api --test browser
+fi
 mkdir -p docs/screenshots
-cp "$TICKET_SCREENSHOTS"/*.png docs/screenshots/
+for shot in "${README_SHOTS[@]}"; do
+  cp "$shots/$shot" docs/screenshots/
+done
 ls -l docs/screenshots

@@ -16,6 +16,9 @@ export DATABASE_URL
 # The page's tests drive a real headless Chromium.
 TICKET_CHROMEDRIVER="$(scripts/browser.sh)"
 export TICKET_CHROMEDRIVER
+# ... and check every view with axe-core (pinned, checked; tests only).
+TICKET_AXE="$(scripts/axe.sh)"
+export TICKET_AXE
 # The clock tests run the real executables with their clocks set apart.
 TICKET_LIBFAKETIME="$(scripts/faketime.sh)"
 export TICKET_LIBFAKETIME
@@ -30,6 +33,8 @@ command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
 command -v jq >/dev/null 2>&1 || scripts/debian.sh jq
 status=0
 cargo test --workspace --locked --no-fail-fast "$@" || status=$?
+# The README's screenshots, as this run's browser tests took them.
+scripts/screenshots.sh copy || status=$?
 # The Helm chart, rendered and validated by real Helm and Kubernetes schemas.
 scripts/chart-test.sh || status=$?
 # Short versions of the k6 scenarios 1-3, 5 and 6 against a private stack: they fail

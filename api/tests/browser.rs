@@ -33,6 +33,12 @@ mod plan_map;
 #[path = "browser/operator.rs"]
 mod operator;
 
+#[path = "browser/house.rs"]
+mod house;
+
+#[path = "browser/fit.rs"]
+mod fit;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,
@@ -613,6 +619,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
         vec![],
     )
     .await;
+    page.script("window.scrollTo(0, 0);", vec![]).await;
     page.screenshot(&screenshot_dir().join("operator.png"))
         .await;
     deciding.stop().await;

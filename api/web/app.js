@@ -4,9 +4,11 @@
 
 import { currentUser, isAdmin, logOut, onSessionChange, resume, saveLanguage } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
-import { LANGUAGES, language, t, useLanguage, wantedLanguage } from "./i18n.js";
+import { LANGUAGES, language, t, useLanguage, useWords, wantedLanguage } from "./i18n.js";
 
 const view = (module, name) => () => import(module).then((m) => m[name]);
+/** An operator's (or the door's) view: its words come in a part of their own. */
+const operatorView = (module, name) => () => Promise.all([import(module), useWords("operator")]).then(([m]) => m[name]);
 
 const ROUTES = [
   [/^\/$/, view("./concerts.js", "concertsView"), "title.concerts"],
@@ -16,13 +18,13 @@ const ROUTES = [
   [/^\/me\/reservations$/, view("./reservations.js", "reservationsView"), "title.reservations"],
   [/^\/me\/tickets$/, view("./tickets.js", "ticketsView"), "title.tickets"],
   [/^\/me\/account$/, view("./account.js", "accountView"), "title.account"],
-  [/^\/door$/, view("./door.js", "doorView"), "title.door"],
-  [/^\/admin\/concerts\/new$/, view("./concert-form.js", "newConcertView"), "title.newConcert"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, view("./concert-form.js", "editConcertView"), "title.editConcert"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, view("./sale-view.js", "saleView"), "title.sale"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/codes$/, view("./access-codes.js", "accessCodesView"), "title.codes"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/scanners$/, view("./scanners.js", "scannersView"), "title.scanners"],
-  [/^\/admin\/concerts\/(?<id>\d+)\/waiting-list$/, view("./waiting-admin.js", "waitingListView"), "title.waitingList"],
+  [/^\/door$/, operatorView("./door.js", "doorView"), "title.door"],
+  [/^\/admin\/concerts\/new$/, operatorView("./concert-form.js", "newConcertView"), "title.newConcert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/edit$/, operatorView("./concert-form.js", "editConcertView"), "title.editConcert"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/sale$/, operatorView("./sale-view.js", "saleView"), "title.sale"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/codes$/, operatorView("./access-codes.js", "accessCodesView"), "title.codes"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/scanners$/, operatorView("./scanners.js", "scannersView"), "title.scanners"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/waiting-list$/, operatorView("./waiting-admin.js", "waitingListView"), "title.waitingList"],
 ];
 
 let leaving = null;

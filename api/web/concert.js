@@ -6,7 +6,6 @@ import { Problem, api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, quiet, roughly, tell, when } from "./dom.js";
 import { saleState } from "./concerts.js";
 import { follow } from "./events.js";
-import { ProofOfWork } from "./proof.js";
 import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
@@ -25,7 +24,8 @@ export async function concertView(main, { signal, params }) {
   const line = h("section", { class: "line", "aria-live": "polite", "aria-label": t("concert.yourRequest") });
   const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: "ABCD-EFGH-JKMN-PQRS", maxlength: 64 });
   const codeField = h("label", { class: "access-code", hidden: true }, t("concert.accessCode"), code);
-  const proof = concert.proofOfWork > 0 ? new ProofOfWork(id) : null;
+  // The puzzle's code only where a concert asks for one.
+  const proof = concert.proofOfWork > 0 ? new (await import("./proof.js")).ProofOfWork(id) : null;
   const map = new SeatMap(id, {
     selectable: true,
     max: concert.maxSeatsPerOrder,

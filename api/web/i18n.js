@@ -1,13 +1,29 @@
 // The page's words: one catalogue per language (messages-en.json,
-// messages-ko.json), so that no view writes a sentence of its own. The
-// language is the one chosen with the switch (remembered in this browser
-// and on the account), else the first of the browser's languages the box
-// office speaks, else English. Only the chosen catalogue is loaded.
+// messages-ko.json), so that no view writes a sentence of its own; the
+// operator's and the door's words in a part of their own
+// (messages-en-operator.json), loaded only by their views. The language
+// is the one chosen with the switch (remembered in this browser and on
+// the account), else the first of the browser's languages the box office
+// speaks, else English. Only the chosen language is loaded.
 
 export const LANGUAGES = { en: "English", ko: "한국어" };
 const STORED = "ticket.language";
 
-const state = { language: "en", words: {}, locale: "en", plurals: null, numbers: null };
+const state = { language: "en", words: {}, locale: "en", plurals: null, numbers: null, parts: new Set() };
+
+async function catalogue(language, part) {
+  const name = part ? `messages-${language}-${part}.json` : `messages-${language}.json`;
+  const response = await fetch(`/assets/${name}`);
+  if (!response.ok) throw new Error(`${name}: ${response.status}`);
+  return response.json();
+}
+
+/** Adds a part's words (`"operator"`) in the language spoken, once. */
+export async function useWords(part) {
+  if (state.parts.has(part)) return;
+  Object.assign(state.words, await catalogue(state.language, part));
+  state.parts.add(part);
+}
 
 /** The language the page speaks now ("en", "ko"). */
 export function language() {
@@ -33,9 +49,9 @@ export function wantedLanguage() {
 /** Loads `code`'s catalogue and speaks it; `remember`: the switch chose it. */
 export async function useLanguage(code, { remember = false } = {}) {
   const chosen = code in LANGUAGES ? code : "en";
-  const response = await fetch(`/assets/messages-${chosen}.json`);
-  if (!response.ok) throw new Error(`messages-${chosen}.json: ${response.status}`);
-  state.words = await response.json();
+  const parts = [...state.parts];
+  const loaded = await Promise.all([catalogue(chosen), ...parts.map((part) => catalogue(chosen, part))]);
+  state.words = Object.assign({}, ...loaded);
   state.language = chosen;
   const own = (navigator.languages || []).find((tag) => String(tag).toLowerCase().split("-")[0] === chosen);
   state.locale = own || (chosen === "ko" ? "ko-KR" : "en-GB");

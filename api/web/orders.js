@@ -20,7 +20,7 @@ export function takingsTiles(concertId, signal) {
   };
   // Four tiles (a row of the sale view's grid): the refunded tickets are
   // counted under their amount.
-  const refundedCount = h("small", { class: "tile-note", "data-metric": "ticketsRefunded" });
+  const refundedCount = h("dd", { class: "tile-note", "data-metric": "ticketsRefunded" });
   const element = h(
     "section",
     { "aria-labelledby": "takings-heading" },

@@ -9,7 +9,6 @@
 import { api } from "./api.js";
 import { h, fill } from "./dom.js";
 import { money, totalOf } from "./money.js";
-import { PlanMap } from "./plan-map.js";
 import { t } from "./i18n.js";
 import { colourOf } from "./palette.js";
 
@@ -20,6 +19,8 @@ function stateOf(name, state, chosen) {
   return t("seatmap.nameState", { name, state: t(chosen ? "seatmap.selected" : STATE_NAMES[state]) });
 }
 const REFRESH_MS = 1000;
+/** plan-map.js, loaded for the first concert seated from a plan. */
+let PlanMap = null;
 const GAP_LIMIT = 4;
 /** How old the server's layout may be (its `max-age`). */
 const LAYOUT_FRESH_MS = 5000;
@@ -106,6 +107,7 @@ export class SeatMap {
     }
     this.layoutReadAt = Date.now();
     performance.mark("seatmap-layout-read");
+    if (drawn && !PlanMap) ({ PlanMap } = await import("./plan-map.js"));
     if (drawn) this.drawPlan(seats, layout.zones || []);
     else this.draw(seats);
     performance.mark("seatmap-drawn");

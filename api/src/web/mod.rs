@@ -78,6 +78,8 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         // The page's words, one catalogue a language (only the one spoken is loaded).
         "messages-en.json" => "application/json",
         "messages-ko.json" => "application/json",
+        "messages-en-operator.json" => "application/json",
+        "messages-ko-operator.json" => "application/json",
         "events.js" => "text/javascript; charset=utf-8",
         "seatmap.js" => "text/javascript; charset=utf-8",
         "plan-map.js" => "text/javascript; charset=utf-8",
@@ -188,9 +190,18 @@ mod catalogues {
     /// Keys made in code from a code or a field name (`problem.${code}`).
     const MADE: [&str; 2] = ["problem.", "invalid."];
 
+    /// A language's words, its parts together; no key in two parts.
     fn catalogue(language: &str) -> BTreeMap<String, Value> {
-        let text = std::fs::read_to_string(format!("{WEB}messages-{language}.json")).unwrap();
-        serde_json::from_str(&text).unwrap()
+        let mut words = BTreeMap::new();
+        for part in ["", "-operator"] {
+            let text =
+                std::fs::read_to_string(format!("{WEB}messages-{language}{part}.json")).unwrap();
+            let part: BTreeMap<String, Value> = serde_json::from_str(&text).unwrap();
+            for (key, value) in part {
+                assert!(words.insert(key.clone(), value).is_none(), "{key} twice");
+            }
+        }
+        words
     }
 
     /// A text's forms ("one", "other"), or the text itself.

@@ -10,6 +10,7 @@
 use serde_json::{Value, json};
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
 
+use super::fit::{api_words, assert_fit_for_people};
 use super::helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
 use super::{log_in, open_view, type_fields};
 
@@ -97,46 +98,6 @@ async fn an_operator_runs_a_concert_from_the_page_in_english() {
 #[tokio::test]
 async fn an_operator_runs_a_concert_from_the_page_in_korean() {
     runs_a_concert(&KOREAN).await;
-}
-
-/// The API's own words: its camelCase field names and its error codes,
-/// which no view may show a person.
-pub fn api_words() -> Vec<String> {
-    let doc =
-        serde_json::to_value(<ticket_api::openapi::ApiDoc as utoipa::OpenApi>::openapi()).unwrap();
-    let schemas = doc["components"]["schemas"].as_object().unwrap();
-    let mut words: Vec<String> = schemas
-        .values()
-        .filter_map(|s| s["properties"].as_object())
-        .flat_map(|p| p.keys().cloned())
-        .filter(|name| name.chars().any(|c| c.is_ascii_uppercase()))
-        .collect();
-    words.extend(
-        schemas["ErrorCode"]["enum"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap().to_owned()),
-    );
-    words.sort();
-    words.dedup();
-    words
-}
-
-/// Fails when the view on screen shows an API field name or error code.
-pub async fn assert_speaks_words(page: &Browser, words: &[String]) {
-    let text = page
-        .script("return document.body.innerText;", vec![])
-        .await
-        .as_str()
-        .unwrap()
-        .to_owned();
-    for word in words {
-        assert!(
-            !text.contains(word.as_str()),
-            "the page shows the API's {word:?}: {text}"
-        );
-    }
 }
 
 async fn click_text(page: &Browser, css: &str, text: &str) {
@@ -227,7 +188,7 @@ async fn runs_a_concert(words: &Words) {
         &[("areaName", "Floor")],
     )
     .await;
-    assert_speaks_words(&page, &api_words).await;
+    assert_fit_for_people(&page, &api_words).await;
     click_text(&page, "button[type=submit]", words.create).await;
     page.wait_element("h1", Some(words.on_sale)).await;
     let concert: u64 = page
@@ -268,7 +229,7 @@ async fn runs_a_concert(words: &Words) {
     page.wait_element("canvas.chart", None).await;
     page.screenshot(&screenshot_dir().join(format!("operator-sale-{}.png", words.lang)))
         .await;
-    assert_speaks_words(&page, &api_words).await;
+    assert_fit_for_people(&page, &api_words).await;
 
     // A venue's plan in place of the grid (its categories the concert's).
     let plan_categories = json!({"categories": [
@@ -299,7 +260,7 @@ async fn runs_a_concert(words: &Words) {
     click_text(&page, ".plan-upload button", "").await;
     page.wait_element(".plan-upload [role=status]", Some(words.plan_in_place))
         .await;
-    assert_speaks_words(&page, &api_words).await;
+    assert_fit_for_people(&page, &api_words).await;
 
     codes(&app, &page, concert, words, &api_words).await;
     scanners(&app, &driver, &page, concert, words, &api_words).await;
@@ -363,7 +324,7 @@ async fn codes(app: &TestApp, page: &Browser, concert: u64, words: &Words, api_w
         .filter(|c| c["revoked"] == true)
         .count();
     assert_eq!(revoked, 1);
-    assert_speaks_words(page, api_words).await;
+    assert_fit_for_people(page, api_words).await;
 }
 
 /// A scanner made: its pairing code and QR shown once; a door device
@@ -402,7 +363,7 @@ async fn scanners(
     );
     page.screenshot(&screenshot_dir().join(format!("operator-scanner-{}.png", words.lang)))
         .await;
-    assert_speaks_words(page, api_words).await;
+    assert_fit_for_people(page, api_words).await;
 
     // The door device, in the same language, paired by the code.
     let door = driver.browser_speaking(412, 915, words.browser).await;
@@ -417,7 +378,7 @@ async fn scanners(
     door.wait_element("h1", Some(words.door_heading)).await;
     door.wait_element(".door-concert", Some("Night Market · Blue Square"))
         .await;
-    assert_speaks_words(&door, api_words).await;
+    assert_fit_for_people(&door, api_words).await;
     assert_eq!(door.console_errors().await, Vec::<String>::new());
     door.close().await;
 
@@ -469,7 +430,7 @@ async fn waiting_list_and_cancel(
         .await;
     page.wait_element("tbody tr:nth-child(1) .status", Some(words.waiting))
         .await;
-    assert_speaks_words(page, api_words).await;
+    assert_fit_for_people(page, api_words).await;
 
     open_view(page, &app.base, &format!("#/admin/concerts/{concert}/sale")).await;
     let summary = page.wait_element(".cancel-concert summary", None).await;
@@ -483,5 +444,5 @@ async fn waiting_list_and_cancel(
     click_text(page, ".cancel-concert button", words.cancel).await;
     page.wait_element(".cancellation-progress", Some(words.cancelled))
         .await;
-    assert_speaks_words(page, api_words).await;
+    assert_fit_for_people(page, api_words).await;
 }

@@ -12,7 +12,7 @@ use super::{Deciding, open_concert, sign_up};
 
 /// A concert seated from the example venue (premium rows, stalls, a
 /// balcony) of `stalls` + `balcony` rows of `width`.
-async fn venue(app: &TestApp, stalls: u32, balcony: u32, width: u32) -> u64 {
+pub(super) async fn venue(app: &TestApp, stalls: u32, balcony: u32, width: u32) -> u64 {
     let concert = app
         .concert(
             json!({"rows": 1, "seatsPerRow": 1, "holdSeconds": 300, "categories": [
