@@ -4,7 +4,9 @@
 // every second with If-None-Match so that an unchanged map costs a 304.
 // The layout (seat numbers) is read once from the seat-map endpoint; seats are
 // named for screen readers ("Row A, seat 12, available") and the grid is
-// one tab stop, walked with the arrow keys.
+// one tab stop, walked with the arrow keys. Long because it is one
+// widget whose halves share every field: the seats as read and as drawn
+// (grid or plan), picked, one's own, and walked by the keyboard.
 
 import { api } from "./api.js";
 import { h, fill } from "./dom.js";

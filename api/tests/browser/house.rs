@@ -266,6 +266,30 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     page.wait_element(".ticket .ticket-seat", Some("좌석 A2"))
         .await;
     assert_fit_for_people(&page, &words).await;
+    // Used at the door: greyed, with the gate and the venue's time.
+    let token = app.login("keyboard-fan", "a-long-password-1").await;
+    let reservations = app
+        .get("/api/users/me/reservations?page=0&size=10", Some(&token))
+        .await;
+    let reservation = reservations.assert_status(200)[0]["reservationId"].clone();
+    let tickets = app
+        .get(
+            &format!("/api/reservations/{reservation}/tickets"),
+            Some(&token),
+        )
+        .await;
+    let code = tickets.assert_status(200)[0]["code"].clone();
+    app.post(
+        "/api/check-ins",
+        Some(&app.admin_token),
+        json!({"code": code, "gate": "North"}),
+    )
+    .await
+    .assert_status(200);
+    reload(&page).await;
+    page.wait_element(".ticket.used .status.used", Some("North 게이트 입장"))
+        .await;
+    assert_fit_for_people(&page, &words).await;
     page.screenshot(&screenshot_dir().join("tickets-ko.png"))
         .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());

@@ -344,3 +344,65 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
     refunding.stop().await;
     app.assert_invariants().await;
 }
+
+/// The same refund of one ticket of two, by an operator who reads Korean,
+/// in won: the order found, the ticket given back, the takings after it.
+#[tokio::test]
+async fn an_operator_refunds_a_ticket_in_korean() {
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({
+            "title": "빗소리", "rows": 1, "seatsPerRow": 4, "holdSeconds": 300,
+            "categories": [{"name": "R석", "price": 99000, "currency": "KRW"}],
+        }))
+        .await;
+    let (_, pair) = app.user("pair-fan").await;
+    let (two, _) = bought(&app, &stripe, &pair, &seats[0..2]).await;
+    let admin = app.get("/api/users/me", Some(&app.admin_token)).await;
+    let admin = admin.assert_status(200)["id"].as_u64().unwrap();
+    app.patch(
+        &format!("/api/users/{admin}"),
+        Some(&app.admin_token),
+        json!({"language": "ko"}),
+    )
+    .await
+    .assert_status(200);
+
+    let driver = Chromedriver::start().await;
+    let page = driver.browser_speaking(1100, 1400, "ko-KR").await;
+    log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
+    open_view(
+        &page,
+        &app.base,
+        &format!("#/admin/concerts/{concert}/sale"),
+    )
+    .await;
+    super::wait_metric(&page, "ticketsSold", "2").await;
+    super::wait_metric(&page, "net", "₩198,000").await;
+    let number = page.wait_element("input[name=orderNumber]", None).await;
+    page.type_into(&number, &two.to_string()).await;
+    let find = page
+        .wait_element("button[type=submit]", Some("주문 찾기"))
+        .await;
+    page.click(&find).await;
+    page.wait_element(".refund-tickets li", Some("A1, R석, ₩99,000"))
+        .await;
+    let tick = page.wait_element(".refund-tickets li input", None).await;
+    page.click(&tick).await;
+    let some = page.wait_element("button", Some("선택한 티켓 환불")).await;
+    page.click(&some).await;
+    page.wait_element(
+        "#notice",
+        Some(&format!("주문 {two}: ₩99,000 환불 진행 중. 좌석은 다시 판매됩니다. 주문의 나머지는 그대로 유효합니다.")),
+    )
+    .await;
+    super::wait_metric(&page, "ticketsRefunded", "티켓 1장").await;
+    super::wait_metric(&page, "net", "₩99,000").await;
+    let words = super::fit::api_words();
+    super::fit::assert_fit_for_people(&page, &words).await;
+    assert_eq!(status_of(&app, two).await, "CONFIRMED");
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+    app.assert_invariants().await;
+}
