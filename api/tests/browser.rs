@@ -120,6 +120,20 @@ async fn open_concert(page: &Browser, base: &str, concert: u64) {
     page.wait_element(".seatmap[data-ready]", None).await;
 }
 
+/// The concert whose on-sale view the page went to (after creating it).
+async fn on_sale_view(page: &Browser) -> u64 {
+    page.wait_for(
+        "the on-sale view's address",
+        "return /#\\/admin\\/concerts\\/(\\d+)\\/sale/.exec(location.hash)?.[1];",
+        vec![],
+    )
+    .await
+    .as_str()
+    .unwrap()
+    .parse()
+    .unwrap()
+}
+
 /// Reloads the page and waits for the new one (not the old one's DOM).
 async fn reload(page: &Browser) {
     page.script("window.beforeReload = true; location.reload();", vec![])
@@ -566,17 +580,7 @@ async fn an_operator_creates_a_concert_and_watches_the_requests_come_in() {
     page.click(&create).await;
     page.wait_element("h1", Some("On sale: Operator's Night"))
         .await;
-    let concert: u64 = page
-        .wait_for(
-            "the on-sale view's address",
-            "return /#\\/admin\\/concerts\\/(\\d+)\\/sale/.exec(location.hash)?.[1];",
-            vec![],
-        )
-        .await
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let concert = on_sale_view(&page).await;
     let created = app.get(&format!("/api/concerts/{concert}"), None).await;
     let created = created.assert_status(200);
     assert_eq!(created["seatCount"], 40);

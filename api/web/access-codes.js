@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { field, fill, h, tell, when } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
 import { locale, t } from "./i18n.js";
 
 export async function accessCodesView(main, { params, signal }) {
@@ -77,24 +77,7 @@ function codeTable(codes, concertId, refresh) {
   const used = live.filter((c) => c.uses > 0 || c.userId !== null).length;
   const summary = h("p", { class: "code-summary" }, t("codes.summary", { count: codes.length, used, revoked: codes.length - live.length }));
   const rows = codes.map((c) => {
-    const revoke = h("button", { type: "button", class: "danger" }, t("codes.revoke"));
-    let armed = false;
-    revoke.addEventListener("click", async () => {
-      if (!armed) {
-        armed = true;
-        fill(revoke, t("codes.reallyRevoke"));
-        return;
-      }
-      revoke.disabled = true;
-      try {
-        await api("DELETE", `/api/concerts/${concertId}/access-codes/${c.id}`);
-        tell(t("codes.revoked", { id: String(c.id) }), "info");
-        await refresh();
-      } catch (e) {
-        tell(e.message);
-        revoke.disabled = false;
-      }
-    });
+    const revoke = revokeButton(`/api/concerts/${concertId}/access-codes/${c.id}`, t("codes.revoked", { id: String(c.id) }), refresh);
     return h(
       "tr",
       { "data-code": c.id },
@@ -109,6 +92,6 @@ function codeTable(codes, concertId, refresh) {
   const head = ["codes.id", "codes.uses", "codes.usesLeft", "codes.seatsLeft", "codes.boundTo", "codes.state"];
   return [
     summary,
-    h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, head.map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows))),
+    table(head, rows),
   ];
 }

@@ -1,8 +1,8 @@
 // What only the box office's operators (admins) see, and the tabs that
 // join an operator's pages of one concert.
 
-import { isAdmin } from "./api.js";
-import { fill, h } from "./dom.js";
+import { api, isAdmin } from "./api.js";
+import { fill, h, tell } from "./dom.js";
 import { t, tNodes } from "./i18n.js";
 
 /** Shows "operators only" and answers true unless the caller is an admin. */
@@ -30,4 +30,35 @@ export function operatorTabs(concert, current) {
     ),
     h("a", { href: `#/concerts/${concert.id}` }, t("admin.tabBuyers")),
   );
+}
+
+/**
+ * "Revoke", then "Really revoke?": the second click sends `DELETE path`,
+ * tells `done` and calls `onRevoked`.
+ */
+export function revokeButton(path, done, onRevoked) {
+  const button = h("button", { type: "button", class: "danger" }, t("admin.revoke"));
+  let armed = false;
+  button.addEventListener("click", async () => {
+    if (!armed) {
+      armed = true;
+      fill(button, t("admin.reallyRevoke"));
+      return;
+    }
+    button.disabled = true;
+    try {
+      await api("DELETE", path);
+      tell(done, "info");
+      await onRevoked();
+    } catch (e) {
+      tell(e.message);
+      button.disabled = false;
+    }
+  });
+  return button;
+}
+
+/** A table that scrolls on a phone: its head's words (catalogue keys) and its rows. */
+export function table(head, rows) {
+  return h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, head.map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows)));
 }

@@ -56,6 +56,19 @@ class RowList {
     this.empty.hidden = this.rows.length > 0;
   }
 
+  value() {
+    return this.rows.map((r) => r.value());
+  }
+
+  /** What the list holds now is what it started with (see `changed`). */
+  remember() {
+    this.initial = JSON.stringify(this.value());
+  }
+
+  changed() {
+    return JSON.stringify(this.value()) !== this.initial;
+  }
+
   /** Shows (or clears) the API's word on the whole list. */
   problem(message) {
     this.error.hidden = !message;
@@ -64,10 +77,9 @@ class RowList {
 }
 
 /** Price categories: one currency for all; prices typed in its major unit. */
-export class CategoryEditor {
+export class CategoryEditor extends RowList {
   constructor(categories = []) {
-    this.currency = h("input", { name: "currency", maxlength: 3, value: categories[0]?.currency || t("form.defaultCurrency"), class: "short" });
-    this.list = new RowList({
+    super({
       heading: t("form.categories"),
       addLabel: t("form.addCategory"),
       empty: t("form.noCategories"),
@@ -107,18 +119,10 @@ export class CategoryEditor {
         };
       },
     });
-    for (const c of categories) this.list.add(c);
-    this.list.element.insertBefore(field(t("form.currency"), this.currency), this.list.body);
-    this.element = this.list.element;
-    this.initial = JSON.stringify(this.value());
-  }
-
-  value() {
-    return this.list.rows.map((r) => r.value());
-  }
-
-  changed() {
-    return JSON.stringify(this.value()) !== this.initial;
+    this.currency = h("input", { name: "currency", maxlength: 3, value: categories[0]?.currency || t("form.defaultCurrency"), class: "short" });
+    this.element.insertBefore(field(t("form.currency"), this.currency), this.body);
+    for (const c of categories) this.add(c);
+    this.remember();
   }
 
   names() {
@@ -127,9 +131,9 @@ export class CategoryEditor {
 }
 
 /** Standing areas: a name, its places, and the category they are sold in. */
-export class AreaEditor {
+export class AreaEditor extends RowList {
   constructor(areas = [], categoryNames) {
-    this.list = new RowList({
+    super({
       heading: t("form.areas"),
       addLabel: t("form.addArea"),
       empty: t("form.noAreas"),
@@ -150,17 +154,8 @@ export class AreaEditor {
         };
       },
     });
-    for (const a of areas) this.list.add(a);
-    this.element = this.list.element;
-    this.initial = JSON.stringify(this.value());
-  }
-
-  value() {
-    return this.list.rows.map((r) => r.value());
-  }
-
-  changed() {
-    return JSON.stringify(this.value()) !== this.initial;
+    for (const a of areas) this.add(a);
+    this.remember();
   }
 }
 

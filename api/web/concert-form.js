@@ -108,8 +108,8 @@ function concertForm(main, { heading, concert, submit, send, extra, before }) {
         }),
       );
     }
-    categories.list.problem(errors.categories);
-    areas.list.problem(errors.areas);
+    categories.problem(errors.categories);
+    areas.problem(errors.areas);
   };
   const form = h(
     "form",

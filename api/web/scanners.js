@@ -4,7 +4,7 @@
 
 import { api } from "./api.js";
 import { dateTime, field, fill, h, tell } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
 import { t } from "./i18n.js";
 
 export async function scannersView(main, { params, signal }) {
@@ -69,24 +69,7 @@ function scannerTable(scanners, concert, concertId, refresh) {
   if (scanners.length === 0) return h("p", { class: "muted" }, t("scanners.none"));
   const at = (iso) => dateTime(iso, concert.timeZone);
   const rows = scanners.map((s) => {
-    const revoke = h("button", { type: "button", class: "danger" }, t("scanners.revoke"));
-    let armed = false;
-    revoke.addEventListener("click", async () => {
-      if (!armed) {
-        armed = true;
-        fill(revoke, t("scanners.reallyRevoke"));
-        return;
-      }
-      revoke.disabled = true;
-      try {
-        await api("DELETE", `/api/concerts/${concertId}/scanners/${s.scannerId}`);
-        tell(t("scanners.revoked", { name: s.name }), "info");
-        await refresh();
-      } catch (e) {
-        tell(e.message);
-        revoke.disabled = false;
-      }
-    });
+    const revoke = revokeButton(`/api/concerts/${concertId}/scanners/${s.scannerId}`, t("scanners.revoked", { name: s.name }), refresh);
     return h(
       "tr",
       { "data-scanner": s.scannerId },
@@ -96,5 +79,5 @@ function scannerTable(scanners, concert, concertId, refresh) {
     );
   });
   const head = ["scanners.nameColumn", "scanners.made", "scanners.state"];
-  return h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, head.map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows)));
+  return table(head, rows);
 }

@@ -3,7 +3,7 @@
 
 import { api } from "./api.js";
 import { dateTime, fill, h } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { adminOnly, operatorTabs, table } from "./admin.js";
 import { t } from "./i18n.js";
 
 const STATUSES = { WAITING: "waitingAdmin.waiting", OFFERED: "waitingAdmin.offered", LEFT: "waitingAdmin.left" };
@@ -37,7 +37,7 @@ export async function waitingListView(main, { params, signal }) {
     h("p", { class: "waiting-summary" }, t("waitingAdmin.summary", { count: waiting.length, offered: offered.length, seats: waiting.reduce((n, e) => n + e.seats, 0) })),
     h("p", { class: "muted" }, t("waitingAdmin.explained", { minutes: Math.round(concert.waitingListOfferSeconds / 60) })),
     entries.length
-      ? h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, head.map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows)))
+      ? table(head, rows)
       : h("p", { class: "muted" }, t("waitingAdmin.none")),
   );
 }

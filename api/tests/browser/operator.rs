@@ -191,17 +191,7 @@ async fn runs_a_concert(words: &Words) {
     assert_fit_for_people(&page, &api_words).await;
     click_text(&page, "button[type=submit]", words.create).await;
     page.wait_element("h1", Some(words.on_sale)).await;
-    let concert: u64 = page
-        .wait_for(
-            "the on-sale view's address",
-            "return /#\\/admin\\/concerts\\/(\\d+)\\/sale/.exec(location.hash)?.[1];",
-            vec![],
-        )
-        .await
-        .as_str()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let concert = super::on_sale_view(&page).await;
     let created = app.get(&format!("/api/concerts/{concert}"), None).await;
     let created = created.assert_status(200);
     assert_eq!(

@@ -75,6 +75,27 @@ async fn refund_reads(page: &Browser, base: &str, words: &str) {
     page.wait_element(".refund", Some(words)).await;
 }
 
+/// On the sale view: finds `order` by its number, ticks its first ticket
+/// and refunds it; `[find, ticket, refund]` are the button's, the
+/// ticket's and the refund button's words, `said` the notice after.
+async fn refund_first_ticket(
+    page: &Browser,
+    order: u64,
+    [find, ticket, refund]: [&str; 3],
+    said: &str,
+) {
+    let number = page.wait_element("input[name=orderNumber]", None).await;
+    page.type_into(&number, &order.to_string()).await;
+    let find = page.wait_element("button[type=submit]", Some(find)).await;
+    page.click(&find).await;
+    page.wait_element(".refund-tickets li", Some(ticket)).await;
+    let tick = page.wait_element(".refund-tickets li input", None).await;
+    page.click(&tick).await;
+    let some = page.wait_element("button", Some(refund)).await;
+    page.click(&some).await;
+    page.wait_element("#notice", Some(said)).await;
+}
+
 async fn press_pay(page: &Browser) {
     let pay = page
         .wait_element(".pay button[type=submit]", Some("Pay €89.00"))
@@ -254,23 +275,11 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
     super::wait_metric(&page, "net", "€267.00").await;
 
     // A fan calls with order `two`: one of its two tickets is given back.
-    let number = page.wait_element("input[name=orderNumber]", None).await;
-    page.type_into(&number, &two.to_string()).await;
-    let find = page
-        .wait_element("button[type=submit]", Some("Find the order"))
-        .await;
-    page.click(&find).await;
-    page.wait_element(".refund-tickets li", Some("A1, Standard, €89.00"))
-        .await;
-    let tick = page.wait_element(".refund-tickets li input", None).await;
-    page.click(&tick).await;
-    let some = page
-        .wait_element("button", Some("Refund the ticked tickets"))
-        .await;
-    page.click(&some).await;
-    page.wait_element(
-        "#notice",
-        Some(&format!("Order {two}: €89.00 is being refunded; the seats are back on sale. The rest of the order stays valid.")),
+    refund_first_ticket(
+        &page,
+        two,
+        ["Find the order", "A1, Standard, €89.00", "Refund the ticked tickets"],
+        &format!("Order {two}: €89.00 is being refunded; the seats are back on sale. The rest of the order stays valid."),
     )
     .await;
     page.wait_element(
@@ -380,21 +389,11 @@ async fn an_operator_refunds_a_ticket_in_korean() {
     .await;
     super::wait_metric(&page, "ticketsSold", "2").await;
     super::wait_metric(&page, "net", "₩198,000").await;
-    let number = page.wait_element("input[name=orderNumber]", None).await;
-    page.type_into(&number, &two.to_string()).await;
-    let find = page
-        .wait_element("button[type=submit]", Some("주문 찾기"))
-        .await;
-    page.click(&find).await;
-    page.wait_element(".refund-tickets li", Some("A1, R석, ₩99,000"))
-        .await;
-    let tick = page.wait_element(".refund-tickets li input", None).await;
-    page.click(&tick).await;
-    let some = page.wait_element("button", Some("선택한 티켓 환불")).await;
-    page.click(&some).await;
-    page.wait_element(
-        "#notice",
-        Some(&format!("주문 {two}: ₩99,000 환불 진행 중. 좌석은 다시 판매됩니다. 주문의 나머지는 그대로 유효합니다.")),
+    refund_first_ticket(
+        &page,
+        two,
+        ["주문 찾기", "A1, R석, ₩99,000", "선택한 티켓 환불"],
+        &format!("주문 {two}: ₩99,000 환불 진행 중. 좌석은 다시 판매됩니다. 주문의 나머지는 그대로 유효합니다."),
     )
     .await;
     super::wait_metric(&page, "ticketsRefunded", "티켓 1장").await;
