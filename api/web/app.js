@@ -4,7 +4,7 @@
 
 import { currentUser, isAdmin, logOut, onSessionChange, resume, saveLanguage } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
-import { LANGUAGES, language, t, useLanguage, useWords, wantedLanguage } from "./i18n.js";
+import { LANGUAGES, chosenHere, language, t, useLanguage, useWords, wantedLanguage } from "./i18n.js";
 
 const view = (module, name) => () => import(module).then((m) => m[name]);
 /** An operator's (or the door's) view: its words come in a part of their own. */
@@ -132,7 +132,7 @@ async function start() {
   window.addEventListener("ticket:language", paint);
   onSessionChange((user) => {
     // The account's language, when the switch has not chosen one here.
-    if (user?.language && user.language !== language() && !localStorage.getItem("ticket.language")) {
+    if (user?.language && user.language !== language() && !chosenHere()) {
       useLanguage(user.language);
     } else {
       nav();

@@ -35,6 +35,11 @@ export function locale() {
   return state.locale;
 }
 
+/** Whether the switch chose the language in this browser. */
+export function chosenHere() {
+  return localStorage.getItem(STORED) in LANGUAGES;
+}
+
 /** The language this browser asks for: the switch's, else its own. */
 export function wantedLanguage() {
   const stored = localStorage.getItem(STORED);

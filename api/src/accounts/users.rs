@@ -47,7 +47,7 @@ pub struct CreateUserRequest {
     email: Option<String>,
     /// The language of the page and of the mail sent to you: `en`
     /// (default) or `ko`.
-    #[schema(example = "ko")]
+    #[schema(example = "ko", pattern = "^(en|ko)$")]
     language: Option<String>,
 }
 
@@ -71,7 +71,7 @@ pub struct UpdateUserRequest {
              pattern = r"^[A-Za-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$")]
     email: Option<Option<String>>,
     /// `en` or `ko`: the language mail is written in (no password needed).
-    #[schema(example = "ko")]
+    #[schema(example = "ko", pattern = "^(en|ko)$")]
     language: Option<String>,
     /// Your present password: required to change your own password or
     /// address, so that a stolen token alone cannot take the account (or

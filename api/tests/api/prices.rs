@@ -74,8 +74,8 @@ async fn seats_take_their_rows_category_and_price_everywhere_they_are_listed() {
     assert_eq!(
         categories,
         &json!([
-            {"name": "Standard", "price": 90000, "currency": "KRW", "rows": []},
-            {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"]},
+            {"name": "Standard", "price": 90000, "currency": "KRW", "rows": [], "colour": null},
+            {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"], "colour": null},
         ])
     );
     let listed = app.seats(concert).await;
@@ -383,4 +383,44 @@ async fn a_price_change_during_decisions_prices_each_order_wholly_old_or_new() {
         );
     }
     app.assert_invariants().await;
+}
+
+/// A category's colour (what the seat map paints it in) is kept as sent,
+/// lowercase; one that is no `#rrggbb` is refused and nothing is written.
+#[tokio::test]
+async fn a_category_keeps_its_colour_and_a_bad_one_is_refused() {
+    let app = spawn_app().await;
+    let made = app
+        .concert(json!({"rows": 1, "seatsPerRow": 2, "categories": [
+            {"name": "VIP", "price": 100, "currency": "EUR", "colour": "#C0392B"}]}))
+        .await;
+    assert_eq!(made["categories"][0]["colour"], "#c0392b");
+    let concert = made["id"].as_u64().unwrap();
+    let before = app.count("concerts").await;
+    let refused = app
+        .post(
+            "/api/concerts",
+            Some(&app.admin_token),
+            json!({"title": "T", "venue": "V", "concertDate": "2099-01-01T10:00:00Z",
+                   "categories": [{"name": "VIP", "price": 100, "currency": "EUR", "colour": "red"}]}),
+        )
+        .await;
+    assert_eq!(
+        refused.assert_problem(400, "VALIDATION_ERROR")["errors"][0]["field"],
+        "categories"
+    );
+    assert_eq!(app.count("concerts").await, before);
+    let unchanged = app
+        .patch(
+            &format!("/api/concerts/{concert}"),
+            Some(&app.admin_token),
+            json!({"categories": [{"name": "VIP", "price": 100, "currency": "EUR", "colour": "#12345"}]}),
+        )
+        .await;
+    unchanged.assert_problem(400, "VALIDATION_ERROR");
+    let shown = app.get(&format!("/api/concerts/{concert}"), None).await;
+    assert_eq!(
+        shown.assert_status(200)["categories"][0]["colour"],
+        "#c0392b"
+    );
 }

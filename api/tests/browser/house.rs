@@ -223,6 +223,15 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     press(&page, "Enter").await;
     page.wait_element(".seatmap[data-ready]", None).await;
     assert_fit_for_people(&page, &words).await;
+    // Seats in their category's colour.
+    let colours = page
+        .script(
+            "return [getComputedStyle(document.querySelector('button.seat[data-seat=A1]')).borderTopColor, \
+                     getComputedStyle(document.querySelector('.legend.prices .swatch')).backgroundColor];",
+            vec![],
+        )
+        .await;
+    assert_eq!(colours, json!(["rgb(31, 111, 178)", "rgb(31, 111, 178)"]));
     // Pick a seat: the map is one tab stop, walked with the arrows.
     tab_to(&page, "button.seat", "").await;
     press(&page, "ArrowRight").await;
@@ -232,6 +241,16 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     press(&page, "Enter").await;
     page.wait_element(".line.held h2", Some("좌석이 선점되어 있습니다"))
         .await;
+    // The fan's own hold, told apart from anyone's, and named so.
+    let mine = page
+        .wait_element("button.seat[data-seat=A2][data-state=M]", None)
+        .await;
+    assert!(
+        page.attribute(&mine, "aria-label")
+            .await
+            .unwrap()
+            .ends_with("내 좌석")
+    );
     // Pay: the card form's fields in order, then its button.
     page.wait_for(
         "the card form",
