@@ -17,6 +17,12 @@ found() {
   fi
 }
 
+# A Korean font, so that the page's Korean reads in screenshots (the
+# tests read text, not pixels: without one they still pass).
+if command -v fc-list >/dev/null 2>&1 && [ -z "$(fc-list :lang=ko 2>/dev/null)" ]; then
+  "$(dirname "${BASH_SOURCE[0]}")/debian.sh" fonts-nanum ||
+    echo "browser: no Korean font; Korean screenshots show boxes" >&2
+fi
 if ! found; then
   "$(dirname "${BASH_SOURCE[0]}")/debian.sh" chromium chromium-driver
   found
