@@ -93,6 +93,7 @@ pub async fn create_scanner(
     let now = db::now(&mut conn).await?;
     let id =
         db::check_ins::create_scanner(&mut conn, concert, &name, &token_hash(&token), now).await?;
+    let pairing = pairing_code(concert, &token);
     Ok((
         StatusCode::CREATED,
         Json(ScannerResponse {
@@ -101,10 +102,8 @@ pub async fn create_scanner(
             name,
             created_at: now,
             revoked_at: None,
-            pairing_qr: Some(crate::tickets::routes::qr_svg(&pairing_code(
-                concert, &token,
-            ))),
-            pairing_code: Some(pairing_code(concert, &token)),
+            pairing_qr: Some(crate::tickets::routes::qr_svg(&pairing)),
+            pairing_code: Some(pairing),
             token: Some(token),
         }),
     ))

@@ -5,7 +5,8 @@
 //! codes made (shown once, a CSV), listed and revoked, a door scanner made
 //! with its pairing code and QR, paired at the door and revoked, the
 //! waiting list, and the show cancelled. No view shows an API field name
-//! or error code.
+//! or error code. Long because it is one operator's whole evening, step
+//! after step on one concert, with each language's words beside it.
 
 use serde_json::{Value, json};
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
@@ -118,15 +119,7 @@ async fn runs_a_concert(words: &Words) {
     assert_eq!(lang, words.lang);
     // Signed in, the page speaks the account's language (the operator's
     // account says theirs, as the page's switch would have saved it).
-    let admin = app.get("/api/users/me", Some(&app.admin_token)).await;
-    let admin = admin.assert_status(200)["id"].as_u64().unwrap();
-    app.patch(
-        &format!("/api/users/{admin}"),
-        Some(&app.admin_token),
-        json!({"language": words.lang}),
-    )
-    .await
-    .assert_status(200);
+    app.admin_speaks(words.lang).await;
     log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
     let lang = page
         .script("return document.documentElement.lang;", vec![])

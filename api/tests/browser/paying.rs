@@ -368,15 +368,7 @@ async fn an_operator_refunds_a_ticket_in_korean() {
         .await;
     let (_, pair) = app.user("pair-fan").await;
     let (two, _) = bought(&app, &stripe, &pair, &seats[0..2]).await;
-    let admin = app.get("/api/users/me", Some(&app.admin_token)).await;
-    let admin = admin.assert_status(200)["id"].as_u64().unwrap();
-    app.patch(
-        &format!("/api/users/{admin}"),
-        Some(&app.admin_token),
-        json!({"language": "ko"}),
-    )
-    .await
-    .assert_status(200);
+    app.admin_speaks("ko").await;
 
     let driver = Chromedriver::start().await;
     let page = driver.browser_speaking(1100, 1400, "ko-KR").await;

@@ -49,6 +49,21 @@ impl TestApp {
         (id, self.login(nick, "password123").await)
     }
 
+    /// The admin's account says `language` ("en", "ko"): the page speaks
+    /// it once the admin signs in (the browser tests').
+    #[allow(dead_code)]
+    pub async fn admin_speaks(&self, language: &str) {
+        let admin = self.get("/api/users/me", Some(&self.admin_token)).await;
+        let admin = admin.assert_status(200)["id"].as_u64().expect("no id");
+        self.patch(
+            &format!("/api/users/{admin}"),
+            Some(&self.admin_token),
+            json!({"language": language}),
+        )
+        .await
+        .assert_status(200);
+    }
+
     /// Creates a concert (as admin) with the given extra fields; returns its JSON.
     pub async fn concert(&self, extra: Value) -> Value {
         let mut body = json!({"title": "IU Live", "venue": "Olympic Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
