@@ -36,6 +36,14 @@ pub enum ErrorCode {
     NicknameDuplicated,
     SeatDuplicated,
     UserDeleteForbidden,
+    /// No refund has this id.
+    RefundNotFound,
+    /// Only a pending refund of money taken by hand is recorded as given
+    /// back by hand.
+    RefundNotByHand,
+    /// An account whose money is still moving (a payment the provider may
+    /// yet take, a refund not yet made) cannot be deleted until it settles.
+    MoneyInFlight,
     ConcertDeleteForbidden,
     SeatDeleteForbidden,
     SeatStatusConflict,
@@ -154,11 +162,14 @@ impl ErrorCode {
             | TicketNotFound
             | ScannerNotFound
             | PaymentsNotConfigured
+            | RefundNotFound
             | SeatingPlanNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
             | UserDeleteForbidden
+            | MoneyInFlight
+            | RefundNotByHand
             | ConcertDeleteForbidden
             | SeatDeleteForbidden
             | SeatStatusConflict

@@ -37,6 +37,7 @@ use crate::state::AppState;
         crate::check_in::routes::check_in, crate::check_in::routes::check_in_batch,
         crate::payments::routes::pay, crate::payments::routes::payments_of, crate::payments::routes::stripe_webhook, crate::payments::routes::config,
         crate::payments::refunds::refund_tickets,
+        crate::payments::refunds::paid_back,
         crate::payments::cancellation::cancel, crate::payments::cancellation::progress,
         crate::payments::takings::sales,
         crate::concerts::seating_plan::put_seating_plan, crate::concerts::seating_plan::seating_plan,

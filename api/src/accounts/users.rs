@@ -356,7 +356,9 @@ async fn confirm_current_password(
     }
 }
 
-/// Deletes an account that holds no ticket and has no request in the queue.
+/// Deletes an account that holds no ticket, has no request in the queue
+/// and no money on its way; one that ever paid is anonymised instead, its
+/// payments and refunds kept for the books.
 #[utoipa::path(delete, path = "/api/users/{id}", tag = "users", security(("bearer" = [])), params(("id" = u64, Path)),
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
@@ -377,8 +379,22 @@ pub async fn remove(
                 "the user holds confirmed reservations or pending requests; cancel them first",
             ));
         }
-        db::users::delete_with_history(tx, id).await?;
+        if let Some(pending) = db::users::money_in_flight(tx, id).await? {
+            return Err(ApiError::new(
+                ErrorCode::MoneyInFlight,
+                match pending {
+                    db::users::MoneyInFlight::Payment => {
+                        "a payment of this account is not settled yet (the provider may still take it); \
+                         try again once it is paid or cancelled"
+                    }
+                    db::users::MoneyInFlight::Refund => {
+                        "a refund to this account is not made yet; try again once it is"
+                    }
+                },
+            ));
+        }
         let now = db::now(tx).await?;
+        db::users::delete_with_history(tx, id, now).await?;
         db::revocations::record(tx, id, now).await?;
         Ok::<_, ApiError>(now)
     })

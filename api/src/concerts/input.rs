@@ -45,8 +45,9 @@ pub struct CreateConcertRequest {
     rows: Option<u32>,
     #[schema(minimum = 1, maximum = 100000)]
     seats_per_row: Option<u32>,
-    /// 0 (default): a won request is CONFIRMED at once. Above 0: it is HELD
-    /// for this many seconds unless confirmed.
+    /// 0: a won request is CONFIRMED at once (the default of a free
+    /// concert). Above 0: it is HELD for this many seconds unless confirmed
+    /// or paid for. A concert with prices must hold (default 900).
     #[serde(default, deserialize_with = "integral::optional")]
     #[schema(minimum = 0, maximum = 3600)]
     hold_seconds: Option<u64>,
@@ -339,6 +340,10 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             },
             &mut errors,
         );
+        let priced = categories.as_ref().is_some_and(PriceCategories::is_priced);
+        let hold = sale
+            .as_ref()
+            .and_then(|sale| keep(HoldDuration::of_concert(sale.hold, priced), &mut errors));
         let opens_at = keep(
             req.opens_at.as_deref().map(OpensAt::parse).transpose(),
             &mut errors,
@@ -383,6 +388,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
             date,
             layout,
             sale,
+            hold,
             opens_at,
             presale,
             refundable_until,
@@ -393,6 +399,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 Some(date),
                 Some(layout),
                 Some(sale),
+                Some(hold),
                 Some(opens_at),
                 Some(presale_starts_at),
                 Some(refundable_until),
@@ -402,7 +409,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 date,
                 layout,
                 settings: db::concerts::Settings {
-                    hold: sale.hold.unwrap_or_default(),
+                    hold,
                     max_seats_per_order: sale.max_seats_per_order.unwrap_or_default(),
                     max_seats_per_user: sale.max_seats_per_user,
                     opens_at,

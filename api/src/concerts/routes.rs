@@ -4,7 +4,9 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use axum::{Json, Router};
 use ticket_core::db::{self, concerts::ConcertRow, whole};
-use ticket_core::domain::{ConcertId, FieldError, OpensAt, PageRequest, PresaleStartsAt};
+use ticket_core::domain::{
+    ConcertId, FieldError, HoldDuration, OpensAt, PageRequest, PresaleStartsAt, PriceCategories,
+};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
@@ -195,6 +197,8 @@ pub async fn update(
             concert.opens_at,
             concert.presale_starts_at,
         )?;
+        HoldDuration::parse(u64::from(concert.hold_seconds))?
+            .allowed_with_prices(categories.as_ref().is_some_and(PriceCategories::is_priced))?;
         Ok::<_, ApiError>((concert, categories, areas))
     })
     .await?;

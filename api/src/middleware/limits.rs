@@ -95,8 +95,15 @@ enum CallerSampling {
     Within(governor::DefaultDirectRateLimiter),
 }
 
+/// The payment provider's signed deliveries, all together, may come this
+/// many times as fast as one anonymous address's requests (Stripe sends
+/// from many addresses, in rushes as a sale's payments succeed).
+pub const PROVIDER_DELIVERIES_PER_ANONYMOUS: u32 = 50;
+
 pub struct Limits {
     max_open_requests_per_user: u32,
+    /// The provider's signed webhook deliveries (all of them together).
+    provider_deliveries: Option<governor::DefaultDirectRateLimiter>,
     caller_sampled: CallerSampling,
     users: Option<DefaultKeyedRateLimiter<UserId>>,
     anonymous: Option<DefaultKeyedRateLimiter<IpAddr>>,
@@ -132,6 +139,12 @@ impl Limits {
                     CallerSampling::Within(governor::RateLimiter::direct(Quota::per_second(rate)))
                 }),
             },
+            provider_deliveries: per_second(
+                settings
+                    .anonymous_requests_per_sec
+                    .saturating_mul(PROVIDER_DELIVERIES_PER_ANONYMOUS),
+            )
+            .map(governor::RateLimiter::direct),
             users: limiter(per_second(settings.user_requests_per_sec)),
             anonymous: limiter(per_second(settings.anonymous_requests_per_sec)),
             scanners: limiter(per_second(settings.user_requests_per_sec)),
@@ -173,6 +186,17 @@ impl Limits {
             &client,
             "too many requests from this address; slow down, or sign in",
         )
+    }
+
+    /// A webhook delivery whose provider's signature verified.
+    pub fn provider_delivery(&self) -> Result<(), ApiError> {
+        let Some(budget) = &self.provider_deliveries else {
+            return Ok(());
+        };
+        budget.check().map_err(|not_until| {
+            let wait = not_until.wait_time_from(DefaultClock::default().now());
+            ApiError::rate_limited("too many deliveries; slow down", retry_after(wait))
+        })
     }
 
     /// Whether a caller's sampled flag may force this request's trace: an

@@ -11,18 +11,77 @@ use ticket_core::db::refunds::RefundRefused;
 use ticket_core::db::reservations::LockedReservation;
 use ticket_core::db::{self, concerts, whole};
 use ticket_core::domain::events::total_of_seats;
-use ticket_core::domain::payment::{RefundReason, RefundStatus};
-use ticket_core::domain::{ReservationId, ReservationStatus, TicketId};
+use ticket_core::domain::payment::{Provider, RefundReason, RefundStatus};
+use ticket_core::domain::{PaymentReference, RefundId, ReservationId, ReservationStatus, TicketId};
 use ticket_core::payments::refund;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiPath, AuthUser, OptionalJson};
+use crate::extract::{Admin, ApiPath, AuthUser, OptionalJson};
+use crate::payments::routes::RefundResponse;
 use crate::reservations::checkout::lock_own;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
-    Router::new().route("/api/reservations/{id}/refund", post(refund_tickets))
+    Router::new()
+        .route("/api/reservations/{id}/refund", post(refund_tickets))
+        .route("/api/refunds/{id}/paid-back", post(paid_back))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct PaidBackRequest {
+    /// How the money went back (a bank transfer's id, a receipt number):
+    /// 1 to 128 visible ASCII characters.
+    payment_reference: Option<String>,
+}
+
+/// Records that the money of a refund of an order paid by hand (cash or a
+/// transfer at the box office) was given back by hand (admin): until then
+/// the refund stays PENDING, and nothing else marks it done.
+#[utoipa::path(post, path = "/api/refunds/{id}/paid-back", tag = "payments", security(("bearer" = [])),
+    params(("id" = u64, Path)), request_body(content = Option<PaidBackRequest>),
+    responses((status = 200, body = RefundResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn paid_back(
+    State(state): State<AppState>,
+    _: Admin,
+    ApiPath(id): ApiPath<RefundId>,
+    OptionalJson(req): OptionalJson<PaidBackRequest>,
+) -> ApiResult<Json<RefundResponse>> {
+    let reference = req
+        .payment_reference
+        .as_deref()
+        .map(PaymentReference::parse)
+        .transpose()?;
+    let mut conn = state.pool.acquire().await?;
+    let refund = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        let recorded = db::refunds::record_paid_back(
+            tx,
+            id,
+            reference.as_ref().map(PaymentReference::as_str),
+            now,
+        )
+        .await?;
+        let found = db::refunds::find(tx, id)
+            .await?
+            .ok_or_else(|| ApiError::new(ErrorCode::RefundNotFound, "no such refund"))?;
+        if !recorded {
+            let by_hand = db::refunds::provider_of(tx, id).await? == Some(Provider::Manual);
+            return Err(ApiError::new(
+                ErrorCode::RefundNotByHand,
+                if by_hand {
+                    "this refund is not pending: it was recorded already"
+                } else {
+                    "this refund goes back through the payment provider; the workers carry it out"
+                },
+            ));
+        }
+        Ok::<_, ApiError>(found)
+    })
+    .await?;
+    Ok(Json(RefundResponse::from(refund)))
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -144,16 +203,16 @@ pub async fn refund_tickets(
 }
 
 /// Who may give back a sold order: an admin always; its fan while the
-/// concert's `refundableUntil` has not passed, when a provider took the
-/// money (money taken by hand is given back by hand, and fans cancel such
-/// orders as they always could).
+/// concert's `refundableUntil` has not passed (by the database's clock),
+/// whoever took the money, provider or box office. An order that cost
+/// nothing its fan cancels as they always could.
 pub(crate) async fn ensure_refundable(
     tx: &mut MySqlConnection,
     caller: AuthUser,
     locked: &LockedReservation,
     now: DateTime<Utc>,
 ) -> ApiResult<()> {
-    if caller.is_admin() || !refund::paid_through_provider(tx, locked.id).await? {
+    if caller.is_admin() || !refund::paid_for(tx, locked.id).await? {
         return Ok(());
     }
     let refundable = concerts::find(tx, locked.concert_id)

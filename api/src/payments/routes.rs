@@ -18,15 +18,18 @@ use ticket_core::payments::{self as provider, settle, stripe};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiPath, AuthUser};
+use crate::extract::{ApiPath, AuthUser, ClientAddress};
 use crate::reservations::checkout::lock_own;
 use crate::state::AppState;
+
+/// Where Stripe delivers its events.
+pub const STRIPE_WEBHOOK: &str = "/api/payments/stripe/webhook";
 
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/api/reservations/{id}/payment", post(pay))
         .route("/api/reservations/{id}/payments", get(payments_of))
-        .route("/api/payments/stripe/webhook", post(stripe_webhook))
+        .route(STRIPE_WEBHOOK, post(stripe_webhook))
         .route("/api/payments/config", get(config))
 }
 
@@ -273,6 +276,8 @@ pub async fn payments_of(
 #[derive(Serialize, ToSchema)]
 pub struct WebhookResponse {
     received: bool,
+    /// This event was applied before: this delivery changed nothing.
+    replayed: bool,
 }
 
 /// Stripe's webhook: `payment_intent.succeeded` sells the hold (or, when
@@ -284,6 +289,7 @@ pub struct WebhookResponse {
               (status = 503, body = Problem)))]
 pub async fn stripe_webhook(
     State(state): State<AppState>,
+    client: ClientAddress,
     headers: HeaderMap,
     body: Bytes,
 ) -> ApiResult<Json<WebhookResponse>> {
@@ -295,14 +301,30 @@ pub async fn stripe_webhook(
             "no payment provider is configured on this server",
         ));
     };
-    let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
     let signature = headers
         .get("stripe-signature")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("");
-    stripe::verify_signature(signature, &body, &stripe.webhook_secret, now.timestamp())
-        .map_err(|e| ApiError::new(ErrorCode::WebhookSignatureInvalid, e.to_string()))?;
+    let invalid = |e: stripe::SignatureError| {
+        ApiError::new(ErrorCode::WebhookSignatureInvalid, e.to_string())
+    };
+    // The provider's deliveries have a budget of their own (a rush of them
+    // must not be refused as one address's, or a hold paid in time would
+    // be refunded as late); an unsigned one spends its address's, as any
+    // anonymous request, before the database is asked anything.
+    let signed_at = match stripe::signed_at(signature, &body, &stripe.webhook_secret) {
+        Ok(t) => {
+            state.limits.provider_delivery()?;
+            t
+        }
+        Err(e) => {
+            state.limits.anonymous_request(client.0)?;
+            return Err(invalid(e));
+        }
+    };
+    let mut conn = state.pool.acquire().await?;
+    let now = db::now(&mut conn).await?;
+    stripe::fresh(signed_at, now.timestamp()).map_err(invalid)?;
     let event: stripe::Event = serde_json::from_slice(&body).map_err(|e| {
         ApiError::new(
             ErrorCode::ValidationError,
@@ -310,18 +332,24 @@ pub async fn stripe_webhook(
         )
     })?;
     let Some(news) = event.payment() else {
-        return Ok(Json(WebhookResponse { received: true }));
+        return Ok(Json(WebhookResponse {
+            received: true,
+            replayed: false,
+        }));
     };
     let applied = whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;
         if !payments::record_event(tx, Provider::Stripe, &event.id, None, now).await? {
-            return Ok::<_, ApiError>(settle::Applied::Nothing);
+            return Ok::<_, ApiError>(None);
         }
-        Ok(settle::apply(tx, Provider::Stripe, &news, now).await?)
+        Ok(Some(settle::apply(tx, Provider::Stripe, &news, now).await?))
     })
     .await?;
     tracing::info!(event = %event.id, kind = %event.kind, ?applied, "payment webhook applied");
-    Ok(Json(WebhookResponse { received: true }))
+    Ok(Json(WebhookResponse {
+        received: true,
+        replayed: applied.is_none(),
+    }))
 }
 
 pub(crate) fn concert_cancelled() -> ApiError {

@@ -22,6 +22,7 @@ mod lottery;
 mod mail;
 mod memory;
 mod metrics;
+mod money_trail;
 mod openapi;
 mod otlp;
 mod page;

@@ -82,16 +82,26 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
          WHERE rs.status <> r.status \
            AND NOT (rs.status = 'EXPIRED' AND r.status = 'HELD' AND r.hold_expires_at <= ?) \
            AND NOT (rs.status = 'CANCELLED' AND r.status = 'CONFIRMED' AND EXISTS \
-                    (SELECT 1 FROM tickets t JOIN refund_tickets ft ON ft.ticket_id = t.id \
-                      WHERE t.reservation_id = rs.reservation_id AND t.seat_id = rs.seat_id))",
+                    (SELECT 1 FROM tickets t WHERE t.reservation_id = rs.reservation_id \
+                        AND t.seat_id = rs.seat_id AND t.status = 'VOID'))",
         &[Now],
     ),
     (
-        "a sold hold of a priced concert has no succeeded payment of its total and currency",
+        "a paid ticket was voided without its refund",
+        "SELECT COUNT(*) FROM tickets t JOIN reservation_seats rs \
+            ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+         WHERE t.status = 'VOID' AND rs.price > 0 \
+           AND EXISTS (SELECT 1 FROM payments p WHERE p.reservation_id = t.reservation_id \
+                        AND p.status = 'SUCCEEDED') \
+           AND NOT EXISTS (SELECT 1 FROM refund_tickets ft WHERE ft.ticket_id = t.id)",
+        &[],
+    ),
+    (
+        "a confirmed priced order has no succeeded payment of its total and currency (held first or not)",
         "SELECT COUNT(*) FROM reservations r \
          JOIN (SELECT reservation_id, SUM(price) AS total, MAX(currency) AS currency FROM reservation_seats \
                 GROUP BY reservation_id HAVING SUM(price) > 0) t ON t.reservation_id = r.id \
-         WHERE r.status = 'CONFIRMED' AND r.hold_expires_at IS NOT NULL \
+         WHERE r.status = 'CONFIRMED' \
            AND (SELECT COUNT(*) FROM payments p WHERE p.reservation_id = r.id AND p.status = 'SUCCEEDED' \
                   AND p.amount = t.total AND p.currency = t.currency \
                   AND (p.provider = 'MANUAL' OR p.provider_payment_id = r.payment_reference)) <> 1",
@@ -143,6 +153,13 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         "SELECT COUNT(*) FROM tickets t JOIN reservation_seats rs \
             ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
          WHERE t.status = 'VALID' AND rs.status <> 'CONFIRMED'",
+        &[],
+    ),
+    (
+        "a ticket was both admitted at the door and refunded (the show was not cancelled)",
+        "SELECT COUNT(*) FROM refund_tickets ft JOIN refunds f ON f.id = ft.refund_id \
+         WHERE f.status <> 'FAILED' AND f.reason <> 'CONCERT_CANCELLED' AND EXISTS \
+           (SELECT 1 FROM check_ins c WHERE c.ticket_id = ft.ticket_id AND c.outcome = 'ADMITTED')",
         &[],
     ),
     (

@@ -284,9 +284,12 @@ pub async fn record_event(
     concert: Option<ConcertId>,
     now: DateTime<Utc>,
 ) -> Result<bool, sqlx::Error> {
+    // A plain INSERT, the duplicate its refusal: `ON DUPLICATE KEY UPDATE`
+    // counts a found row as affected under CLIENT_FOUND_ROWS (sqlx's
+    // setting), so it could not tell a replay from a first delivery. The
+    // refused statement alone is undone; the transaction goes on.
     let done = sqlx::query(
-        "INSERT INTO payment_events (provider, event_id, concert_id, received_at) VALUES (?, ?, ?, ?) \
-         ON DUPLICATE KEY UPDATE event_id = event_id",
+        "INSERT INTO payment_events (provider, event_id, concert_id, received_at) VALUES (?, ?, ?, ?)",
     )
     .bind(provider.as_str())
     .bind(event_id)
@@ -294,8 +297,12 @@ pub async fn record_event(
     .bind(now.naive_utc())
     .execute(conn)
     .traced("INSERT", "payment_events")
-    .await?;
-    Ok(done.rows_affected() == 1)
+    .await;
+    match done {
+        Ok(_) => Ok(true),
+        Err(e) if super::violated_unique_key(&e) == Some("PRIMARY") => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The payment that sold the reservation: SUCCEEDED, MANUAL or the one

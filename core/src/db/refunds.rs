@@ -9,7 +9,7 @@ use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::due_claim::DueTable;
 use super::{BindIds as _, IdList, Traced as _};
-use crate::domain::payment::{RefundReason, RefundStatus};
+use crate::domain::payment::{Provider, RefundReason, RefundStatus};
 use crate::domain::{ConcertId, PaymentId, RefundId, ReservationId, TicketId, UserId};
 
 #[derive(Debug, Clone)]
@@ -35,15 +35,16 @@ pub enum RefundRefused {
     Database(#[from] sqlx::Error),
 }
 
-/// Writes a refund of `new.amount`, PENDING (for the provider) or
-/// SUCCEEDED at once (money the operator gives back by hand); refuses one
+/// Writes a refund of `new.amount`, PENDING: due at once for the workers
+/// to carry out at `provider`, or (money taken by hand) never due, until an
+/// operator records that it went back ([`record_paid_back`]). Refuses one
 /// that would take the payment's refunds past `paid`. Call with the
 /// payment locked.
 pub async fn write(
     conn: &mut MySqlConnection,
     new: &NewRefund,
     paid: u64,
-    status: RefundStatus,
+    provider: Provider,
     now: DateTime<Utc>,
 ) -> Result<RefundId, RefundRefused> {
     let (given,): (u64,) = sqlx::query_as(
@@ -57,7 +58,7 @@ pub async fn write(
     if given.saturating_add(new.amount) > paid {
         return Err(RefundRefused::MoreThanPaid);
     }
-    let pending = status == RefundStatus::Pending;
+    let due = (provider != Provider::Manual).then_some(now.naive_utc());
     let done = sqlx::query(
         "INSERT INTO refunds (concert_id, reservation_id, payment_id, amount, currency, reason, status, \
                               requested_by, due_at, created_at, ended_at) \
@@ -69,11 +70,11 @@ pub async fn write(
     .bind(new.amount)
     .bind(&new.currency)
     .bind(new.reason.as_str())
-    .bind(status.as_str())
+    .bind(RefundStatus::Pending.as_str())
     .bind(new.requested_by)
-    .bind(pending.then_some(now.naive_utc()))
+    .bind(due)
     .bind(now.naive_utc())
-    .bind((!pending).then_some(now.naive_utc()))
+    .bind(None::<chrono::NaiveDateTime>)
     .execute(&mut *conn)
     .traced("INSERT", "refunds")
     .await?;
@@ -243,6 +244,44 @@ pub async fn record(
     .traced("UPDATE", "refunds")
     .await?;
     Ok(done.rows_affected() == 1)
+}
+
+/// Records that an operator gave back by hand the money of the pending
+/// refund `id` of a payment taken by hand (`reference`: how, e.g. a bank
+/// transfer's id); false when there is no such refund still pending.
+pub async fn record_paid_back(
+    conn: &mut MySqlConnection,
+    id: RefundId,
+    reference: Option<&str>,
+    now: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE refunds f JOIN payments p ON p.id = f.payment_id \
+            SET f.status = 'SUCCEEDED', f.ended_at = ?, f.provider_refund_id = ? \
+          WHERE f.id = ? AND f.status = 'PENDING' AND p.provider = 'MANUAL'",
+    )
+    .bind(now.naive_utc())
+    .bind(reference)
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "refunds")
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
+/// The provider of the payment a refund gives back.
+pub async fn provider_of(
+    conn: &mut MySqlConnection,
+    id: RefundId,
+) -> Result<Option<Provider>, sqlx::Error> {
+    let row: Option<(String,)> = sqlx::query_as(
+        "SELECT p.provider FROM refunds f JOIN payments p ON p.id = f.payment_id WHERE f.id = ?",
+    )
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "refunds")
+    .await?;
+    Ok(row.and_then(|(p,)| Provider::from_stored(&p)))
 }
 
 /// Refunds still to carry out, and those refused for good.

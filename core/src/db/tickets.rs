@@ -163,7 +163,12 @@ pub struct PricedTicket {
     pub checked_in: bool,
 }
 
-/// The reservation's valid tickets with their prices, in ticket order.
+/// Locks the reservation's valid tickets and reads them with their prices,
+/// in ticket order. Call with the reservation locked (after its seats, as
+/// every writer does). The lock is what makes `checked_in` true to act on:
+/// a scan admits a ticket by updating its row, so a check-in either
+/// committed before this read (and is seen) or waits for the caller's
+/// commit and finds the ticket void.
 pub async fn valid_with_prices(
     conn: &mut MySqlConnection,
     reservation: ReservationId,
@@ -173,7 +178,7 @@ pub async fn valid_with_prices(
                 t.checked_in_at IS NOT NULL AS checked_in \
            FROM tickets t JOIN reservation_seats rs \
             ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
-          WHERE t.reservation_id = ? AND t.status = 'VALID' ORDER BY t.id",
+          WHERE t.reservation_id = ? AND t.status = 'VALID' ORDER BY t.id FOR UPDATE",
     )
     .bind(reservation)
     .fetch_all(conn)

@@ -56,7 +56,7 @@ pub async fn insert(
 
 pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM users WHERE id = ?"
+        "SELECT {COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL"
     )))
     .bind(id)
     .fetch_optional(conn)
@@ -64,13 +64,15 @@ pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserR
     .await
 }
 
-/// Locks the user row for the rest of the transaction.
+/// Locks the user row for the rest of the transaction (an account that
+/// left, anonymised, is no longer there).
 pub async fn lock(conn: &mut MySqlConnection, id: UserId) -> Result<bool, sqlx::Error> {
-    let row: Option<(UserId,)> = sqlx::query_as("SELECT id FROM users WHERE id = ? FOR UPDATE")
-        .bind(id)
-        .fetch_optional(conn)
-        .traced("SELECT", "users")
-        .await?;
+    let row: Option<(UserId,)> =
+        sqlx::query_as("SELECT id FROM users WHERE id = ? AND deleted_at IS NULL FOR UPDATE")
+            .bind(id)
+            .fetch_optional(conn)
+            .traced("SELECT", "users")
+            .await?;
     Ok(row.is_some())
 }
 
@@ -79,7 +81,7 @@ pub async fn find_by_nickname(
     nickname: &NickName,
 ) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
-        "SELECT {COLUMNS} FROM users WHERE nickname = ?"
+        "SELECT {COLUMNS} FROM users WHERE nickname = ? AND deleted_at IS NULL"
     )))
     .bind(nickname.as_str())
     .fetch_optional(conn)
@@ -150,64 +152,103 @@ pub async fn holds_tickets_or_requests(
     Ok(held)
 }
 
-/// Deletes the user with their finished requests and ended reservations.
-/// Call with the user row locked and [`holds_tickets_or_requests`] false.
+/// Money of the user's still on its way: a payment the provider may yet
+/// take (OPEN, or FAILED and payable again until the sweep cancels it), or
+/// a refund not yet carried out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoneyInFlight {
+    Payment,
+    Refund,
+}
+
+pub async fn money_in_flight(
+    conn: &mut MySqlConnection,
+    id: UserId,
+) -> Result<Option<MoneyInFlight>, sqlx::Error> {
+    let (payment, refund): (bool, bool) = sqlx::query_as(
+        "SELECT EXISTS (SELECT 1 FROM payments WHERE user_id = ? AND status IN ('OPEN', 'FAILED')), \
+                EXISTS (SELECT 1 FROM refunds f JOIN payments p ON p.id = f.payment_id \
+                         WHERE p.user_id = ? AND f.status = 'PENDING')",
+    )
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "payments")
+    .await?;
+    Ok(if payment {
+        Some(MoneyInFlight::Payment)
+    } else if refund {
+        Some(MoneyInFlight::Refund)
+    } else {
+        None
+    })
+}
+
+/// How an account left.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Left {
+    /// Nothing of it is kept.
+    Deleted,
+    /// It paid for something: the person is anonymised (no name, address
+    /// or password; its tokens revoked by the caller), and its orders,
+    /// tickets, scans, payments and refunds stay, for the books.
+    Anonymised,
+}
+
+/// Deletes the user with their finished requests, mails and waiting-list
+/// entries; an account that ever paid keeps its money trail (see
+/// [`Left::Anonymised`]), one that never did goes whole with its ended
+/// reservations. Call with the user row locked, no live reservation or
+/// open request ([`holds_tickets_or_requests`]) and no [`money_in_flight`].
 pub async fn delete_with_history(
     conn: &mut MySqlConnection,
     id: UserId,
-) -> Result<bool, sqlx::Error> {
+    now: DateTime<Utc>,
+) -> Result<Left, sqlx::Error> {
     async move {
-        sqlx::query("DELETE FROM request_seats WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        sqlx::query("DELETE FROM request_pools WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        sqlx::query("DELETE FROM reservation_queue WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        // What refers to the account's reservations and tickets goes first:
-        // its waiting-list entries (left, waiting, or offers that ended) and
-        // the scans of its void tickets at the door.
         for statement in [
+            "DELETE FROM request_seats WHERE user_id = ?",
+            "DELETE FROM request_pools WHERE user_id = ?",
+            "DELETE FROM reservation_queue WHERE user_id = ?",
             "DELETE FROM mails WHERE user_id = ?",
             "DELETE FROM waiting_list_entries WHERE user_id = ?",
-            "DELETE c FROM check_ins c JOIN tickets t ON t.id = c.ticket_id \
-              JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
-            // Money of ended orders only (an account with a live one cannot
-            // leave): its refunds, then its payments.
-            "DELETE ft FROM refund_tickets ft JOIN refunds f ON f.id = ft.refund_id \
-              JOIN reservations r ON r.id = f.reservation_id WHERE r.user_id = ?",
-            "DELETE f FROM refunds f JOIN reservations r ON r.id = f.reservation_id WHERE r.user_id = ?",
-            "DELETE FROM payments WHERE user_id = ?",
         ] {
             sqlx::query(statement).bind(id).execute(&mut *conn).await?;
         }
-        sqlx::query(
+        let (paid,): (bool,) =
+            sqlx::query_as("SELECT EXISTS (SELECT 1 FROM payments WHERE user_id = ?)")
+                .bind(id)
+                .fetch_one(&mut *conn)
+                .await?;
+        if paid {
+            // A leading space: no nickname a person can choose (names are
+            // trimmed) equals it, so the name is free and cannot collide.
+            sqlx::query(
+                "UPDATE users SET nickname = CONCAT(' left ', id), password_hash = '', email = NULL, \
+                        email_changed_at = ?, updated_at = ?, deleted_at = ? WHERE id = ?",
+            )
+            .bind(now.naive_utc())
+            .bind(now.naive_utc())
+            .bind(now.naive_utc())
+            .bind(id)
+            .execute(&mut *conn)
+            .await?;
+            return Ok(Left::Anonymised);
+        }
+        // Nothing was paid, so no money row refers to what goes: the door's
+        // scans of its void tickets first, then tickets, claims and orders.
+        for statement in [
+            "DELETE c FROM check_ins c JOIN tickets t ON t.id = c.ticket_id \
+              JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
             "DELETE t FROM tickets t JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
-        )
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query(
             "DELETE rs FROM reservation_seats rs JOIN reservations r ON r.id = rs.reservation_id \
              WHERE r.user_id = ?",
-        )
-        .bind(id)
-        .execute(&mut *conn)
-        .await?;
-        sqlx::query("DELETE FROM reservations WHERE user_id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        let done = sqlx::query("DELETE FROM users WHERE id = ?")
-            .bind(id)
-            .execute(&mut *conn)
-            .await?;
-        Ok(done.rows_affected() == 1)
+            "DELETE FROM reservations WHERE user_id = ?",
+            "DELETE FROM users WHERE id = ?",
+        ] {
+            sqlx::query(statement).bind(id).execute(&mut *conn).await?;
+        }
+        Ok(Left::Deleted)
     }
     .traced("DELETE", "users")
     .await

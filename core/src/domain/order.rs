@@ -158,8 +158,10 @@ impl BestAsk {
 }
 
 /// How long a won request holds its seats before it must be confirmed:
-/// 0 (the default) confirms at once, as the original flow did; at most an
-/// hour (pretix holds carts 30 minutes, alf.io 25, Hi.Events 15).
+/// 0 (the default of a free concert) confirms at once, as the original flow
+/// did; at most an hour (pretix holds carts 30 minutes, alf.io 25,
+/// Hi.Events 15). A priced concert always holds: its fans need the time to
+/// pay, and a seat confirmed at once would be sold for nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct HoldDuration(u32);
 
@@ -182,6 +184,38 @@ impl HoldDuration {
 
     pub fn is_hold(self) -> bool {
         self.0 > 0
+    }
+
+    /// A priced concert's hold when the operator gives none (Hi.Events'
+    /// and Big Neon's 15 minutes).
+    pub const PAYMENT_DEFAULT: Self = Self(900);
+
+    /// A concert's hold: the one `given`, else none for a free concert and
+    /// [`Self::PAYMENT_DEFAULT`] for a priced one.
+    pub fn of_concert(given: Option<Self>, priced: bool) -> Result<Self, FieldError> {
+        let hold = given.unwrap_or(if priced {
+            Self::PAYMENT_DEFAULT
+        } else {
+            Self(0)
+        });
+        hold.allowed_with_prices(priced)?;
+        Ok(hold)
+    }
+
+    /// Refuses no hold for a concert with prices.
+    pub fn allowed_with_prices(self, priced: bool) -> Result<(), FieldError> {
+        if priced && !self.is_hold() {
+            return Err(FieldError::new(
+                "holdSeconds",
+                format!(
+                    "a concert with prices holds a won order while its fan pays: give 1 to {} \
+                     seconds (default {})",
+                    Self::MAX_SECONDS,
+                    Self::PAYMENT_DEFAULT.0
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

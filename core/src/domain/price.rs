@@ -271,6 +271,11 @@ impl PriceCategories {
         })
     }
 
+    /// Whether any seat costs something (then won orders are paid for).
+    pub fn is_priced(&self) -> bool {
+        self.categories.iter().any(|c| c.price.get() > 0)
+    }
+
     /// A category's name as sent to find one (`field` names it in errors).
     pub fn parse_name(field: &'static str, raw: &str) -> Result<String, FieldError> {
         parse_text(field, raw, Self::NAME_CHARS)

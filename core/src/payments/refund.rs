@@ -1,7 +1,8 @@
 //! Giving back what tickets were sold for, written in the transaction that
-//! voids them: the refund of exactly their prices through the provider
-//! that took the money (PENDING, for the workers), or SUCCEEDED at once
-//! for money the operator took by hand (and gives back by hand).
+//! voids them: the refund of exactly their prices, PENDING until the money
+//! is back: through the provider that took it (the workers carry it out),
+//! or, for money the operator took by hand, until an operator records that
+//! it was given back by hand.
 
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
@@ -11,7 +12,7 @@ use crate::db::reservations::{self, LockedReservation};
 use crate::db::tickets::{self, PricedTicket};
 use crate::db::{outbox, payments, seats};
 use crate::domain::events::EventKind;
-use crate::domain::payment::{Provider, RefundReason, RefundStatus};
+use crate::domain::payment::{RefundReason, RefundStatus};
 use crate::domain::{RefundId, ReservationId, ReservationStatus, SeatId, TicketId, UserId};
 
 /// A refund written, with what it gives back.
@@ -42,10 +43,6 @@ pub async fn of_tickets(
     if amount == 0 {
         return Ok(None);
     }
-    let status = match payment.provider() {
-        Provider::Manual => RefundStatus::Succeeded,
-        Provider::Stripe => RefundStatus::Pending,
-    };
     let new = NewRefund {
         concert: payment.concert_id,
         reservation,
@@ -56,24 +53,22 @@ pub async fn of_tickets(
         requested_by,
         tickets: tickets.iter().map(|t| (t.id, t.price)).collect(),
     };
-    let id = refunds::write(tx, &new, payment.amount, status, now).await?;
+    let id = refunds::write(tx, &new, payment.amount, payment.provider(), now).await?;
     Ok(Some(Written {
         id,
         amount,
         currency: payment.currency,
-        status,
+        status: RefundStatus::Pending,
     }))
 }
 
-/// Whether `reservation` was paid for through a provider (not by hand:
-/// what the box office took, its fans may cancel as they always could).
-pub async fn paid_through_provider(
+/// Whether `reservation` was paid for, through a provider or by hand (an
+/// order that cost nothing its fan may cancel as they always could).
+pub async fn paid_for(
     tx: &mut MySqlConnection,
     reservation: ReservationId,
 ) -> Result<bool, sqlx::Error> {
-    Ok(payments::sale_of(tx, reservation)
-        .await?
-        .is_some_and(|p| p.provider() != Provider::Manual))
+    Ok(payments::sale_of(tx, reservation).await?.is_some())
 }
 
 /// What giving back tickets did.

@@ -15,9 +15,7 @@ use crate::db::refunds::{self, NewRefund, RefundRefused};
 use crate::db::reservations::{self, LockedReservation};
 use crate::db::{outbox, seats};
 use crate::domain::events::EventKind;
-use crate::domain::payment::{
-    PaidHold, PaymentStatus, Provider, RefundReason, RefundStatus, Settlement, settle,
-};
+use crate::domain::payment::{PaidHold, PaymentStatus, Provider, RefundReason, Settlement, settle};
 use crate::domain::{PaymentReference, ReservationStatus, SeatId, SeatStatus};
 
 /// What applying the news did.
@@ -155,7 +153,7 @@ async fn give_back(
         requested_by: None,
         tickets: Vec::new(),
     };
-    match refunds::write(tx, &refund, payment.amount, RefundStatus::Pending, now).await {
+    match refunds::write(tx, &refund, payment.amount, payment.provider(), now).await {
         Ok(_) => {}
         // Given back already (in part, by an operator): the rest stays
         // for the operator, and `ticket-api check` names the payment.

@@ -8,7 +8,8 @@
 mod webhook;
 
 pub use webhook::{
-    Event, EventData, SIGNATURE_TOLERANCE_SECS, SignatureError, sign, verify_signature,
+    Event, EventData, SIGNATURE_TOLERANCE_SECS, SignatureError, fresh, sign, signed_at,
+    verify_signature,
 };
 
 use std::collections::HashMap;

@@ -32,6 +32,22 @@ pub fn verify_signature(
     secret: &Secret,
     now: i64,
 ) -> Result<(), SignatureError> {
+    fresh(signed_at(header, payload, secret)?, now)
+}
+
+/// Whether a delivery signed at `t` is within the tolerance of `now`
+/// (any `t`, however far, without overflowing).
+pub fn fresh(t: i64, now: i64) -> Result<(), SignatureError> {
+    if now.abs_diff(t) > SIGNATURE_TOLERANCE_SECS.unsigned_abs() {
+        return Err(SignatureError::Stale);
+    }
+    Ok(())
+}
+
+/// The time a delivery was signed at, when one of its `v1` signatures is
+/// the endpoint secret's over `t.payload` (whether `t` is fresh is
+/// [`fresh`]'s to say, against the database's clock).
+pub fn signed_at(header: &str, payload: &[u8], secret: &Secret) -> Result<i64, SignatureError> {
     let mut timestamp = None;
     let mut signatures = Vec::new();
     for part in header.split(',') {
@@ -47,9 +63,6 @@ pub fn verify_signature(
     if signatures.is_empty() {
         return Err(SignatureError::Malformed);
     }
-    if (now - t).abs() > SIGNATURE_TOLERANCE_SECS {
-        return Err(SignatureError::Stale);
-    }
     for signature in signatures {
         let Some(expected) = hex_decode(signature) else {
             continue;
@@ -61,7 +74,7 @@ pub fn verify_signature(
         mac.update(b".");
         mac.update(payload);
         if mac.verify_slice(&expected).is_ok() {
-            return Ok(());
+            return Ok(t);
         }
     }
     Err(SignatureError::Mismatch)
@@ -128,6 +141,20 @@ impl Event {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_timestamp_at_the_ends_of_its_range_is_stale_not_a_panic() {
+        let secret = Secret::new("whsec_test");
+        let payload = br#"{"id":"evt_1"}"#;
+        for t in [i64::MIN, i64::MAX] {
+            let header = sign(payload, &secret, t);
+            assert_eq!(
+                verify_signature(&header, payload, &secret, 1_700_000_000),
+                Err(SignatureError::Stale)
+            );
+        }
+        assert_eq!(fresh(i64::MIN, i64::MAX), Err(SignatureError::Stale));
+    }
 
     #[test]
     fn a_signature_verifies_within_five_minutes_only() {
