@@ -379,6 +379,15 @@ impl From<sqlx::Error> for ApiError {
                 ErrorCode::AlreadyOnWaitingList,
                 "you are on this concert's waiting list already",
             )),
+            // The database's collation says when two names are one (Straße
+            // and Strasse are), not Rust's lower case.
+            Some("uq_standing_areas_name") => {
+                return FieldError::new(
+                    "areas",
+                    "two areas have names the box office cannot tell apart (such as Straße and Strasse)",
+                )
+                .into();
+            }
             _ => None,
         };
         let missing = match db::violated_foreign_key(&err) {

@@ -25,7 +25,9 @@ const GROUPS = [
     { name: "opensAt", type: "datetime-local" },
     { name: "presaleStartsAt", type: "datetime-local" },
     { name: "lotteryWindowSeconds", type: "number", min: 0, max: 86400, value: 0 },
-    { name: "holdSeconds", type: "number", min: 0, max: 3600, value: 0 },
+    // A priced concert must hold while its fans pay: the form starts at the
+    // payment default the API gives one, and 0 stays for free concerts.
+    { name: "holdSeconds", type: "number", min: 0, max: 3600, value: 900 },
     { name: "refundableUntil", type: "datetime-local" },
   ]],
   ["form.fairShares", [

@@ -247,6 +247,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::POST,
+            "/api/refunds/1/paid-back".into(),
+            Some(json!({})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
             format!("/api/concerts/{concert_id}/cancel"),
             Some(json!({"reason": "taken over"})),
             403,

@@ -58,6 +58,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("put", "/api/concerts/{id}/seating-plan"),
     ("get", "/api/concerts/{id}/seating-plan"),
     ("post", "/api/reservations/{id}/refund"),
+    ("post", "/api/refunds/{id}/paid-back"),
     ("post", "/api/concerts/{id}/cancel"),
     ("get", "/api/concerts/{id}/cancellation"),
     ("get", "/api/concerts/{id}/sales"),

@@ -129,6 +129,18 @@ async fn a_floor_is_counted_apart_from_the_seat_map_and_sold_in_line_order() {
         ],
         "entry numbers in line order, and never past the capacity"
     );
+    // Held while their fans pay: the box office takes the money.
+    for (token, id) in &line {
+        if let Ok(won) = reservation_of(&app, token, *id).await {
+            app.post(
+                &format!("/api/reservations/{}/confirm", won["reservationId"]),
+                Some(&app.admin_token),
+                json!({}),
+            )
+            .await
+            .assert_status(200);
+        }
+    }
     // Sold: eight seats left, no place (the snapshot is up to a second old).
     app.seat_counts_become(concert, (8, 0, 6)).await;
     let after = availability(&app, concert).await;
@@ -404,4 +416,47 @@ async fn racing_standing_requests_keep_the_line_order_under_four_workers() {
         "the floor sold out: {} places",
         taken.len()
     );
+}
+
+/// Names the database cannot store as places, or cannot tell apart, are
+/// refused in words and change nothing (before: 500s): forty characters
+/// of letters and digits in turn (its places' sort key was longer than
+/// its column), and Straße beside Strasse (one name to the database's
+/// collation, two to Rust's lower case).
+#[tokio::test]
+async fn area_names_the_database_cannot_take_are_refused_never_a_500() {
+    let app = spawn_app().await;
+    let long = "A1".repeat(20);
+    let made = app
+        .concert(json!({"rows": 1, "seatsPerRow": 2,
+            "areas": [{"name": long, "capacity": 3}]}))
+        .await;
+    let id = made["id"].as_u64().unwrap();
+    assert_eq!(made["areas"][0]["name"], long.as_str());
+    let (_, fan) = app.user("long-name").await;
+    let asked = queued(&app, &fan, standing(id, &long, 2)).await;
+    app.drain().await;
+    assert_eq!(app.queue_status(&fan, asked).await["status"], "SUCCESS");
+
+    let twins = json!({"title": "IU Live", "venue": "Olympic Hall",
+        "concertDate": "2099-05-01T19:00:00+09:00", "rows": 1, "seatsPerRow": 2,
+        "areas": [{"name": "Straße", "capacity": 2}, {"name": "Strasse", "capacity": 2}]});
+    let concerts_before = app.count("concerts").await;
+    let refused = app
+        .post("/api/concerts", Some(&app.admin_token), twins)
+        .await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(refused.error_fields(), ["areas"]);
+    assert_eq!(app.count("concerts").await, concerts_before);
+    let other = app.concert(json!({"rows": 1, "seatsPerRow": 2})).await;
+    let change = app
+        .patch(
+            &format!("/api/concerts/{}", other["id"]),
+            Some(&app.admin_token),
+            json!({"areas": [{"name": "Straße", "capacity": 2}, {"name": "STRASSE", "capacity": 1}]}),
+        )
+        .await;
+    change.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(app.count("standing_areas").await, 1);
+    app.assert_invariants().await;
 }

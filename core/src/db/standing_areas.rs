@@ -9,7 +9,9 @@ use sqlx::{MySqlConnection, QueryBuilder};
 use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::ConcertId;
 use crate::domain::price::PriceCategories;
-use crate::domain::standing_area::{StandingArea, StandingAreas, place_number, row_of_area};
+use crate::domain::standing_area::{
+    StandingArea, StandingAreas, place_number, place_sort_key, row_of_area,
+};
 
 /// Places per INSERT (10 values each).
 const INSERT_CHUNK: usize = 4_000;
@@ -128,7 +130,7 @@ pub async fn replace(
                     let number = place_number(&area.name, entry);
                     row.push_bind(concert)
                         .push_bind(number.as_str().to_owned())
-                        .push_bind(number.sort_key())
+                        .push_bind(place_sort_key(position, entry))
                         .push_bind("AVAILABLE")
                         .push_bind(category)
                         .push_bind(position)

@@ -221,6 +221,12 @@ pub async fn delete_with_history(
                 .fetch_one(&mut *conn)
                 .await?;
         if paid {
+            // As deleting the row would (ON DELETE SET NULL): its access
+            // codes are bound to nobody.
+            sqlx::query("UPDATE access_codes SET user_id = NULL WHERE user_id = ?")
+                .bind(id)
+                .execute(&mut *conn)
+                .await?;
             // A leading space: no nickname a person can choose (names are
             // trimmed) equals it, so the name is free and cannot collide.
             sqlx::query(

@@ -106,6 +106,13 @@ pub fn place_number(area: &str, entry: u32) -> SeatNumber {
     SeatNumber::from_generated(format!("{area} #{entry}"))
 }
 
+/// A place's sort key: after every seat's (theirs begin with a `0` or `1`
+/// run tag), in area order, then entry order. Not the name's key: a long
+/// name of many letter and digit runs has one longer than the column.
+pub fn place_sort_key(position: u8, entry: u32) -> String {
+    format!("2{position:03}{entry:010}")
+}
+
 /// The row every place of the area at `position` is in: past any row a
 /// grid or a plan makes (at most 100,000), so a category's rows never
 /// include a place.
@@ -123,6 +130,16 @@ mod tests {
             capacity,
             category: None,
         }
+    }
+
+    #[test]
+    fn a_place_sorts_after_every_seat_by_area_then_entry_within_its_column() {
+        let longest = place_sort_key(u8::MAX, u32::MAX);
+        assert!(longest.len() <= 80);
+        assert!(place_sort_key(0, 9) < place_sort_key(0, 10));
+        assert!(place_sort_key(0, u32::MAX) < place_sort_key(1, 1));
+        let seat = crate::domain::SeatNumber::parse("ZZ99").unwrap().sort_key();
+        assert!(seat < place_sort_key(0, 1));
     }
 
     #[test]
