@@ -122,6 +122,9 @@ pub enum ErrorCode {
     /// Places of the concert's standing areas were asked for: its areas
     /// can no longer change.
     AreasAlreadyRequested,
+    /// Open requests by count or waiting fans name a price category: it
+    /// keeps its place and its name until they are decided.
+    CategoriesInUse,
     /// The concert has no seating plan (its seats are rows × seatsPerRow).
     SeatingPlanNotFound,
     RequestTimeout,
@@ -188,7 +191,8 @@ impl ErrorCode {
             | ConcertCancelled
             | TicketNotRefundable
             | SeatsAlreadyRequested
-            | AreasAlreadyRequested => StatusCode::CONFLICT,
+            | AreasAlreadyRequested
+            | CategoriesInUse => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

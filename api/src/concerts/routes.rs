@@ -138,9 +138,10 @@ pub async fn update(
     let ConcertChanges(changes, new_categories, new_areas) = ConcertChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
-        if new_areas.is_some() {
+        if new_areas.is_some() || new_categories.is_some() {
             // As every writer of requests takes it: no request for an area
-            // is written between the check below and the commit.
+            // or a category is written between the checks below and the
+            // commit.
             db::line::lock_line_of(tx, id).await?;
         }
         if new_categories.is_some() {
@@ -152,6 +153,23 @@ pub async fn update(
             return Err(ApiError::concert_not_found());
         }
         if let Some(categories) = &new_categories {
+            // Open requests by count and waiting fans name a category by its
+            // place: moved or renamed, they would be asked of another one.
+            for (position, name) in db::prices::named_by_open_requests(tx, id).await? {
+                let kept = categories
+                    .categories
+                    .get(usize::from(position))
+                    .is_some_and(|c| c.name == name);
+                if !kept {
+                    return Err(ApiError::new(
+                        ErrorCode::CategoriesInUse,
+                        format!(
+                            "open requests or waiting fans ask for the category {name:?}: \
+                             keep it where it is, under its name (prices may change)"
+                        ),
+                    ));
+                }
+            }
             // A plan's seats keep their plan category: its price category
             // must stay.
             for name in db::prices::plan_categories(tx, id).await? {

@@ -426,3 +426,56 @@ async fn a_category_keeps_its_colour_and_a_bad_one_is_refused() {
         "#c0392b"
     );
 }
+
+/// A category that an open request by count or a waiting fan names keeps
+/// its place and its name while they wait: a list that moves or renames
+/// it is refused (before, the request was asked of another category at
+/// another price); its price may change, and once the request is decided
+/// the categories are free to change.
+#[tokio::test]
+async fn a_category_asked_for_by_count_keeps_its_place_and_name_while_asked() {
+    let app = spawn_app().await;
+    let (concert, _) = priced_concert(&app, json!({"holdSeconds": 600})).await;
+    let (_, fan) = app.user("counting").await;
+    let asked = app
+        .post(
+            "/api/reservations",
+            Some(&fan),
+            json!({"concertId": concert, "category": "VIP", "count": 1}),
+        )
+        .await;
+    let asked = asked.assert_status(201)["queueId"].as_u64().unwrap();
+    let path = format!("/api/concerts/{concert}");
+    let swapped = json!({"categories": [
+        {"name": "VIP", "price": 150000, "currency": "KRW", "rows": ["A"]},
+        {"name": "Standard", "price": 90000, "currency": "KRW"}]});
+    let renamed = json!({"categories": [
+        {"name": "Standard", "price": 90000, "currency": "KRW"},
+        {"name": "Royal", "price": 150000, "currency": "KRW", "rows": ["A"]}]});
+    for refused in [swapped.clone(), renamed] {
+        app.patch(&path, Some(&app.admin_token), refused)
+            .await
+            .assert_problem(409, "CATEGORIES_IN_USE");
+    }
+    let shown = app.get(&path, None).await;
+    assert_eq!(shown.body["categories"][1]["name"], "VIP");
+    // A new price, or a category added after, is fine.
+    app.patch(
+        &path,
+        Some(&app.admin_token),
+        json!({"categories": two_categories(160000)}),
+    )
+    .await
+    .assert_status(200);
+    app.drain().await;
+    let decided = app.queue_status(&fan, asked).await;
+    assert_eq!(decided["status"], "SUCCESS", "{decided}");
+    let won = reservation_of_request(&app, &fan, asked).await;
+    assert_eq!(won["seats"][0]["category"], "VIP");
+    assert_eq!(won["seats"][0]["price"], 160000);
+    // Decided: the list may change as the operator likes.
+    app.patch(&path, Some(&app.admin_token), swapped)
+        .await
+        .assert_status(200);
+    app.assert_invariants().await;
+}

@@ -114,6 +114,28 @@ fn from_rows(rows: &[CategoryRow]) -> Option<PriceCategories> {
     PriceCategories::parse(&input).ok()
 }
 
+/// The categories (position, name) that open requests by count or fans
+/// still waiting on the list name by position: a new list must keep each
+/// where it is, under its name, or they would be asked of another price.
+/// Call with the concert's line locked (every writer of requests takes it).
+pub async fn named_by_open_requests(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Vec<(u8, String)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT p.position, p.name FROM price_categories p WHERE p.concert_id = ? AND ( \
+           EXISTS (SELECT 1 FROM request_pools r WHERE r.concert_id = p.concert_id \
+                    AND r.open_pool = p.position) \
+           OR EXISTS (SELECT 1 FROM waiting_list_entries e WHERE e.status = 'WAITING' \
+                    AND e.concert_id = p.concert_id AND e.pool = p.position)) \
+          ORDER BY p.position",
+    )
+    .bind(concert)
+    .fetch_all(conn)
+    .traced("SELECT", "price_categories")
+    .await
+}
+
 /// Replaces the concert's categories and puts every seat in its row's. The
 /// caller holds the concert's seat locks (taken in id order, before the
 /// concert's, as a deciding worker takes them), so no decision reads a
