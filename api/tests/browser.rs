@@ -1043,6 +1043,14 @@ async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, Stri
     let reservation = app.queue_status(token, queued).await["reservationId"]
         .as_u64()
         .unwrap();
+    // Held while the holder pays: the box office takes the money.
+    app.post(
+        &format!("/api/reservations/{reservation}/confirm"),
+        Some(&app.admin_token),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
     app.get(
         &format!("/api/reservations/{reservation}/tickets"),
         Some(token),

@@ -126,7 +126,7 @@ export class PayPanel {
       if (result.error) {
         this.busy = false;
         this.button.disabled = false;
-        this.say(`${declined(result.error)} Your seats are still held: try again, or with another card.`, "declined");
+        this.say(t("pay.declinedStillHeld", { reason: declined(result.error) }), "declined");
         return;
       }
     }

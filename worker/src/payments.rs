@@ -16,7 +16,9 @@ use ticket_core::db::{self, payments, whole};
 use ticket_core::domain::payment::{PaymentStatus, Provider};
 use ticket_core::payments::settle::{self, Applied};
 use ticket_core::payments::stripe::StripeClient;
-use ticket_core::payments::{ProviderError, ProviderPaymentStatus};
+use ticket_core::payments::{
+    ProviderError, ProviderPaymentStatus, ProviderRefund, ProviderRefundStatus,
+};
 use tokio_util::sync::CancellationToken;
 
 /// Payments looked at per pass.
@@ -26,11 +28,17 @@ const REFUNDS_PER_PASS: u32 = 64;
 const REFUNDS_AT_ONCE: usize = 8;
 /// How long a claim on a refund lasts: a worker that dies mid-refund
 /// leaves it to another after this (the provider's answer, then, is found
-/// among the payment's refunds by the refund's id, not made again).
+/// among the payment's refunds by the refund's id, not made again). It is
+/// renewed as each refund's work starts, and covers that work: two calls
+/// at the provider of at most its client's timeout each, and a margin.
 const REFUND_LEASE_SECS: i64 = 60;
 const IDLE_PAUSE: Duration = Duration::from_secs(1);
 /// Longest wait between attempts at a refund the provider did not take.
 const MOST_BACKOFF_SECS: i64 = 300;
+
+/// How an attempt at a refund ended, and how long the provider asked to
+/// be left alone.
+type Attempt = (Ending, Option<Duration>);
 
 pub struct Money {
     pool: MySqlPool,
@@ -140,11 +148,10 @@ impl Money {
     pub async fn carry_out_refunds(&self) -> Result<Pass, sqlx::Error> {
         let token = crate::random::u64();
         let mut conn = self.pool.acquire().await?;
-        let (claimed, now) = whole::run(&mut conn, async |tx| {
+        let claimed = whole::run(&mut conn, async |tx| {
             let now = db::now(tx).await?;
             let lease_until = now + chrono::Duration::seconds(REFUND_LEASE_SECS);
-            let claimed = refunds::claim_due(tx, token, lease_until, REFUNDS_PER_PASS, now).await?;
-            Ok::<_, sqlx::Error>((claimed, now))
+            refunds::claim_due(tx, token, lease_until, REFUNDS_PER_PASS, now).await
         })
         .await?;
         drop(conn);
@@ -152,28 +159,19 @@ impl Money {
             more: claimed.len() == REFUNDS_PER_PASS as usize,
             ..Pass::default()
         };
-        let endings: Vec<(refunds::Claimed, Ending, Option<Duration>)> =
-            futures::stream::iter(claimed)
-                .map(|refund| async move {
-                    let (ending, slow_down) = self.refund_at_provider(&refund, now).await;
-                    (refund, ending, slow_down)
-                })
-                .buffer_unordered(REFUNDS_AT_ONCE)
-                .collect()
-                .await;
-        let mut conn = self.pool.acquire().await?;
-        for (refund, ending, slow_down) in endings {
-            let now = db::now(&mut conn).await?;
-            if !refunds::record(&mut conn, refund.id, token, &ending, now).await? {
-                tracing::warn!(refund = %refund.id, "lost the claim on a refund; another worker records it");
-            }
+        let endings: Vec<Result<Option<Attempt>, sqlx::Error>> = futures::stream::iter(claimed)
+            .map(|refund| async move { self.carry_out(&refund, token).await })
+            .buffer_unordered(REFUNDS_AT_ONCE)
+            .collect()
+            .await;
+        for ending in endings {
+            let Some((ending, slow_down)) = ending? else {
+                continue;
+            };
             match ending {
                 Ending::Succeeded { .. } => pass.refunds_succeeded += 1,
                 Ending::Retry { .. } => pass.refunds_retried += 1,
-                Ending::Failed { error } => {
-                    tracing::error!(refund = %refund.id, %error, "the provider refused a refund; an operator must look");
-                    pass.refunds_failed += 1;
-                }
+                Ending::Failed { .. } => pass.refunds_failed += 1,
             }
             pass.slow_down = pass.slow_down.max(slow_down);
         }
@@ -181,6 +179,35 @@ impl Money {
             pass.more = false;
         }
         Ok(pass)
+    }
+
+    /// Carries out one claimed refund under a lease renewed as its work
+    /// starts, and records how it ended at once; None when the claim was
+    /// lost before (another executor has it) or after (it records).
+    async fn carry_out(
+        &self,
+        refund: &refunds::Claimed,
+        token: u64,
+    ) -> Result<Option<Attempt>, sqlx::Error> {
+        let mut conn = self.pool.acquire().await?;
+        let now = db::now(&mut conn).await?;
+        let until = now + chrono::Duration::seconds(REFUND_LEASE_SECS);
+        if !refunds::renew(&mut conn, refund.id, token, until).await? {
+            tracing::warn!(refund = %refund.id, "lost the claim on a refund before its work; another worker has it");
+            return Ok(None);
+        }
+        drop(conn);
+        let (ending, slow_down) = self.refund_at_provider(refund, now).await;
+        let mut conn = self.pool.acquire().await?;
+        let now = db::now(&mut conn).await?;
+        if !refunds::record(&mut conn, refund.id, token, &ending, now).await? {
+            tracing::warn!(refund = %refund.id, "lost the claim on a refund; another worker records it");
+            return Ok(None);
+        }
+        if let Ending::Failed { error } = &ending {
+            tracing::error!(refund = %refund.id, %error, "the provider refused a refund; an operator must look");
+        }
+        Ok(Some((ending, slow_down)))
     }
 
     /// Carries out one refund: found among the payment's refunds at the
@@ -210,14 +237,14 @@ impl Money {
             Err(e) => return retry(refund, now, e),
         };
         if let Some(done) = made.iter().find(|r| r.refund_id == Some(refund.id.get())) {
-            return (
-                Ending::Succeeded {
-                    provider_refund_id: Some(done.id.clone()),
-                },
-                None,
-            );
+            return ending_of(refund, done, now);
         }
-        let given: u64 = made.iter().filter(|r| r.succeeded).map(|r| r.amount).sum();
+        // Money on its way back counts as given: it is not asked twice.
+        let given: u64 = made
+            .iter()
+            .filter(|r| r.status != ProviderRefundStatus::Failed)
+            .map(|r| r.amount)
+            .sum();
         if given.saturating_add(refund.amount) > refund.paid {
             return (
                 Ending::Failed {
@@ -230,12 +257,7 @@ impl Money {
             );
         }
         match client.refund(payment, refund.amount, refund.id.get()).await {
-            Ok(done) => (
-                Ending::Succeeded {
-                    provider_refund_id: Some(done.id),
-                },
-                None,
-            ),
+            Ok(done) => ending_of(refund, &done, now),
             Err(e) => retry(refund, now, e),
         }
     }
@@ -255,6 +277,37 @@ impl Money {
             },
         )
         .await;
+    }
+}
+
+/// The ending of a refund the provider has, by its status: done, read
+/// again later (found by its id then, never made twice), or failed there.
+fn ending_of(
+    refund: &refunds::Claimed,
+    at_provider: &ProviderRefund,
+    now: DateTime<Utc>,
+) -> (Ending, Option<Duration>) {
+    match at_provider.status {
+        ProviderRefundStatus::Succeeded => (
+            Ending::Succeeded {
+                provider_refund_id: Some(at_provider.id.clone()),
+            },
+            None,
+        ),
+        ProviderRefundStatus::Pending => retry(
+            refund,
+            now,
+            ProviderError::Unavailable(format!(
+                "refund {} is pending at the provider",
+                at_provider.id
+            )),
+        ),
+        ProviderRefundStatus::Failed => (
+            Ending::Failed {
+                error: format!("refund {} failed at the provider", at_provider.id),
+            },
+            None,
+        ),
     }
 }
 

@@ -609,3 +609,77 @@ async fn a_refund_of_money_taken_by_hand_waits_for_an_operator_to_give_it_back()
     );
     app.assert_invariants().await;
 }
+
+/// A payment's refunds are read page after page: more than a hundred are
+/// all seen (before, the list stopped at the first hundred, so a refund
+/// made before could be made again).
+#[tokio::test]
+async fn every_refund_of_a_payment_is_read_past_the_first_hundred() {
+    let stripe = LocalStripe::start().await;
+    let pi = stripe.paid_payment_intent(50_000, "eur").await;
+    let client = stripe.client();
+    for refund in 1..=120 {
+        client.refund(&pi, 1, refund).await.unwrap();
+    }
+    let read = client.refunds_of(&pi).await.unwrap();
+    assert_eq!(read.len(), 120);
+    let mut ours: Vec<u64> = read.iter().filter_map(|r| r.refund_id).collect();
+    ours.sort_unstable();
+    assert_eq!(ours, (1..=120).collect::<Vec<_>>());
+    assert!(
+        read.iter()
+            .all(|r| r.status == ticket_core::payments::ProviderRefundStatus::Succeeded)
+    );
+}
+
+/// A refund whose claim ran out before its work began is taken over, and
+/// its first claimer, renewing the claim as the work starts, finds it lost
+/// and leaves it: the money goes back once.
+#[tokio::test]
+async fn a_refund_whose_claim_ran_out_is_carried_out_once_by_its_new_claimer() {
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let (_, fan) = app.user("claimed-twice").await;
+    let (id, pi) = bought_refundable(&app, &stripe, &fan, 1).await;
+    app.post(
+        &format!("/api/reservations/{id}/refund"),
+        Some(&fan),
+        json!({}),
+    )
+    .await
+    .assert_status(200);
+    // Worker A claims it, and its lease runs out before A gets to it.
+    let first = 41;
+    let mut conn = app.pool.acquire().await.unwrap();
+    let now = ticket_core::db::now(&mut conn).await.unwrap();
+    let claimed = ticket_core::db::refunds::claim_due(
+        &mut conn,
+        first,
+        now - chrono::Duration::seconds(1),
+        10,
+        now,
+    )
+    .await
+    .unwrap();
+    assert_eq!(claimed.len(), 1);
+    // Worker B takes it over and carries it out.
+    let money = Money::new(app.pool.clone(), stripe.client());
+    assert_eq!(
+        money.carry_out_refunds().await.unwrap().refunds_succeeded,
+        1
+    );
+    // A, starting its work, finds the claim gone.
+    let now = ticket_core::db::now(&mut conn).await.unwrap();
+    assert!(
+        !ticket_core::db::refunds::renew(
+            &mut conn,
+            claimed[0].id,
+            first,
+            now + chrono::Duration::seconds(60)
+        )
+        .await
+        .unwrap()
+    );
+    assert_eq!(stripe.refunds_of(&pi).await.len(), 1);
+    app.assert_invariants().await;
+}

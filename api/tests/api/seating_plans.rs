@@ -361,3 +361,63 @@ async fn stalls_balcony_and_a_standing_floor_sell_from_one_line() {
     );
     app.assert_invariants().await;
 }
+
+/// What the database or the process could not take is refused in words and
+/// changes nothing (before: 500s, or the pod's memory): areas of any JSON
+/// (now typed and bounded), a seat whose position adds up past what a
+/// number holds, and a plan larger than its column.
+#[tokio::test]
+async fn a_plan_the_database_or_the_process_cannot_take_is_refused_never_a_500() {
+    let app = spawn_app().await;
+    let concert = venue_concert(&app).await;
+    let before = seats_with_categories(&app, concert).await;
+
+    let mut anything = plan(1, 1, 2);
+    anything["zones"][0]["areas"] = json!([{"numbers": [1, 2, 3]}]);
+    put_plan(&app, concert, &anything)
+        .await
+        .assert_problem(400, "VALIDATION_ERROR");
+    let mut many = plan(1, 1, 2);
+    many["zones"][0]["areas"] = json!(vec![
+        json!({"width": 1, "height": 1, "position": {"x": 0, "y": 0}});
+        1_001
+    ]);
+    let refused = put_plan(&app, concert, &many).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(refused.error_fields(), ["areas"]);
+    let mut far = plan(1, 1, 2);
+    far["zones"][0]["position"]["x"] = json!(1e308);
+    far["zones"][0]["rows"][0]["seats"][0]["position"]["x"] = json!(1e308);
+    let refused = put_plan(&app, concert, &far).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(refused.error_fields(), ["position"]);
+    let mut named = plan(1, 1, 2);
+    named["name"] = json!("n".repeat(201));
+    let refused = put_plan(&app, concert, &named).await;
+    refused.assert_problem(400, "VALIDATION_ERROR");
+    assert_eq!(refused.error_fields(), ["name"]);
+    let mut long = plan(1, 1, 2);
+    long["name"] = json!("x".repeat(16 * 1024 * 1024));
+    put_plan(&app, concert, &long)
+        .await
+        .assert_problem(413, "PAYLOAD_TOO_LARGE");
+    assert_eq!(seats_with_categories(&app, concert).await, before);
+
+    // The schema's areas and the editor's shapes are kept as given.
+    let mut drawn = plan(1, 1, 2);
+    drawn["zones"][0]["areas"] = json!([
+        {"width": 200.0, "height": 40.0, "position": {"x": 0.0, "y": 0.0}, "text": "Stage", "color": "#333333"},
+        {"uuid": "a1", "shape": "polygon", "position": {"x": 5.0, "y": 5.0}, "rotation": 0.0,
+         "polygon": {"points": [{"x": 0.0, "y": 0.0}, {"x": 10.0, "y": 0.0}, {"x": 5.0, "y": 8.0}]},
+         "text": {"text": "Bar", "position": {"x": 1.0, "y": 1.0}, "color": "#000000", "size": 12.0}},
+    ]);
+    put_plan(&app, concert, &drawn).await.assert_status(200);
+    let kept = app
+        .get(&format!("/api/concerts/{concert}/seating-plan"), None)
+        .await;
+    assert_eq!(
+        kept.assert_status(200)["zones"][0]["areas"],
+        drawn["zones"][0]["areas"]
+    );
+    app.assert_invariants().await;
+}

@@ -194,6 +194,28 @@ pub async fn claim_due(
     .await
 }
 
+/// Moves the claim under `token` on to `until` just before its work starts,
+/// so that the lease covers the work however long the batch before it
+/// took; false when the claim was lost (its lease ran out and another
+/// executor took the refund), and then the refund is not to be touched.
+pub async fn renew(
+    conn: &mut MySqlConnection,
+    id: RefundId,
+    token: u64,
+    until: DateTime<Utc>,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query(
+        "UPDATE refunds SET due_at = ? WHERE id = ? AND lease_token = ? AND status = 'PENDING'",
+    )
+    .bind(until.naive_utc())
+    .bind(id)
+    .bind(token)
+    .execute(conn)
+    .traced("UPDATE", "refunds")
+    .await?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// How an attempt at a refund ended.
 #[derive(Debug, Clone)]
 pub enum Ending {

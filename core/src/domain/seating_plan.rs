@@ -66,8 +66,98 @@ pub struct RawZone {
     pub position: Position,
     pub rows: Vec<RawRow>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub areas: Vec<serde_json::Map<String, serde_json::Value>>,
+    pub areas: Vec<RawArea>,
 }
+
+/// A drawn area of a zone (the stage, a bar, a floor): pretix's schema
+/// (`width`, `height`, `position`, `color`, `border_color`, `rotation`,
+/// `text`) and its editor's shapes (`shape` with `rectangle`, `circle`,
+/// `ellipse` or `polygon`, a `text` object, a `uuid`). Typed, so that
+/// parsing a plan takes memory in proportion to its text (any JSON here
+/// made a tree of ~25 times the body: 33 MB of numbers took the API to
+/// 813 MB).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawArea {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub border_color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub width: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub height: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotation: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<AreaText>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rectangle: Option<AreaSize>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub circle: Option<AreaCircle>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ellipse: Option<AreaEllipse>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub polygon: Option<AreaPolygon>,
+}
+
+/// An area's label: a string (the schema) or the editor's object.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AreaText {
+    Plain(String),
+    Styled(StyledText),
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StyledText {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub position: Option<Position>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub color: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<f64>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AreaSize {
+    pub width: f64,
+    pub height: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AreaCircle {
+    pub radius: f64,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AreaEllipse {
+    pub radius: Position,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AreaPolygon {
+    pub points: Vec<Position>,
+}
+
+/// At most this many areas in a plan, and points in all its polygons.
+pub const MAX_AREAS: usize = 1_000;
+pub const MAX_POLYGON_POINTS: usize = 10_000;
+/// How long an area's words (its name, colours, label) may be.
+const MAX_AREA_TEXT_CHARS: usize = 200;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -118,6 +208,7 @@ pub struct SeatingPlan {
 }
 
 /// How long the labels kept of a plan may be (the columns' widths).
+const MAX_NAME_CHARS: usize = 200;
 const MAX_ZONE_CHARS: usize = 64;
 const MAX_ROW_CHARS: usize = 32;
 const MAX_GUID_CHARS: usize = 64;
@@ -143,6 +234,22 @@ impl SeatingPlan {
                 format!("the plan has {count} seats; at most {MAX_SEATS}"),
             ));
         }
+        check_length("name", &raw.name, MAX_NAME_CHARS)?;
+        if raw.categories.len() > MAX_AREAS {
+            return Err(FieldError::new(
+                "categories",
+                format!(
+                    "the plan has {} categories; at most {MAX_AREAS}",
+                    raw.categories.len()
+                ),
+            ));
+        }
+        for category in &raw.categories {
+            for words in std::iter::once(&category.name).chain(&category.color) {
+                check_length("categories", words, MAX_AREA_TEXT_CHARS)?;
+            }
+        }
+        check_areas(&raw)?;
         let many_zones = raw.zones.len() > 1;
         let mut guids: HashSet<&str> = HashSet::with_capacity(count);
         let mut names: HashSet<String> = HashSet::with_capacity(count);
@@ -209,6 +316,15 @@ impl SeatingPlan {
                             format!("{}: another seat is named {} too", which(), number.as_str()),
                         ));
                     }
+                    // Each part may be finite and their sum not (1e308 + 1e308).
+                    let x = zone.position.x + origin.x + seat.position.x;
+                    let y = zone.position.y + origin.y + seat.position.y;
+                    if !x.is_finite() || !y.is_finite() {
+                        return Err(FieldError::new(
+                            "position",
+                            format!("{}: its position is beyond what a plan can draw", which()),
+                        ));
+                    }
                     seats.push(PlanSeat {
                         number,
                         guid: seat.seat_guid.clone(),
@@ -216,8 +332,8 @@ impl SeatingPlan {
                         row_label: row.row_number.clone(),
                         label: seat.seat_number.clone(),
                         category: seat.category.clone(),
-                        x: zone.position.x + origin.x + seat.position.x,
-                        y: zone.position.y + origin.y + seat.position.y,
+                        x,
+                        y,
                         row_index,
                         row_position: position,
                         rank: 0,
@@ -261,6 +377,49 @@ fn name_of(zone: Option<&String>, row: &str, seat: &str) -> Result<SeatNumber, F
     parts.push(clean(seat));
     parts.retain(|p| !p.is_empty());
     SeatNumber::parse(&parts.join("-"))
+}
+
+/// The plan's areas within their bounds: how many, how many points, how
+/// long their words.
+fn check_areas(raw: &RawPlan) -> Result<(), FieldError> {
+    let areas = || raw.zones.iter().flat_map(|z| &z.areas);
+    let count = areas().count();
+    if count > MAX_AREAS {
+        return Err(FieldError::new(
+            "areas",
+            format!("the plan has {count} areas; at most {MAX_AREAS}"),
+        ));
+    }
+    let points: usize = areas()
+        .filter_map(|a| a.polygon.as_ref())
+        .map(|p| p.points.len())
+        .sum();
+    if points > MAX_POLYGON_POINTS {
+        return Err(FieldError::new(
+            "areas",
+            format!("the plan's polygons have {points} points; at most {MAX_POLYGON_POINTS}"),
+        ));
+    }
+    for area in areas() {
+        let label = match &area.text {
+            Some(AreaText::Plain(text)) => Some(text),
+            Some(AreaText::Styled(styled)) => styled.text.as_ref(),
+            None => None,
+        };
+        let styled_colour = match &area.text {
+            Some(AreaText::Styled(styled)) => styled.color.as_ref(),
+            _ => None,
+        };
+        for words in [&area.uuid, &area.shape, &area.color, &area.border_color]
+            .into_iter()
+            .flatten()
+            .chain(label)
+            .chain(styled_colour)
+        {
+            check_length("areas", words, MAX_AREA_TEXT_CHARS)?;
+        }
+    }
+    Ok(())
 }
 
 fn check_length(field: &'static str, value: &str, max: usize) -> Result<(), FieldError> {

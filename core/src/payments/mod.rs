@@ -44,9 +44,21 @@ pub enum ProviderPaymentStatus {
 pub struct ProviderRefund {
     pub id: String,
     pub amount: u64,
-    pub succeeded: bool,
+    pub status: ProviderRefundStatus,
     /// Ours (`refunds.id`), from its metadata: which refund it carried out.
     pub refund_id: Option<u64>,
+}
+
+/// Where a refund is at the provider.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProviderRefundStatus {
+    /// The money went back.
+    Succeeded,
+    /// On its way (or a step to go): read again later, never made again.
+    Pending,
+    /// It did not go back (refused by the bank, cancelled): an operator
+    /// must look.
+    Failed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -17,7 +17,9 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
-use super::{ProviderError, ProviderPayment, ProviderPaymentStatus, ProviderRefund};
+use super::{
+    ProviderError, ProviderPayment, ProviderPaymentStatus, ProviderRefund, ProviderRefundStatus,
+};
 use crate::secret::Secret;
 
 /// How long one call to Stripe may take before the provider counts as down.
@@ -73,7 +75,13 @@ struct Refund {
 #[derive(Deserialize)]
 struct RefundList {
     data: Vec<Refund>,
+    #[serde(default)]
+    has_more: bool,
 }
+
+/// Pages of a payment's refunds read at most (100 each): a payment is
+/// refunded in a few parts, never thousands.
+const MOST_REFUND_PAGES: usize = 100;
 
 #[derive(Deserialize)]
 struct ErrorBody {
@@ -113,12 +121,37 @@ impl From<Refund> for ProviderRefund {
         Self {
             id: r.id,
             amount: r.amount,
-            succeeded: r
-                .status
-                .as_deref()
-                .is_none_or(|s| s == "succeeded" || s == "pending"),
+            status: refund_status(r.status.as_deref()),
             refund_id: r.metadata.get("refund_id").and_then(|v| v.parse().ok()),
         }
+    }
+}
+
+/// A Stripe refund's `status`: only `succeeded` is money back; an unknown
+/// or missing one is read again later rather than taken for done.
+fn refund_status(status: Option<&str>) -> ProviderRefundStatus {
+    match status {
+        Some("succeeded") => ProviderRefundStatus::Succeeded,
+        Some("failed" | "canceled") => ProviderRefundStatus::Failed,
+        _ => ProviderRefundStatus::Pending,
+    }
+}
+
+/// What an answer other than 2xx means. A 409 is a request with the same
+/// idempotency key still in flight at Stripe: its outcome is not known
+/// yet, so it is asked again, never taken for a refusal.
+fn error_of(
+    status: reqwest::StatusCode,
+    retry_after: Option<Duration>,
+    message: &str,
+) -> ProviderError {
+    match status.as_u16() {
+        429 => ProviderError::RateLimited(retry_after.unwrap_or(Duration::from_secs(1))),
+        409 => ProviderError::Unavailable(format!("Stripe {status} (in flight): {message}")),
+        // A declined card answers 402 to the one confirming it (the fan's
+        // browser); anything else of 4xx is a refusal for good.
+        400..=499 => ProviderError::Refused(format!("Stripe {status}: {message}")),
+        _ => ProviderError::Unavailable(format!("Stripe {status}: {message}")),
     }
 }
 
@@ -169,13 +202,7 @@ impl StripeClient {
             .and_then(|b| b.error)
             .and_then(|e| e.message)
             .unwrap_or_else(|| status.to_string());
-        Err(match status.as_u16() {
-            429 => ProviderError::RateLimited(retry_after.unwrap_or(Duration::from_secs(1))),
-            // A declined card answers 402 to the one confirming it (the
-            // fan's browser); anything else of 4xx is a refusal for good.
-            400..=499 => ProviderError::Refused(format!("Stripe {status}: {message}")),
-            _ => ProviderError::Unavailable(format!("Stripe {status}: {message}")),
-        })
+        Err(error_of(status, retry_after, &message))
     }
 
     /// A PaymentIntent of `amount` minor units of `currency` for cards,
@@ -243,13 +270,76 @@ impl StripeClient {
         Ok(self.call::<Refund>(request).await?.into())
     }
 
-    /// The refunds made of a PaymentIntent (the latest 100).
+    /// Every refund of the payment, page after page (Stripe gives 100 at
+    /// most at a time).
     pub async fn refunds_of(&self, payment: &str) -> Result<Vec<ProviderRefund>, ProviderError> {
-        let request = self
-            .http
-            .get(self.url("v1/refunds")?)
-            .query(&[("payment_intent", payment), ("limit", "100")]);
-        let list: RefundList = self.call(request).await?;
-        Ok(list.data.into_iter().map(Into::into).collect())
+        let mut refunds: Vec<ProviderRefund> = Vec::new();
+        for _ in 0..MOST_REFUND_PAGES {
+            let mut query = vec![("payment_intent", payment), ("limit", "100")];
+            let after = refunds.last().map(|r| r.id.clone());
+            if let Some(after) = after.as_deref() {
+                query.push(("starting_after", after));
+            }
+            let request = self.http.get(self.url("v1/refunds")?).query(&query);
+            let page: RefundList = self.call(request).await?;
+            let more = page.has_more && !page.data.is_empty();
+            refunds.extend(page.data.into_iter().map(ProviderRefund::from));
+            if !more {
+                return Ok(refunds);
+            }
+        }
+        Err(ProviderError::Unavailable(format!(
+            "Stripe lists more than {} refunds of {payment}",
+            MOST_REFUND_PAGES * 100
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_succeeded_refund_is_money_back() {
+        assert_eq!(
+            refund_status(Some("succeeded")),
+            ProviderRefundStatus::Succeeded
+        );
+        for waiting in [
+            Some("pending"),
+            Some("requires_action"),
+            Some("something new"),
+            None,
+        ] {
+            assert_eq!(
+                refund_status(waiting),
+                ProviderRefundStatus::Pending,
+                "{waiting:?}"
+            );
+        }
+        for failed in ["failed", "canceled"] {
+            assert_eq!(refund_status(Some(failed)), ProviderRefundStatus::Failed);
+        }
+    }
+
+    #[test]
+    fn a_request_in_flight_is_asked_again_and_a_refusal_is_final() {
+        let in_flight = error_of(
+            reqwest::StatusCode::CONFLICT,
+            None,
+            "idempotency key in use",
+        );
+        assert!(
+            matches!(in_flight, ProviderError::Unavailable(_)),
+            "{in_flight:?}"
+        );
+        let refused = error_of(reqwest::StatusCode::BAD_REQUEST, None, "no such payment");
+        assert!(matches!(refused, ProviderError::Refused(_)), "{refused:?}");
+        let slow = error_of(
+            reqwest::StatusCode::TOO_MANY_REQUESTS,
+            Some(Duration::from_secs(3)),
+            "",
+        );
+        assert_eq!(slow, ProviderError::RateLimited(Duration::from_secs(3)));
     }
 }
