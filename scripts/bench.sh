@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -632,6 +632,17 @@ page() {
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
 
+# Issue 57: the storm of make test, long (50,000 operations unless
+# STORM_OPERATIONS says), its seed, counts, violations and money mismatches
+# printed; STORM_SEED replays a seed.
+storm() {
+  echo "## the storm ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  TICKET_LOCALSTRIPE_PYTHON="$(scripts/localstripe.sh)" \
+    TICKET_STORM_OPERATIONS="${STORM_OPERATIONS:-50000}" ${STORM_SEED:+TICKET_STORM_SEED="$STORM_SEED"} \
+    cargo test --locked -p ticket-api --test api -- storm --nocapture 2>&1 |
+    grep -E '^storm:|^test result|panicked|seed'
+}
+
 case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
@@ -662,6 +673,7 @@ case "$what" in
   best) best_available ;;
   standing) standing ;;
   mail) mail ;;
+  storm) storm ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|storm|all]" >&2; exit 2 ;;
 esac

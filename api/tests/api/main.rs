@@ -37,6 +37,7 @@ mod seating_plans;
 mod seats;
 mod standing;
 mod status_events;
+mod storm;
 mod tickets;
 mod users;
 mod validation;

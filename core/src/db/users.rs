@@ -211,7 +211,9 @@ pub async fn delete_with_history(
             "DELETE FROM request_pools WHERE user_id = ?",
             "DELETE FROM reservation_queue WHERE user_id = ?",
             "DELETE FROM mails WHERE user_id = ?",
-            "DELETE FROM waiting_list_entries WHERE user_id = ?",
+            // Entries that led to no reservation; an offer's entry stays
+            // with the reservation it made, whichever way the account goes.
+            "DELETE FROM waiting_list_entries WHERE user_id = ? AND reservation_id IS NULL",
         ] {
             sqlx::query(statement).bind(id).execute(&mut *conn).await?;
         }
@@ -241,9 +243,11 @@ pub async fn delete_with_history(
             .await?;
             return Ok(Left::Anonymised);
         }
-        // Nothing was paid, so no money row refers to what goes: the door's
-        // scans of its void tickets first, then tickets, claims and orders.
+        // Nothing was paid, so no money row refers to what goes: its offers'
+        // entries and the door's scans of its void tickets first, then
+        // tickets, claims and orders.
         for statement in [
+            "DELETE FROM waiting_list_entries WHERE user_id = ?",
             "DELETE c FROM check_ins c JOIN tickets t ON t.id = c.ticket_id \
               JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",
             "DELETE t FROM tickets t JOIN reservations r ON r.id = t.reservation_id WHERE r.user_id = ?",

@@ -1,0 +1,785 @@
+//! The storm (issue 57): a seeded random mix of what fans, operators, the
+//! door, the workers and the payment provider do, against the real stack
+//! (the API, the workers' passes, MariaDB, localstripe and its webhooks),
+//! with `ticket-api check` read at random points and at the end, and a
+//! money ledger: what localstripe holds and gave back for every payment
+//! against what the database says it sold.
+//!
+//! `TICKET_STORM_SEED` replays a seed (each run prints its own);
+//! `TICKET_STORM_OPERATIONS` sets the length (`scripts/bench.sh storm` runs
+//! a long one). Operations run a round of several at once, so a seed gives
+//! the same operations and the scheduler their interleaving.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ticket_core::payments::stripe::StripeClient;
+use ticket_core::testing::localstripe::{self, LocalStripe};
+use ticket_worker::cancellation::Cancellations;
+use ticket_worker::holds::HoldSweeper;
+use ticket_worker::payments::Money;
+use ticket_worker::waiting_list::Offers;
+
+use crate::helpers::*;
+
+/// SplitMix64: a seed gives the same operations in the same order.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n.max(1) as u64) as usize
+    }
+
+    fn pick<T: Clone>(&mut self, items: &[T]) -> Option<T> {
+        (!items.is_empty()).then(|| items[self.below(items.len())].clone())
+    }
+
+    fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+}
+
+/// What one operation is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Op {
+    ReserveSeats,
+    ReserveBest,
+    ReserveStanding,
+    Decide,
+    Pay,
+    ConfirmAtDesk,
+    Cancel,
+    RefundOrder,
+    RefundTicket,
+    CheckIn,
+    JoinWaitingList,
+    Offer,
+    DeleteAccount,
+    Reprice,
+    EndHold,
+    Sweep,
+    MoneyPass,
+    ProviderDown,
+    ReplayWebhook,
+    KillWorkerMidStep,
+    RecordCashBack,
+    CancelShow,
+    Check,
+}
+
+/// Operations by weight: fans' most, the workers' often, faults now and then.
+const MIX: &[(Op, usize)] = &[
+    (Op::ReserveSeats, 14),
+    (Op::ReserveBest, 6),
+    (Op::ReserveStanding, 6),
+    (Op::Decide, 10),
+    (Op::Pay, 12),
+    (Op::ConfirmAtDesk, 3),
+    (Op::Cancel, 5),
+    (Op::RefundOrder, 3),
+    (Op::RefundTicket, 3),
+    (Op::CheckIn, 6),
+    (Op::JoinWaitingList, 3),
+    (Op::Offer, 3),
+    (Op::DeleteAccount, 2),
+    (Op::Reprice, 1),
+    (Op::EndHold, 4),
+    (Op::Sweep, 3),
+    (Op::MoneyPass, 6),
+    (Op::ProviderDown, 1),
+    (Op::ReplayWebhook, 4),
+    (Op::KillWorkerMidStep, 2),
+    (Op::RecordCashBack, 2),
+    (Op::Check, 1),
+];
+
+fn choose(rng: &mut Rng) -> Op {
+    let total: usize = MIX.iter().map(|(_, w)| w).sum();
+    let mut at = rng.below(total);
+    for (op, weight) in MIX {
+        if at < *weight {
+            return *op;
+        }
+        at -= weight;
+    }
+    Op::Check
+}
+
+/// The stage: concerts, fans, scanners.
+struct Stage {
+    /// A seated, priced concert (two categories, a waiting list).
+    seated: u64,
+    seated_seats: Vec<u64>,
+    /// A priced concert with a standing floor.
+    standing: u64,
+    /// A free concert without holds (the original flow), cancelled late.
+    free: u64,
+    free_seats: Vec<u64>,
+    /// Each concert's door scanner's token.
+    scanners: HashMap<u64, String>,
+    /// (user id, token) of the fans.
+    fans: Vec<(u64, String)>,
+}
+
+const CATEGORIES: &str = r#"[{"name": "Standard", "price": 6900, "currency": "EUR"},
+    {"name": "VIP", "price": 12900, "currency": "EUR", "rows": ["A"]}]"#;
+
+async fn stage(app: &TestApp, fans: usize) -> Stage {
+    let categories: Value = serde_json::from_str(CATEGORIES).unwrap();
+    let (seated, seated_seats) = app
+        .concert_and_seats(json!({"rows": 4, "seatsPerRow": 8, "holdSeconds": 600,
+            "maxSeatsPerOrder": 2, "maxSeatsPerUser": 6, "waitingListOfferSeconds": 600,
+            "refundableUntil": "2099-04-01T00:00:00Z", "categories": categories}))
+        .await;
+    let standing = app
+        .concert(json!({"rows": 1, "seatsPerRow": 4, "holdSeconds": 600,
+            "maxSeatsPerOrder": 2, "maxSeatsPerUser": 6,
+            "categories": [{"name": "Floor", "price": 4500, "currency": "EUR"}],
+            "areas": [{"name": "Floor", "capacity": 40, "category": "Floor"}]}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let (free, free_seats) = app
+        .concert_and_seats(json!({"rows": 2, "seatsPerRow": 10,
+            "maxSeatsPerOrder": 2, "maxSeatsPerUser": 6}))
+        .await;
+    let mut scanners = HashMap::new();
+    for concert in [seated, standing, free] {
+        let made = app
+            .post(
+                &format!("/api/concerts/{concert}/scanners"),
+                Some(&app.admin_token),
+                json!({"name": "Door"}),
+            )
+            .await;
+        scanners.insert(
+            concert,
+            made.assert_status(201)["token"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        );
+    }
+    let fans = app.many_users("storm", fans).await;
+    Stage {
+        seated,
+        seated_seats,
+        standing,
+        free,
+        free_seats,
+        scanners,
+        fans,
+    }
+}
+
+/// What the storm counts.
+#[derive(Default)]
+struct Tally {
+    operations: HashMap<Op, usize>,
+    answers: HashMap<u16, usize>,
+    faults: usize,
+    checks: usize,
+    /// Worker passes that ended on a database error (a deadlock under the
+    /// storm): a worker passes again, and so does the storm.
+    pass_errors: usize,
+}
+
+/// Notes a worker pass that failed; its work is left to the next one.
+fn passed<T>(tally: &mut Tally, result: Result<T, sqlx::Error>) {
+    if let Err(e) = result {
+        tracing::debug!(error = %e, "a storm pass failed");
+        tally.pass_errors += 1;
+    }
+}
+
+/// A reply the storm accepts: anything but a server error. A 503 is the
+/// database saying "not now" under the storm's load; it is counted, and it
+/// changed nothing (the invariants say so).
+fn accept(tally: &mut Tally, op: Op, reply: &Reply) {
+    let status = reply.status.as_u16();
+    *tally.answers.entry(status).or_default() += 1;
+    assert!(
+        status < 500 || status == 503,
+        "{op:?} answered {status}: {}",
+        reply.body
+    );
+}
+
+async fn rows(app: &TestApp, sql: &str) -> Vec<(u64, u64)> {
+    sqlx::query_as(sqlx::AssertSqlSafe(sql.to_owned()))
+        .fetch_all(&app.pool)
+        .await
+        .unwrap()
+}
+
+fn token_of(stage: &Stage, user: u64) -> Option<String> {
+    stage
+        .fans
+        .iter()
+        .find(|(id, _)| *id == user)
+        .map(|(_, t)| t.clone())
+}
+
+/// `ticket-api check`'s violations now.
+async fn violations(app: &TestApp) -> Vec<ticket_core::db::invariants::Violation> {
+    let mut conn = app.pool.acquire().await.unwrap();
+    ticket_core::db::invariants::check(
+        &mut conn,
+        chrono::Duration::minutes(5),
+        ticket_core::db::queue::DEFAULT_MAX_ATTEMPTS,
+        None,
+    )
+    .await
+    .unwrap()
+}
+
+/// A payment provider that answers nothing: the provider down.
+fn provider_down() -> StripeClient {
+    StripeClient::new(
+        reqwest::Url::parse("http://127.0.0.1:9/").unwrap(),
+        ticket_core::secret::Secret::new("sk_test_down"),
+    )
+    .unwrap()
+}
+
+/// One operation, as the seed drew it.
+async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u64) -> Tally {
+    let mut rng = Rng(seed);
+    let mut tally = Tally::default();
+    *tally.operations.entry(op).or_default() += 1;
+    let Some((user, fan)) = rng.pick(&stage.fans) else {
+        return tally;
+    };
+    match op {
+        Op::ReserveSeats => {
+            let (seats, concert_seats) = if rng.chance(70) {
+                (rng.below(2) + 1, &stage.seated_seats)
+            } else {
+                (rng.below(2) + 1, &stage.free_seats)
+            };
+            let mut chosen: Vec<u64> = (0..seats).filter_map(|_| rng.pick(concert_seats)).collect();
+            chosen.sort_unstable();
+            chosen.dedup();
+            let reply = order(app, &fan, &chosen).await;
+            accept(&mut tally, op, &reply);
+        }
+        Op::ReserveBest => {
+            let category = if rng.chance(50) { "VIP" } else { "Standard" };
+            let reply = app
+                .post(
+                    "/api/reservations",
+                    Some(&fan),
+                    json!({"concertId": stage.seated, "category": category, "count": rng.below(2) + 1}),
+                )
+                .await;
+            accept(&mut tally, op, &reply);
+        }
+        Op::ReserveStanding => {
+            let reply = app
+                .post(
+                    "/api/reservations",
+                    Some(&fan),
+                    json!({"concertId": stage.standing, "area": "Floor", "count": rng.below(2) + 1}),
+                )
+                .await;
+            accept(&mut tally, op, &reply);
+        }
+        Op::Decide => app.drain().await,
+        Op::Pay => {
+            let held = rows(
+                app,
+                "SELECT id, user_id FROM reservations WHERE status = 'HELD' \
+                  AND hold_expires_at > UTC_TIMESTAMP(6) ORDER BY id DESC LIMIT 20",
+            )
+            .await;
+            if let Some((id, owner)) = rng.pick(&held)
+                && let Some(token) = token_of(stage, owner)
+            {
+                let reply = app
+                    .post(
+                        &format!("/api/reservations/{id}/payment"),
+                        Some(&token),
+                        json!({}),
+                    )
+                    .await;
+                accept(&mut tally, op, &reply);
+                if let Some(secret) = reply.body["clientSecret"].as_str() {
+                    let pi = secret.split("_secret_").next().unwrap_or(secret).to_owned();
+                    let card = if rng.chance(80) {
+                        "pm_card_visa"
+                    } else {
+                        "pm_card_chargeCustomerFail"
+                    };
+                    stripe.pay(&pi, card).await;
+                }
+            }
+        }
+        Op::ConfirmAtDesk => {
+            let held = rows(
+                app,
+                "SELECT id, user_id FROM reservations WHERE status = 'HELD' ORDER BY id DESC LIMIT 20",
+            )
+            .await;
+            if let Some((id, _)) = rng.pick(&held) {
+                let reply = app
+                    .post(
+                        &format!("/api/reservations/{id}/confirm"),
+                        Some(&app.admin_token),
+                        json!({}),
+                    )
+                    .await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::Cancel => {
+            let own = rows(
+                app,
+                &format!(
+                    "SELECT id, user_id FROM reservations WHERE user_id = {user} \
+                      AND status IN ('HELD', 'CONFIRMED')"
+                ),
+            )
+            .await;
+            if let Some((id, _)) = rng.pick(&own) {
+                let reply = app
+                    .post(
+                        &format!("/api/reservations/{id}/cancel"),
+                        Some(&fan),
+                        json!({}),
+                    )
+                    .await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::RefundOrder | Op::RefundTicket => {
+            let sold = rows(
+                app,
+                "SELECT t.id, t.reservation_id FROM tickets t WHERE t.status = 'VALID' \
+                  ORDER BY t.id DESC LIMIT 40",
+            )
+            .await;
+            if let Some((ticket, reservation)) = rng.pick(&sold) {
+                let body = if op == Op::RefundTicket {
+                    json!({"ticketIds": [ticket]})
+                } else {
+                    json!({})
+                };
+                let reply = app
+                    .post(
+                        &format!("/api/reservations/{reservation}/refund"),
+                        Some(&app.admin_token),
+                        body,
+                    )
+                    .await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::CheckIn => {
+            let valid = rows(
+                app,
+                "SELECT reservation_id, concert_id FROM tickets WHERE status = 'VALID' \
+                  ORDER BY id DESC LIMIT 40",
+            )
+            .await;
+            if let Some((reservation, concert)) = rng.pick(&valid) {
+                let tickets = app
+                    .get(
+                        &format!("/api/reservations/{reservation}/tickets"),
+                        Some(&app.admin_token),
+                    )
+                    .await;
+                let codes: Vec<String> = tickets
+                    .body
+                    .as_array()
+                    .map(|t| {
+                        t.iter()
+                            .filter_map(|t| t["code"].as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if let (Some(code), Some(door)) = (rng.pick(&codes), stage.scanners.get(&concert)) {
+                    let reply = app
+                        .post(
+                            "/api/check-ins",
+                            Some(door),
+                            json!({"code": code, "gate": "S"}),
+                        )
+                        .await;
+                    accept(&mut tally, op, &reply);
+                }
+            }
+        }
+        Op::JoinWaitingList => {
+            let reply = app
+                .post(
+                    &format!("/api/concerts/{}/waiting-list", stage.seated),
+                    Some(&fan),
+                    json!({"seats": 1}),
+                )
+                .await;
+            accept(&mut tally, op, &reply);
+        }
+        Op::Offer => {
+            let offered = Offers::new(app.pool.clone()).offer_once().await;
+            passed(&mut tally, offered);
+        }
+        Op::DeleteAccount => {
+            // A fan leaves now and then; most have something that keeps them.
+            if rng.chance(30) {
+                let reply = app.delete(&format!("/api/users/{user}"), Some(&fan)).await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::Reprice => {
+            let mut categories: Value = serde_json::from_str(CATEGORIES).unwrap();
+            categories[0]["price"] = json!(6000 + 100 * rng.below(20));
+            let reply = app
+                .patch(
+                    &format!("/api/concerts/{}", stage.seated),
+                    Some(&app.admin_token),
+                    json!({"categories": categories}),
+                )
+                .await;
+            accept(&mut tally, op, &reply);
+        }
+        Op::EndHold => {
+            // The hold's end reached, as a clock would bring it.
+            let held = rows(
+                app,
+                "SELECT id, user_id FROM reservations WHERE status = 'HELD' ORDER BY id DESC LIMIT 20",
+            )
+            .await;
+            if let Some((id, _)) = rng.pick(&held) {
+                sqlx::query(
+                    "UPDATE reservations SET hold_expires_at = UTC_TIMESTAMP(6) WHERE id = ?",
+                )
+                .bind(id)
+                .execute(&app.pool)
+                .await
+                .unwrap();
+            }
+        }
+        Op::Sweep => {
+            let swept = HoldSweeper::new(app.pool.clone()).sweep_once().await;
+            passed(&mut tally, swept);
+        }
+        Op::MoneyPass => {
+            let pass = Money::new(app.pool.clone(), stripe.client()).pass().await;
+            passed(&mut tally, pass);
+        }
+        Op::ProviderDown => {
+            // A worker whose provider does not answer: nothing is lost,
+            // refunds wait for a later pass.
+            tally.faults += 1;
+            let pass = Money::new(app.pool.clone(), provider_down()).pass().await;
+            passed(&mut tally, pass);
+        }
+        Op::ReplayWebhook => {
+            // Stripe's delivery again, late, twice or out of order.
+            let paid = sqlx::query_as::<_, (String,)>(
+                "SELECT provider_payment_id FROM payments WHERE provider_payment_id IS NOT NULL \
+                  ORDER BY id DESC LIMIT 20",
+            )
+            .fetch_all(&app.pool)
+            .await
+            .unwrap();
+            if let Some((pi,)) = rng.pick(&paid) {
+                tally.faults += 1;
+                let object = stripe.payment_intent(&pi).await;
+                let kind = if object["status"] == "succeeded" {
+                    "payment_intent.succeeded"
+                } else {
+                    "payment_intent.payment_failed"
+                };
+                let event = format!("evt_storm_{}", rng.below(40));
+                let reply = deliver(app, &event, kind, &object).await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::KillWorkerMidStep => {
+            // A worker killed in the middle of a step: its transaction is
+            // rolled back or committed whole, and its claims run out.
+            tally.faults += 1;
+            let (pool, client) = (app.pool.clone(), stripe.client());
+            let which = rng.below(3);
+            let step = tokio::spawn(async move {
+                match which {
+                    0 => {
+                        Money::new(pool, client).pass().await.ok();
+                    }
+                    1 => {
+                        HoldSweeper::new(pool).sweep_once().await.ok();
+                    }
+                    _ => {
+                        Offers::new(pool).offer_once().await.ok();
+                    }
+                }
+            });
+            tokio::time::sleep(Duration::from_millis(rng.below(30) as u64)).await;
+            step.abort();
+            let _ = step.await;
+        }
+        Op::RecordCashBack => {
+            let pending = rows(
+                app,
+                "SELECT f.id, f.reservation_id FROM refunds f JOIN payments p ON p.id = f.payment_id \
+                  WHERE f.status = 'PENDING' AND p.provider = 'MANUAL'",
+            )
+            .await;
+            if let Some((refund, _)) = rng.pick(&pending) {
+                let reply = app
+                    .post(
+                        &format!("/api/refunds/{refund}/paid-back"),
+                        Some(&app.admin_token),
+                        json!({"paymentReference": format!("CASH-{refund}")}),
+                    )
+                    .await;
+                accept(&mut tally, op, &reply);
+            }
+        }
+        Op::CancelShow => {
+            let reply = app
+                .post(
+                    &format!("/api/concerts/{}/cancel", stage.free),
+                    Some(&app.admin_token),
+                    json!({"reason": "the storm"}),
+                )
+                .await;
+            accept(&mut tally, op, &reply);
+            let pass = Cancellations::new(app.pool.clone()).pass().await;
+            passed(&mut tally, pass);
+        }
+        Op::Check => {
+            tally.checks += 1;
+            let found = violations(app).await;
+            assert!(found.is_empty(), "mid-storm: {found:?}");
+        }
+    }
+    tally
+}
+
+/// Posts a `payment_intent.*` event signed now, as Stripe would.
+async fn deliver(app: &TestApp, event_id: &str, kind: &str, pi: &Value) -> Reply {
+    let body = json!({"id": event_id, "type": kind, "object": "event", "data": {"object": pi}});
+    let payload = serde_json::to_vec(&body).unwrap();
+    let signature = ticket_core::payments::stripe::sign(
+        &payload,
+        &ticket_core::secret::Secret::new(localstripe::WEBHOOK_SECRET),
+        chrono::Utc::now().timestamp(),
+    );
+    let response = app
+        .client
+        .post(format!("{}/api/payments/stripe/webhook", app.base))
+        .header("content-type", "application/json")
+        .header("stripe-signature", signature)
+        .body(payload)
+        .send()
+        .await
+        .unwrap();
+    TestApp::reply(response).await
+}
+
+/// Every payment settled and every refund carried out, as the workers get
+/// there once nothing new comes in: open payments checked at the provider
+/// (their check brought forward, as a clock would), holds swept, refunds
+/// made, cash given back recorded.
+async fn settle_everything(app: &TestApp, stripe: &LocalStripe) {
+    let money = Money::new(app.pool.clone(), stripe.client());
+    for _ in 0..50 {
+        app.drain().await;
+        sqlx::query(
+            "UPDATE reservations SET hold_expires_at = UTC_TIMESTAMP(6) WHERE status = 'HELD'",
+        )
+        .execute(&app.pool)
+        .await
+        .unwrap();
+        HoldSweeper::new(app.pool.clone())
+            .sweep_once()
+            .await
+            .unwrap();
+        Cancellations::new(app.pool.clone()).pass().await.unwrap();
+        sqlx::query("UPDATE payments SET check_at = UTC_TIMESTAMP(6) WHERE check_at IS NOT NULL")
+            .execute(&app.pool)
+            .await
+            .unwrap();
+        sqlx::query(
+            "UPDATE refunds SET due_at = UTC_TIMESTAMP(6) WHERE status = 'PENDING' AND due_at IS NOT NULL",
+        )
+        .execute(&app.pool)
+        .await
+        .unwrap();
+        money.pass().await.unwrap();
+        let cash: Vec<(u64,)> = sqlx::query_as(
+            "SELECT f.id FROM refunds f JOIN payments p ON p.id = f.payment_id \
+              WHERE f.status = 'PENDING' AND p.provider = 'MANUAL'",
+        )
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+        for (refund,) in cash {
+            app.post(
+                &format!("/api/refunds/{refund}/paid-back"),
+                Some(&app.admin_token),
+                json!({}),
+            )
+            .await
+            .assert_status(200);
+        }
+        let (open, pending): (i64, i64) = sqlx::query_as(
+            "SELECT (SELECT COUNT(*) FROM payments WHERE check_at IS NOT NULL), \
+                    (SELECT COUNT(*) FROM refunds WHERE status = 'PENDING')",
+        )
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        if open == 0 && pending == 0 {
+            return;
+        }
+    }
+    panic!("payments or refunds never settled");
+}
+
+/// Per payment: what the provider took and gave back against what the
+/// database says, and what is kept against what was sold. Mismatches, each
+/// described.
+async fn ledger(app: &TestApp, stripe: &LocalStripe) -> (usize, Vec<String>) {
+    let payments: Vec<(u64, u64, String, Option<String>, u64, String)> = sqlx::query_as(
+        "SELECT id, reservation_id, provider, provider_payment_id, amount, status FROM payments",
+    )
+    .fetch_all(&app.pool)
+    .await
+    .unwrap();
+    let mut mismatches = Vec::new();
+    for (id, reservation, provider, pi, amount, status) in &payments {
+        let (refunded,): (u64,) = sqlx::query_as(
+            "SELECT CAST(COALESCE(SUM(amount), 0) AS UNSIGNED) FROM refunds \
+              WHERE payment_id = ? AND status = 'SUCCEEDED'",
+        )
+        .bind(id)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        let (sold, sold_by): (u64, i64) = sqlx::query_as(
+            "SELECT CAST(COALESCE(SUM(rs.price), 0) AS UNSIGNED), \
+                    COALESCE(MAX(r.status = 'CONFIRMED' AND (? = 'MANUAL' OR r.payment_reference <=> ?)), 0) \
+               FROM reservations r JOIN tickets t ON t.reservation_id = r.id AND t.status = 'VALID' \
+               JOIN reservation_seats rs ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+              WHERE r.id = ?",
+        )
+        .bind(provider)
+        .bind(pi)
+        .bind(reservation)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        let taken = if status == "SUCCEEDED" { *amount } else { 0 };
+        let kept = taken.saturating_sub(refunded);
+        let should_keep = if sold_by == 1 { sold } else { 0 };
+        if kept != should_keep {
+            mismatches.push(format!(
+                "payment {id} (reservation {reservation}): keeps {kept}, sold {should_keep}"
+            ));
+        }
+        if provider == "STRIPE"
+            && let Some(pi) = pi
+        {
+            let at_provider = stripe.payment_intent(pi).await;
+            let took = if at_provider["status"] == "succeeded" {
+                at_provider["amount"].as_u64().unwrap_or_default()
+            } else {
+                0
+            };
+            let gave_back: u64 = stripe.refunds_of(pi).await.iter().map(|r| r.1).sum();
+            if took != taken || gave_back != refunded {
+                mismatches.push(format!(
+                    "payment {id} ({pi}): the provider took {took} and gave back {gave_back}, \
+                     the books say {taken} and {refunded}"
+                ));
+            }
+        }
+    }
+    (payments.len(), mismatches)
+}
+
+/// The storm: `TICKET_STORM_OPERATIONS` (default 5,000) operations from 60
+/// fans, an operator, the door, the workers and the provider.
+#[tokio::test]
+async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
+    let seed = std::env::var("TICKET_STORM_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(57, |d| d.as_nanos() as u64)
+        });
+    let operations: usize = std::env::var("TICKET_STORM_OPERATIONS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5_000);
+    eprintln!("storm: seed {seed} (TICKET_STORM_SEED={seed} replays it), {operations} operations");
+    let stripe = LocalStripe::start().await;
+    let app = paying_app(&stripe).await;
+    let stage = stage(&app, 60).await;
+    let mut rng = Rng(seed);
+    let mut tally = Tally::default();
+    let started = std::time::Instant::now();
+    let mut done = 0;
+    let mut show_cancelled = false;
+    while done < operations {
+        // A round of operations at once: their races are the storm's.
+        let round = (rng.below(6) + 2).min(operations - done);
+        let mut ops: Vec<(Op, u64)> = (0..round).map(|_| (choose(&mut rng), rng.next())).collect();
+        if !show_cancelled && done > operations * 3 / 4 {
+            ops.push((Op::CancelShow, rng.next()));
+            show_cancelled = true;
+        }
+        done += ops.len();
+        let results = futures::future::join_all(
+            ops.iter()
+                .map(|(op, seed)| run(&app, &stripe, &stage, *op, *seed)),
+        )
+        .await;
+        for result in results {
+            for (op, n) in result.operations {
+                *tally.operations.entry(op).or_default() += n;
+            }
+            for (status, n) in result.answers {
+                *tally.answers.entry(status).or_default() += n;
+            }
+            tally.faults += result.faults;
+            tally.checks += result.checks;
+            tally.pass_errors += result.pass_errors;
+        }
+    }
+    settle_everything(&app, &stripe).await;
+    let found = violations(&app).await;
+    let (payments, mismatches) = ledger(&app, &stripe).await;
+    let mut by_kind: Vec<_> = tally.operations.iter().collect();
+    by_kind.sort_by_key(|(op, _)| format!("{op:?}"));
+    let mut answers: Vec<_> = tally.answers.iter().collect();
+    answers.sort();
+    eprintln!(
+        "storm: seed {seed}: {done} operations in {:.1} s ({by_kind:?}); answers {answers:?}; \
+         faults injected {}; checks mid-storm {}; worker passes ended by the database {}; \
+         payments {payments}; \
+         invariant violations {}; money mismatches {}",
+        started.elapsed().as_secs_f64(),
+        tally.faults,
+        tally.checks,
+        tally.pass_errors,
+        found.len(),
+        mismatches.len()
+    );
+    assert!(found.is_empty(), "seed {seed}: {found:?}");
+    assert!(mismatches.is_empty(), "seed {seed}: {mismatches:#?}");
+}
