@@ -1,3 +1,8 @@
+//! An account's routes: sign-up, reading, changing and deleting it.
+//!
+//! Long because it is every route of an account with its rules (who may
+//! change what, the current password, leaving with money still moving).
+
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;

@@ -12,6 +12,9 @@
 //! first is nearest the stage), rows as listed in each zone (front first),
 //! and in a row the centre first, as for rows × seatsPerRow. Best available
 //! follows that rank (see `allocation::best`).
+//!
+//! Long because it types and bounds every part of the format, areas and
+//! their shapes included, in the one place that parses it.
 
 use std::collections::HashSet;
 
