@@ -2,6 +2,8 @@
 //! `name`, `categories [{name, color}]`, `size`, `zones [{name, position,
 //! rows [{row_number, position, seats [{seat_guid, seat_number, position,
 //! category}]}], areas}]`), parsed into the seats a concert is sold from.
+//! Long because it types and bounds every part of the format, areas and
+//! their shapes included, in the one place that parses it.
 //!
 //! Positions add up as pretix draws them: a seat's is relative to its row's,
 //! a row's to its zone's. Each seat is named `zone-row-seat` (the zone
@@ -12,9 +14,6 @@
 //! first is nearest the stage), rows as listed in each zone (front first),
 //! and in a row the centre first, as for rows × seatsPerRow. Best available
 //! follows that rank (see `allocation::best`).
-//!
-//! Long because it types and bounds every part of the format, areas and
-//! their shapes included, in the one place that parses it.
 
 use std::collections::HashSet;
 
