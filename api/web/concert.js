@@ -22,7 +22,7 @@ export async function concertView(main, { signal, params }) {
   const reserve = h("button", { type: "button", class: "primary", disabled: true, "aria-describedby": "choice" }, t("concert.reserve"));
   const sale = h("div", { class: "sale-state" });
   const line = h("section", { class: "line", "aria-live": "polite", "aria-label": t("concert.yourRequest") });
-  const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: "ABCD-EFGH-JKMN-PQRS", maxlength: 64 });
+  const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: t("concert.accessCodeExample"), maxlength: 64 });
   const codeField = h("label", { class: "access-code", hidden: true }, t("concert.accessCode"), code);
   // The puzzle's code only where a concert asks for one.
   const proof = concert.proofOfWork > 0 ? new (await import("./proof.js")).ProofOfWork(id) : null;

@@ -1,6 +1,7 @@
 // The operator's money on the sale view: the takings (sold, refunded, net,
 // live), an order given back in whole or in part (a fan calls with their
-// order number), and the whole concert cancelled (typed confirmation),
+// order number; what was paid by hand is given back by hand and recorded
+// here), and the whole concert cancelled (typed confirmation),
 // with its refunds followed until every order is done.
 
 import { api } from "./api.js";
@@ -61,9 +62,10 @@ export function refundForm() {
     found,
   );
   const show = async (id) => {
-    const order = await api("GET", `/api/reservations/${id}`);
+    const [order, paid] = await Promise.all([api("GET", `/api/reservations/${id}`), api("GET", `/api/reservations/${id}/payments`)]);
+    const owed = owedByHand(paid, () => show(id));
     if (order.status !== "CONFIRMED") {
-      fill(found, h("p", {}, t("refund.notConfirmed", { id: String(id) })));
+      fill(found, h("p", {}, t("refund.notConfirmed", { id: String(id) })), owed);
       return;
     }
     const tickets = await api("GET", `/api/reservations/${id}/tickets`);
@@ -103,6 +105,7 @@ export function refundForm() {
       h("p", {}, t("refund.found", { id: String(id), count: tickets.length, seats: order.seats.length })),
       h("ul", { class: "refund-tickets" }, boxes),
       h("p", { class: "actions" }, some, all),
+      owed,
     );
   };
   form.addEventListener("submit", async (event) => {
@@ -117,6 +120,36 @@ export function refundForm() {
     }
   });
   return form;
+}
+
+/**
+ * An order paid by hand is refunded by hand: its refunds wait until the
+ * operator records the money given back (with a receipt's or transfer's
+ * reference). Nothing when none waits.
+ */
+function owedByHand(paid, refresh) {
+  const byHand = new Set(paid.payments.filter((p) => p.provider === "manual").map((p) => p.paymentId));
+  const owed = paid.refunds.filter((r) => r.status === "PENDING" && byHand.has(r.paymentId));
+  if (owed.length === 0) return null;
+  const item = (refund) => {
+    const amount = money(refund.amount, refund.currency);
+    const reference = h("input", { name: "paidBackReference", autocomplete: "off", maxlength: 128 });
+    const record = h("button", { type: "button" }, t("refund.paidBack"));
+    record.addEventListener("click", async () => {
+      record.disabled = true;
+      const given = reference.value.trim();
+      try {
+        await api("POST", `/api/refunds/${refund.refundId}/paid-back`, given ? { paymentReference: given } : {});
+        tell(t("refund.recordedPaidBack", { refund: String(refund.refundId), amount }), "info");
+        await refresh();
+      } catch (e) {
+        tell(e.message);
+        record.disabled = false;
+      }
+    });
+    return h("li", { "data-refund": refund.refundId }, h("p", {}, t("refund.owedByHand", { refund: String(refund.refundId), amount })), field(t("refund.paidBackReference"), reference), record);
+  };
+  return h("div", { class: "paid-back" }, h("h3", {}, t("refund.byHand")), h("ul", {}, owed.map(item)));
 }
 
 /**

@@ -216,6 +216,9 @@ pub async fn pay(
 #[serde(rename_all = "camelCase")]
 pub struct RefundResponse {
     refund_id: u64,
+    /// The payment it gives back (one of `payments`: its provider says
+    /// whether the money goes back by hand).
+    payment_id: u64,
     amount: u64,
     currency: String,
     /// LATE_PAYMENT, EXTRA_PAYMENT, REQUESTED or CONCERT_CANCELLED.
@@ -229,6 +232,7 @@ impl From<refunds::RefundRow> for RefundResponse {
     fn from(r: refunds::RefundRow) -> Self {
         Self {
             refund_id: r.id.get(),
+            payment_id: r.payment_id.get(),
             amount: r.amount,
             currency: r.currency.clone(),
             status: r.status().as_str(),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
 use ticket_core::testing::localstripe::LocalStripe;
 
-use super::fit::{api_words, assert_fit_for_people};
+use super::fit::{Fit, assert_fit_for_people};
 use super::helpers::{TestApp, paying_app, spawn_app};
 use super::{Deciding, open_concert, open_view, reload, sign_up};
 
@@ -109,7 +109,7 @@ async fn the_language_switch_is_remembered_in_the_browser_and_on_the_account() {
     assert_eq!(lang(&page).await, "ko");
     // The account page's choice goes back to English, for both.
     open_view(&page, &app.base, "#/me/account").await;
-    let words = api_words();
+    let words = Fit::new(&app);
     assert_fit_for_people(&page, &words).await;
     page.script(
         "const s = document.querySelector('select[name=language]'); s.value = 'en'; \
@@ -210,7 +210,7 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     let driver = Chromedriver::start().await;
     let page = driver.browser_speaking(1024, 900, "ko-KR").await;
     sign_up(&page, &app.base, "keyboard-fan").await;
-    let words = api_words();
+    let words = Fit::new(&app);
 
     // Find the concert: from the list, by Tab and Enter.
     open_view(&page, &app.base, "#/").await;
@@ -333,7 +333,7 @@ async fn every_other_view_is_fit_for_people_in_korean() {
 /// a page that is not there.
 async fn every_other_view(language: &str) {
     let app = spawn_app().await;
-    let words = api_words();
+    let words = Fit::new(&app);
     let plan = super::plan_map::venue(&app, 4, 2, 10).await;
     app.patch(
         &format!("/api/concerts/{plan}"),

@@ -11,7 +11,7 @@
 use serde_json::{Value, json};
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
 
-use super::fit::{api_words, assert_fit_for_people};
+use super::fit::{Fit, assert_fit_for_people};
 use super::helpers::{ADMIN_NICK, ADMIN_PASSWORD, TestApp, spawn_app};
 use super::{log_in, open_view, type_fields};
 
@@ -108,7 +108,7 @@ async fn click_text(page: &Browser, css: &str, text: &str) {
 
 async fn runs_a_concert(words: &Words) {
     let app = spawn_app().await;
-    let api_words = api_words();
+    let api_words = Fit::new(&app);
     let driver = Chromedriver::start().await;
     let page = driver.browser_speaking(1280, 1100, words.browser).await;
     // The language the browser asks for, untold.
@@ -253,7 +253,7 @@ async fn runs_a_concert(words: &Words) {
 }
 
 /// Five codes made, shown once with a CSV, listed; one revoked.
-async fn codes(app: &TestApp, page: &Browser, concert: u64, words: &Words, api_words: &[String]) {
+async fn codes(app: &TestApp, page: &Browser, concert: u64, words: &Words, api_words: &Fit) {
     // The test reads the CSV the link holds (a blob: the page's policy
     // lets no script of its own fetch one, so the test's may here).
     page.cdp("Page.setBypassCSP", json!({"enabled": true}))
@@ -318,7 +318,7 @@ async fn scanners(
     page: &Browser,
     concert: u64,
     words: &Words,
-    api_words: &[String],
+    api_words: &Fit,
 ) {
     open_view(
         page,
@@ -380,12 +380,7 @@ async fn scanners(
 
 /// A sold-out concert's list as the operator sees it, then the show
 /// cancelled with its title typed.
-async fn waiting_list_and_cancel(
-    app: &TestApp,
-    page: &Browser,
-    words: &Words,
-    api_words: &[String],
-) {
+async fn waiting_list_and_cancel(app: &TestApp, page: &Browser, words: &Words, api_words: &Fit) {
     let (concert, seats) = app
         .concert_and_seats(json!({"title": "Small Room", "rows": 1, "seatsPerRow": 1}))
         .await;
