@@ -319,6 +319,15 @@ impl ApiError {
         }
     }
 
+    /// A deadlock or a changed record (not a lock wait) behind a 503: the
+    /// transaction was rolled back, and trying it again may succeed.
+    pub fn is_transient_conflict(&self) -> bool {
+        self.source
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<sqlx::Error>())
+            .is_some_and(db::is_retryable_at_once)
+    }
+
     pub fn database_unavailable() -> Self {
         Self::new(
             ErrorCode::DatabaseUnavailable,

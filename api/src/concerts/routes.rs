@@ -139,10 +139,11 @@ pub async fn update(
     let mut conn = state.pool.acquire().await?;
     let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
         if new_areas.is_some() || new_categories.is_some() {
-            // As every writer of requests takes it: no request for an area
-            // or a category is written between the checks below and the
-            // commit.
-            db::line::lock_line_of(tx, id).await?;
+            // As every writer of requests and waiting entries takes it (made
+            // if the concert has none yet): no request for an area or a
+            // category is written, or named, between the checks below and
+            // the commit.
+            db::line::lock_lines(tx, &[id]).await?;
         }
         if new_categories.is_some() {
             // Seats before the concert, in id order, as a deciding worker takes

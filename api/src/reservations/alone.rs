@@ -7,6 +7,7 @@ use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, access_codes, queue, request_pools, request_seats};
 use ticket_core::domain::{AccessCode, AccessCodeId, Asked, ConcertId, IdempotencyKey, UserId};
 
+use super::best::{Named, pool_under_line_lock};
 use super::enqueue_batcher::{EnqueueError, Queued};
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::state::AppState;
@@ -20,6 +21,7 @@ pub(super) async fn place(
     mut request: queue::NewRequest,
     key: Option<IdempotencyKey>,
     code: Option<AccessCode>,
+    named: Option<Named<'_>>,
 ) -> ApiResult<(Queued, bool)> {
     let mut conn = state.pool.acquire().await?;
     if let Some(key) = &key
@@ -28,33 +30,58 @@ pub(super) async fn place(
         return Ok((replayed, true));
     }
     let limit = state.limits.max_open_requests_per_user();
-    let mut tx = Whole::begin(&mut conn).await?;
-    let written = write(&mut tx, &mut request, key.as_ref(), code.as_ref(), limit).await;
-    match written {
-        Ok(Ok(queued)) => {
-            tx.commit().await?;
-            Ok((queued, false))
-        }
-        Ok(Err(e)) => {
-            tx.rollback().await?;
-            // The same key at the same time (the server may name either
-            // key it broke): answer as the first, if it was the same request.
-            if let Some(key) = &key
-                && db::violated_unique_key(&e).is_some()
-                && let Some(replayed) = replay(&mut conn, &request, key).await?
-            {
-                return Ok((replayed, true));
+    let mut attempt = 1;
+    loop {
+        let mut tx = Whole::begin(&mut conn).await?;
+        let written = write(
+            &mut tx,
+            &mut request,
+            key.as_ref(),
+            code.as_ref(),
+            named,
+            limit,
+        )
+        .await;
+        // A deadlock rolled everything back: the write is tried again.
+        let again = attempt < ATTEMPTS
+            && match &written {
+                Ok(Err(e)) => db::is_retryable_at_once(e),
+                Err(refused) => refused.is_transient_conflict(),
+                Ok(Ok(_)) => false,
+            };
+        match written {
+            Ok(Ok(queued)) => {
+                tx.commit().await?;
+                return Ok((queued, false));
             }
-            Err(EnqueueError::from_insert(&mut conn, &request, e)
-                .await
-                .into())
-        }
-        Err(refused) => {
-            tx.rollback().await?;
-            Err(refused)
+            _ if again => {
+                tx.rollback().await?;
+                attempt += 1;
+            }
+            Ok(Err(e)) => {
+                tx.rollback().await?;
+                // The same key at the same time (the server may name either
+                // key it broke): answer as the first, if it was the same request.
+                if let Some(key) = &key
+                    && db::violated_unique_key(&e).is_some()
+                    && let Some(replayed) = replay(&mut conn, &request, key).await?
+                {
+                    return Ok((replayed, true));
+                }
+                return Err(EnqueueError::from_insert(&mut conn, &request, e)
+                    .await
+                    .into());
+            }
+            Err(refused) => {
+                tx.rollback().await?;
+                return Err(refused);
+            }
         }
     }
 }
+
+/// Tries of a request's write that deadlocked (as the batcher's groups).
+const ATTEMPTS: u32 = 3;
 
 /// The request's write in `tx`: its id and place in line, the insert's own
 /// error (a key or seat it broke, told apart by the caller once `tx` has
@@ -64,6 +91,7 @@ async fn write(
     request: &mut queue::NewRequest,
     key: Option<&IdempotencyKey>,
     code: Option<&AccessCode>,
+    named: Option<Named<'_>>,
     limit: u32,
 ) -> ApiResult<Result<Queued, sqlx::Error>> {
     let user = request.user;
@@ -79,6 +107,9 @@ async fn write(
         let seats = u64::from(request.seat_count());
         request.access_code =
             Some(take_code(tx, request.concert, request.user, seats, code, now).await?);
+    }
+    if let (Asked::Best(ask), Some(named)) = (&mut request.asked, named) {
+        ask.pool = pool_under_line_lock(tx, request.concert, named).await?;
     }
     let Some(line) = request.line_at(now) else {
         return Err(EnqueueError::not_taken(request, now).into());

@@ -97,6 +97,20 @@ impl PoolNames {
     }
 }
 
+/// The pool `named`, read with the concert's line locked, as a change of
+/// its categories or areas locks it: a place read before the lock may be
+/// another category's by the time the request or entry is written (a
+/// request would be decided at another price). Call in the transaction
+/// that writes it.
+pub(crate) async fn pool_under_line_lock(
+    tx: &mut db::Conn,
+    concert: ConcertId,
+    named: Named<'_>,
+) -> ApiResult<AskedPool> {
+    db::line::lock_lines(tx, &[concert]).await?;
+    Ok(PoolNames::of(tx, concert).await?.pool(named)?)
+}
+
 /// The ask for `count` places of the concert's category or area named in
 /// `pool`: 404 for a concert that does not exist, 400 naming the field for
 /// a category or area it does not have or a count outside 1 to its

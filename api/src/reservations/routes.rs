@@ -129,7 +129,7 @@ pub async fn enqueue(
         Some(Ok(code)) => Some(code),
         Some(Err(_)) => return Err(ApiError::access_code_invalid()),
     };
-    let (concert, asked) = asked(&state, &req).await?;
+    let (concert, asked, named) = asked(&state, &req).await?;
     // Whether the sale takes the request yet, and in the lottery or behind
     // the line, is decided when it is written, by the database's clock.
     let terms = state.sales.terms(&state.pool, concert).await?;
@@ -141,6 +141,7 @@ pub async fn enqueue(
         user: caller.id,
         concert,
         asked,
+        named,
         sale: terms.window,
         max_seats_per_user: terms.max_seats_per_user,
         access_code,
@@ -167,7 +168,10 @@ pub async fn enqueue(
 
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
 /// a seat, seats, a category's best, or an area's places.
-async fn asked(state: &AppState, req: &ReserveRequest) -> ApiResult<(ConcertId, Asked)> {
+async fn asked<'r>(
+    state: &AppState,
+    req: &'r ReserveRequest,
+) -> ApiResult<(ConcertId, Asked, Option<super::best::Named<'r>>)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
     let pool = match (&req.category, &req.area) {
         (Some(category), None) => Some(super::best::Named::Category(category)),
@@ -216,14 +220,17 @@ async fn asked(state: &AppState, req: &ReserveRequest) -> ApiResult<(ConcertId, 
     if req.concert_id.is_some_and(|c| c != concert.get()) {
         return Err(FieldError::new("concertId", "is not the concert of these seats").into());
     }
-    Ok((concert, asked))
+    Ok((concert, asked, pool))
 }
 
 /// What a caller asks for, checked.
-struct Order {
+struct Order<'r> {
     user: UserId,
     concert: ConcertId,
     asked: Asked,
+    /// The category or area a request by count named (named again where
+    /// it is written).
+    named: Option<super::best::Named<'r>>,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
     access_code: Option<AccessCode>,
@@ -233,7 +240,7 @@ struct Order {
 /// concert's requests per second.
 async fn place(
     state: &AppState,
-    order: Order,
+    order: Order<'_>,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
 ) -> ApiResult<(Queued, bool)> {
@@ -247,7 +254,7 @@ async fn place(
 
 async fn place_uncounted(
     state: &AppState,
-    order: Order,
+    order: Order<'_>,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
 ) -> ApiResult<(Queued, bool)> {
@@ -269,7 +276,7 @@ async fn place_uncounted(
             Err(e) => Err(ApiError::from(e)),
         };
     }
-    alone::place(state, request, key, order.access_code).await
+    alone::place(state, request, key, order.access_code, order.named).await
 }
 
 /// Where a queued request stands, and while it is open its place in line

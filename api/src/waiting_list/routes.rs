@@ -15,7 +15,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::alone::take_code;
-use crate::reservations::best::{Named, PoolNames};
+use crate::reservations::best::{Named, PoolNames, pool_under_line_lock};
 use crate::reservations::view::ReservationResponse;
 use crate::state::AppState;
 
@@ -175,6 +175,11 @@ pub async fn join(
             let seats = u64::from(seats.get());
             take_code(tx, concert, caller.id, seats, code, now).await?;
         }
+        // Named again where it is written: the categories may have moved.
+        let wants = match req.named()? {
+            Some(named) => Some(pool_under_line_lock(tx, concert, named).await?),
+            None => None,
+        };
         waiting_list::join(tx, concert, caller.id, seats, wants, now).await?;
         Ok::<_, ApiError>(())
     })

@@ -403,23 +403,7 @@ async fn a_refund_racing_a_check_in_lets_exactly_one_win() {
 /// Posts a signed `payment_intent.*` event for `pi`, signed at `t`; the
 /// answer.
 async fn deliver_at(app: &TestApp, event_id: &str, kind: &str, pi: &Value, t: i64) -> Reply {
-    let body = json!({"id": event_id, "type": kind, "object": "event", "data": {"object": pi}});
-    let payload = serde_json::to_vec(&body).unwrap();
-    let signature = ticket_core::payments::stripe::sign(
-        &payload,
-        &ticket_core::secret::Secret::new(localstripe::WEBHOOK_SECRET),
-        t,
-    );
-    let response = app
-        .client
-        .post(format!("{}/api/payments/stripe/webhook", app.base))
-        .header("content-type", "application/json")
-        .header("stripe-signature", signature)
-        .body(payload)
-        .send()
-        .await
-        .unwrap();
-    TestApp::reply(response).await
+    deliver_event(app, event_id, kind, pi, t, localstripe::WEBHOOK_SECRET).await
 }
 
 /// The second delivery of an event is recognised as a replay and changes

@@ -6,8 +6,6 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use ticket_core::payments::stripe;
-use ticket_core::secret::Secret;
 use ticket_core::testing::localstripe::{self, LocalStripe};
 use ticket_worker::holds::HoldSweeper;
 use ticket_worker::payments::Money;
@@ -105,19 +103,10 @@ async fn deliver(
     age: i64,
     secret: &str,
 ) -> u16 {
-    let body = json!({"id": event_id, "type": kind, "object": "event", "data": {"object": pi}});
-    let payload = serde_json::to_vec(&body).unwrap();
     let t = chrono::Utc::now().timestamp() - age;
-    let signature = stripe::sign(&payload, &Secret::new(secret), t);
-    app.client
-        .post(format!("{}/api/payments/stripe/webhook", app.base))
-        .header("content-type", "application/json")
-        .header("stripe-signature", signature)
-        .body(payload)
-        .send()
+    deliver_event(app, event_id, kind, pi, t, secret)
         .await
-        .unwrap()
-        .status()
+        .status
         .as_u16()
 }
 

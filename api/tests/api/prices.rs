@@ -479,3 +479,79 @@ async fn a_category_asked_for_by_count_keeps_its_place_and_name_while_asked() {
         .assert_status(200);
     app.assert_invariants().await;
 }
+
+/// Requests by count and the operator's reordering of the categories at
+/// the same moment: each request is decided in the category it named,
+/// whichever committed first. The name is read where the request is
+/// written, under the line's lock that the change takes too (before, a
+/// place read just ahead of a swap was written after it, and the request
+/// was decided in the other category, at the other price).
+#[tokio::test]
+async fn requests_by_count_racing_a_reorder_are_each_decided_in_the_category_they_named() {
+    let app = spawn_app().await;
+    let rows = |from: char, to: char| (from..=to).map(String::from).collect::<Vec<_>>();
+    let standard = |rows: Option<Vec<String>>| {
+        let mut c = json!({"name": "Standard", "price": 90000, "currency": "KRW"});
+        if let Some(rows) = rows {
+            c["rows"] = json!(rows);
+        }
+        c
+    };
+    let vip = json!({"name": "VIP", "price": 150000, "currency": "KRW", "rows": rows('A', 'J')});
+    // The same seats in each category either way round.
+    let in_order = json!({"categories": [standard(None), vip.clone()]});
+    let swapped = json!({"categories": [vip, standard(Some(rows('K', 'T')))]});
+    let concert = app
+        .concert(json!({"rows": 20, "seatsPerRow": 10, "holdSeconds": 600,
+            "categories": in_order["categories"].clone()}))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let fans = app.many_users("reorder", 40).await;
+    let path = format!("/api/concerts/{concert}");
+    let ask = |i: usize, token: String| {
+        let app = &app;
+        async move {
+            let category = if i.is_multiple_of(2) { "VIP" } else { "Standard" };
+            let reply = app
+                .post(
+                    "/api/reservations",
+                    Some(&token),
+                    json!({"concertId": concert, "category": category, "count": 1}),
+                )
+                .await;
+            let queued = reply.assert_status(201)["queueId"].as_u64().unwrap();
+            (token, queued, category)
+        }
+    };
+    let operator = async {
+        let mut answers = Vec::new();
+        for round in 0..12 {
+            let list = if round % 2 == 0 { &swapped } else { &in_order };
+            let reply = app.patch(&path, Some(&app.admin_token), list.clone()).await;
+            answers.push(reply.status.as_u16());
+        }
+        answers
+    };
+    let (asked, answers) = tokio::join!(
+        futures::future::join_all(
+            fans.into_iter()
+                .enumerate()
+                .map(|(i, (_, token))| ask(i, token))
+        ),
+        operator
+    );
+    assert!(
+        answers.iter().all(|s| *s == 200 || *s == 409),
+        "{answers:?}"
+    );
+    app.drain().await;
+    for (token, queued, category) in asked {
+        let won = reservation_of_request(&app, &token, queued).await;
+        assert_eq!(
+            won["seats"][0]["category"], category,
+            "request {queued} (operator's answers {answers:?})"
+        );
+    }
+    app.assert_invariants().await;
+}

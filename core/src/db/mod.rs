@@ -188,6 +188,12 @@ pub fn is_transient_conflict(err: &sqlx::Error) -> bool {
     matches!(error_number(err), Some(1213 | 1205 | 1020)) || whole::lost(err)
 }
 
+/// A transient conflict worth trying again at once: not a lock wait, which
+/// has waited long already (50 s by default).
+pub fn is_retryable_at_once(err: &sqlx::Error) -> bool {
+    error_number(err) != Some(1205) && is_transient_conflict(err)
+}
+
 /// The database could not be reached or the pool had no connection to give:
 /// the request may succeed later, nothing about it was wrong. 1047 is a
 /// Galera node outside the primary component ("WSREP has not yet prepared

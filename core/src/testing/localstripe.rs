@@ -193,6 +193,35 @@ impl LocalStripe {
             .unwrap_or(Value::Null)
     }
 
+    /// Every PaymentIntent Stripe holds, page by page: what the provider
+    /// knows whatever the database kept.
+    pub async fn payment_intents(&self) -> Vec<Value> {
+        let mut all: Vec<Value> = Vec::new();
+        loop {
+            let mut query = vec![("limit", "100".to_owned())];
+            if let Some(last) = all.last().and_then(|pi| pi["id"].as_str()) {
+                query.push(("starting_after", last.to_owned()));
+            }
+            let page: Value = self
+                .http
+                .get(self.url("/v1/payment_intents"))
+                .query(&query)
+                .bearer_auth(SECRET_KEY)
+                .send()
+                .await
+                .expect("localstripe answers")
+                .json()
+                .await
+                .unwrap_or(Value::Null);
+            let data = page["data"].as_array().cloned().unwrap_or_default();
+            let more = page["has_more"].as_bool().unwrap_or(false) && !data.is_empty();
+            all.extend(data);
+            if !more {
+                return all;
+            }
+        }
+    }
+
     /// The refunds of a PaymentIntent: (id, amount) each.
     pub async fn refunds_of(&self, payment_intent: &str) -> Vec<(String, u64)> {
         let body: Value = self

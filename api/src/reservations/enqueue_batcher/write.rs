@@ -76,11 +76,7 @@ pub(super) async fn insert_group_retrying(
             connections.keep(conn);
         }
         match written {
-            Err(e)
-                if db::error_number(&e) != Some(1205)
-                    && db::is_transient_conflict(&e)
-                    && attempt < GROUP_ATTEMPTS =>
-            {
+            Err(e) if db::is_retryable_at_once(&e) && attempt < GROUP_ATTEMPTS => {
                 tracing::debug!(error = %e, attempt, "group insert conflicted; retrying");
                 attempt += 1;
             }

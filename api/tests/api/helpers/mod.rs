@@ -18,7 +18,7 @@ pub use data::{concert_with, order, won};
 #[allow(unused_imports)]
 pub use http::*;
 #[allow(unused_imports)]
-pub use paying::{bought, paying_app};
+pub use paying::{bought, deliver_event, paying_app};
 #[allow(unused_imports)]
 pub use processes::*;
 #[allow(unused_imports)]

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 use ticket_core::testing::localstripe::LocalStripe;
 
-use super::{TestApp, spawn_app_paid, won};
+use super::{Reply, TestApp, spawn_app_paid, won};
 
 /// An app paid through `stripe`, which sends it its webhooks.
 pub async fn paying_app(stripe: &LocalStripe) -> TestApp {
@@ -50,4 +50,33 @@ pub async fn bought(
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("reservation {id} was not sold");
+}
+
+/// Posts a `payment_intent.*` event for `pi` to the webhook, signed with
+/// `secret` at `signed_at` (Unix seconds) as Stripe would; the answer.
+pub async fn deliver_event(
+    app: &TestApp,
+    event_id: &str,
+    kind: &str,
+    pi: &Value,
+    signed_at: i64,
+    secret: &str,
+) -> Reply {
+    let body = json!({"id": event_id, "type": kind, "object": "event", "data": {"object": pi}});
+    let payload = serde_json::to_vec(&body).unwrap();
+    let signature = ticket_core::payments::stripe::sign(
+        &payload,
+        &ticket_core::secret::Secret::new(secret),
+        signed_at,
+    );
+    let response = app
+        .client
+        .post(format!("{}/api/payments/stripe/webhook", app.base))
+        .header("content-type", "application/json")
+        .header("stripe-signature", signature)
+        .body(payload)
+        .send()
+        .await
+        .unwrap();
+    TestApp::reply(response).await
 }

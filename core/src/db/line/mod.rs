@@ -37,6 +37,25 @@ pub async fn lock_lines(
     let Some(list) = IdList::of(&concerts) else {
         return Ok(());
     };
+    // Lines that exist are locked by a read, not an insert: an INSERT
+    // checks its concert's row first (a shared lock, for the foreign key)
+    // and only then finds the duplicate, and a writer holding that lock
+    // while it waits for the line deadlocks with an operator's change of
+    // categories, which holds the line and then locks the concert.
+    let found: Vec<(ConcertId,)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT concert_id FROM sale_lines WHERE concert_id IN ({list}) FOR UPDATE"
+    )))
+    .bind_ids(&list)
+    .fetch_all(&mut *conn)
+    .traced("SELECT", "sale_lines")
+    .await?;
+    let missing: Vec<ConcertId> = concerts
+        .into_iter()
+        .filter(|c| !found.iter().any(|(f,)| f == c))
+        .collect();
+    let Some(list) = IdList::of(&missing) else {
+        return Ok(());
+    };
     // The padding repeats the last concert: one row, locked once.
     let values = list.to_string().replace('?', "(?)");
     sqlx::query(AssertSqlSafe(format!(
