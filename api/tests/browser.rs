@@ -944,10 +944,26 @@ async fn a_priced_concert_shows_its_prices_the_picks_total_and_the_holds() {
     let deciding = Deciding::start(&app);
     page.wait_element(
         ".line.held .hold-summary",
-        Some("2 seats, ₩240,000, confirm within"),
+        Some("2 seats, ₩240,000, pay within"),
     )
     .await;
     page.wait_element(".hold-countdown", Some(":")).await;
+    // No payments online: paid at the desk, where the operator confirms;
+    // the fan's page has no confirm of its own.
+    page.wait_element(
+        ".line.held .pay-at-desk",
+        Some("Pay at the box office: your seats are confirmed there once paid."),
+    )
+    .await;
+    assert_eq!(
+        page.script(
+            "return document.querySelectorAll('.line.held .actions button').length;",
+            vec![]
+        )
+        .await,
+        json!(1),
+        "only the release"
+    );
     page.screenshot(&screenshot_dir().join("priced-hold.png"))
         .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());

@@ -184,18 +184,22 @@ export async function concertView(main, { signal, params }) {
           },
         })
       : null;
-    const confirm = online ? null : h("button", { type: "button", class: "primary" }, t("concert.confirm"));
+    const total = totalOf(reservation.seats, reservation.currency);
+    // Priced, without payments online: paid at the box office's desk,
+    // where the operator confirms it (a fan's own confirm is no payment).
+    const atDesk = !online && Boolean(total);
+    const confirm = online || atDesk ? null : h("button", { type: "button", class: "primary" }, t("concert.confirm"));
     const cancel = h("button", { type: "button" }, w("concert.release"));
     line.className = "line held";
     const heading = t(reservation.source === "WAITING_LIST" ? "concert.offerHeld" : "concert.held");
-    const total = totalOf(reservation.seats, reservation.currency);
-    const summary = online ? (total ? "concert.payWithinTotal" : "concert.payWithin") : total ? "concert.confirmWithinTotal" : "concert.confirmWithin";
+    const summary = online || atDesk ? (total ? "concert.payWithinTotal" : "concert.payWithin") : "concert.confirmWithin";
     fill(
       line,
       h("h2", {}, heading),
       h("p", { class: "hold-summary" }, w(summary, { left, total })),
       h("p", {}, w("concert.areYoursUntil")),
       pay?.element,
+      atDesk ? h("p", { class: "pay-at-desk" }, t("concert.payAtDesk")) : null,
       h("p", { class: "actions" }, confirm, cancel),
     );
     const stop = countdown(left, reservation.holdExpiresAt, clock, () => {
@@ -231,7 +235,7 @@ export async function concertView(main, { signal, params }) {
         cancel.disabled = false;
       }
     });
-    (confirm || pay.button).focus();
+    (confirm || pay?.button || cancel).focus();
   };
 
   const inLine = (status) => {

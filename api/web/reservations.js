@@ -53,7 +53,9 @@ export async function reservationsView(main, { signal }) {
         if (!panel?.busy) reservationsView(main, { signal });
       });
       panel = (await paidOnline(r)) ? payButton(r, actions) : null;
-      if (!panel) actions.append(act(t("concert.confirm"), () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
+      // Priced without payments online: paid and confirmed at the desk.
+      if (!panel && amountDue(r) > 0) state.append(h("p", { class: "pay-at-desk" }, t("concert.payAtDesk")));
+      else if (!panel) actions.append(act(t("concert.confirm"), () => api("POST", `/api/reservations/${r.reservationId}/confirm`, {})));
     }
     // A ticket used at the door is not given back; anything else is
     // cancelled only once the fan has said so twice. A paid order is

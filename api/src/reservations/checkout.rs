@@ -61,8 +61,11 @@ pub struct CancelResponse {
 }
 
 /// Confirms a HELD reservation before its hold ends (its owner or an
-/// admin): it becomes CONFIRMED and its seats RESERVED. Confirming a
-/// confirmed reservation answers it again and changes nothing.
+/// admin): it becomes CONFIRMED and its seats RESERVED. A priced hold is
+/// paid, not just confirmed: its payment sells it (the provider's
+/// webhook), or an admin confirms it once paid at the desk; its owner's
+/// confirm is 402. Confirming a confirmed reservation answers it again and
+/// changes nothing.
 #[utoipa::path(post, path = "/api/reservations/{id}/confirm", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path), IdempotencyHeader), request_body(content = Option<ConfirmRequest>),
     responses((status = 200, body = ReservationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -261,10 +264,16 @@ async fn owed_by(
     else {
         return Ok(None);
     };
-    if state.stripe.is_some() && !caller.is_admin() {
+    // A fan's word is no payment: with a provider they pay it, without
+    // one the money is taken at the desk, by an operator who confirms.
+    if !caller.is_admin() {
         return Err(ApiError::new(
             ErrorCode::PaymentRequired,
-            "pay for the hold (POST /api/reservations/{id}/payment); it is confirmed when the payment arrives",
+            if state.stripe.is_some() {
+                "pay for the hold (POST /api/reservations/{id}/payment); it is confirmed when the payment arrives"
+            } else {
+                "this box office takes payment at its desk: the hold is confirmed there once it is paid"
+            },
         ));
     }
     Ok(Some(NewPayment {

@@ -205,9 +205,10 @@ async fn an_order_is_mailed_with_its_priced_tickets_and_a_running_hold_is_remind
     let alices = won(&app, &alice, &seats[0..2]).await;
     won(&app, &bob, &seats[2..3]).await;
     let carols = won(&app, &carol, &seats[3..4]).await;
+    // Paid at the desk: the operator confirms.
     app.post(
         &format!("/api/reservations/{alices}/confirm"),
-        Some(&alice),
+        Some(&app.admin_token),
         json!({"paymentReference": "pi_1"}),
     )
     .await

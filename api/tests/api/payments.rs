@@ -479,10 +479,17 @@ async fn the_provider_down_answers_503_and_the_hold_is_unchanged() {
         )
         .await
         .assert_problem(503, "PAYMENTS_UNAVAILABLE");
+    // Without a provider the money is taken at the desk: a fan's own
+    // confirm is no payment, the operator's is.
+    let at_desk = format!("/api/reservations/{id}/confirm");
+    plain
+        .post(&at_desk, Some(&fan), json!({"paymentReference": "cash-17"}))
+        .await
+        .assert_problem(402, "PAYMENT_REQUIRED");
     plain
         .post(
-            &format!("/api/reservations/{id}/confirm"),
-            Some(&fan),
+            &at_desk,
+            Some(&plain.admin_token),
             json!({"paymentReference": "cash-17"}),
         )
         .await

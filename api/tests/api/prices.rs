@@ -243,7 +243,7 @@ async fn a_hold_carries_the_prices_it_was_decided_at_to_the_confirm_and_its_even
     let confirmed = app
         .post(
             &format!("/api/reservations/{id}/confirm"),
-            Some(&alice),
+            Some(&app.admin_token),
             json!({"paymentReference": "pi_1"}),
         )
         .await;
@@ -512,7 +512,11 @@ async fn requests_by_count_racing_a_reorder_are_each_decided_in_the_category_the
     let ask = |i: usize, token: String| {
         let app = &app;
         async move {
-            let category = if i.is_multiple_of(2) { "VIP" } else { "Standard" };
+            let category = if i.is_multiple_of(2) {
+                "VIP"
+            } else {
+                "Standard"
+            };
             let reply = app
                 .post(
                     "/api/reservations",

@@ -192,7 +192,7 @@ async fn a_standing_request_is_held_confirmed_and_checked_in_like_a_seat() {
     let confirmed = app
         .post(
             &format!("/api/reservations/{reservation}/confirm"),
-            Some(&token),
+            Some(&app.admin_token),
             json!({}),
         )
         .await;

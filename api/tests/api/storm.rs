@@ -1,14 +1,17 @@
 //! The storm (issue 57): a seeded random mix of what fans, operators, the
 //! door, the workers and the payment provider do, against the real stack
-//! (the API, the workers' passes, MariaDB, localstripe and its webhooks),
-//! with `ticket-api check` read at random points and at the end, and a
-//! money ledger: what localstripe holds and gave back for every payment
-//! against what the database says it sold.
+//! (the API, two `ticket-worker` processes killed and restarted now and
+//! then, the workers' passes run by the storm itself, MariaDB, localstripe
+//! and its webhooks), with `ticket-api check` read at random points and at
+//! the end, and a money ledger from every side (see [`ledger`]).
 //!
 //! `TICKET_STORM_SEED` replays a seed (each run prints its own);
 //! `TICKET_STORM_OPERATIONS` sets the length (`scripts/bench.sh storm` runs
 //! a long one). Operations run a round of several at once, so a seed gives
 //! the same operations and the scheduler their interleaving.
+//!
+//! Long because the storm is one story: its moves, its faults and its
+//! ledger read together.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Mutex;
@@ -72,6 +75,7 @@ enum Op {
     ProviderDown,
     ReplayWebhook,
     KillWorkerMidStep,
+    KillWorkerProcess,
     RecordCashBack,
     FanRefund,
     RefundAtTheDoor,
@@ -103,6 +107,7 @@ const MIX: &[(Op, usize)] = &[
     (Op::ProviderDown, 1),
     (Op::ReplayWebhook, 4),
     (Op::KillWorkerMidStep, 2),
+    (Op::KillWorkerProcess, 1),
     (Op::RecordCashBack, 2),
     (Op::FanRefund, 3),
     (Op::RefundAtTheDoor, 2),
@@ -143,12 +148,32 @@ struct Stage {
     cash_given: Mutex<BTreeSet<u64>>,
     /// The requests by category the line took: (queue id, category).
     asked: Mutex<Vec<(u64, String)>>,
+    /// Two `ticket-worker` processes deciding, sweeping, offering and
+    /// paying back beside the storm's own passes.
+    workers: Mutex<Vec<Running>>,
+    database_url: String,
+    stripe_base: String,
+}
+
+/// A `ticket-worker` process on the storm's database and provider.
+fn start_worker(database_url: &str, stripe_base: &str) -> Running {
+    Running(
+        executable("ticket-worker", database_url)
+            .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
+            .env("TICKET_STRIPE_SECRET_KEY", localstripe::SECRET_KEY)
+            .env("TICKET_STRIPE_API_BASE", stripe_base)
+            .env("RUST_LOG", "error")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
 }
 
 const CATEGORIES: &str = r#"[{"name": "Standard", "price": 6900, "currency": "EUR"},
     {"name": "VIP", "price": 12900, "currency": "EUR", "rows": ["A"]}]"#;
 
-async fn stage(app: &TestApp, fans: usize) -> Stage {
+async fn stage(app: &TestApp, stripe: &LocalStripe, fans: usize) -> Stage {
     let categories: Value = serde_json::from_str(CATEGORIES).unwrap();
     let (seated, seated_seats) = app
         .concert_and_seats(json!({"rows": 8, "seatsPerRow": 12, "holdSeconds": 600,
@@ -195,6 +220,13 @@ async fn stage(app: &TestApp, fans: usize) -> Stage {
         fans,
         cash_given: Mutex::new(BTreeSet::new()),
         asked: Mutex::new(Vec::new()),
+        workers: Mutex::new(
+            (0..2)
+                .map(|_| start_worker(&app.database_url(), &stripe.base()))
+                .collect(),
+        ),
+        database_url: app.database_url(),
+        stripe_base: stripe.base(),
     }
 }
 
@@ -554,6 +586,16 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
             tokio::time::sleep(Duration::from_millis(rng.below(30) as u64)).await;
             step.abort();
             let _ = step.await;
+        }
+        Op::KillWorkerProcess => {
+            // A worker process SIGKILLed wherever it was, and another
+            // started in its place.
+            tally.faults += 1;
+            let mut workers = stage.workers.lock().unwrap();
+            let which = rng.below(workers.len());
+            let _ = workers[which].0.kill();
+            let _ = workers[which].0.wait();
+            workers[which] = start_worker(&stage.database_url, &stage.stripe_base);
         }
         Op::RecordCashBack => {
             let pending = rows(
@@ -945,7 +987,7 @@ async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
     eprintln!("storm: seed {seed} (TICKET_STORM_SEED={seed} replays it), {operations} operations");
     let stripe = LocalStripe::start().await;
     let app = paying_app(&stripe).await;
-    let stage = stage(&app, 100).await;
+    let stage = stage(&app, &stripe, 100).await;
     let mut rng = Rng(seed);
     let mut tally = Tally::default();
     let started = std::time::Instant::now();
@@ -978,6 +1020,8 @@ async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
             tally.broken.extend(result.broken);
         }
     }
+    // The workers stop (killed, as anywhere) before the books are read.
+    stage.workers.lock().unwrap().clear();
     settle_everything(&app, &stripe, &stage).await;
     let found = violations(&app).await;
     let (payments, mismatches) = ledger(&app, &stripe, &stage).await;
