@@ -9,7 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 what="${1:-all}"
 DATABASE_URL="$(scripts/db.sh)"
 export DATABASE_URL
-[ -n "${TICKET_BENCH_BIN:-}" ] || cargo build --release --locked -p ticket-bench -p ticket-api -p ticket-worker >&2
+# The storm is a test (a debug build, with its worker processes beside it).
+[ -n "${TICKET_BENCH_BIN:-}" ] || [ "$what" = storm ] ||
+  cargo build --release --locked -p ticket-bench -p ticket-api -p ticket-worker >&2
 # TICKET_BENCH_BIN: binaries built elsewhere (an older commit, for a before/after pair).
 bin="${TICKET_BENCH_BIN:-target/release}"
 work=.local/bench
@@ -637,9 +639,12 @@ page() {
 # printed; STORM_SEED replays a seed.
 storm() {
   echo "## the storm ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
-  TICKET_LOCALSTRIPE_PYTHON="$(scripts/localstripe.sh)" \
+  cargo build --locked -p ticket-worker >&2
+  # Through env: an assignment that comes of an expansion is a word, not
+  # an assignment, to the shell.
+  env TICKET_LOCALSTRIPE_PYTHON="$(scripts/localstripe.sh)" \
     TICKET_STORM_OPERATIONS="${STORM_OPERATIONS:-50000}" ${STORM_SEED:+TICKET_STORM_SEED="$STORM_SEED"} \
-    cargo test --locked -p ticket-api --test api -- storm --nocapture 2>&1 |
+    cargo test --locked -p ticket-api --test api -- storm --nocapture 2>&1 | tee .local/bench/storm.log |
     grep -E '^storm:|^test result|panicked|seed'
 }
 
