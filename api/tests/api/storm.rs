@@ -20,6 +20,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use ticket_core::payments::stripe::StripeClient;
 use ticket_core::testing::localstripe::{self, LocalStripe};
+use ticket_core::testing::smtp::{Behaviour, SmtpSink};
 use ticket_worker::cancellation::Cancellations;
 use ticket_worker::holds::HoldSweeper;
 use ticket_worker::payments::Money;
@@ -153,17 +154,29 @@ struct Stage {
     /// Two `ticket-worker` processes deciding, sweeping, offering and
     /// paying back beside the storm's own passes.
     workers: Mutex<Vec<Running>>,
+    /// Where the workers' mail goes (the fans have addresses).
+    smtp: SmtpSink,
     database_url: String,
     stripe_base: String,
 }
 
-/// A `ticket-worker` process on the storm's database and provider.
-fn start_worker(database_url: &str, stripe_base: &str) -> Running {
+impl Stage {
+    /// A `ticket-worker` process on the storm's database, provider and
+    /// mail server.
+    fn start_worker(&self) -> Running {
+        start_worker(&self.database_url, &self.stripe_base, &self.smtp.url())
+    }
+}
+
+fn start_worker(database_url: &str, stripe_base: &str, smtp_url: &str) -> Running {
     Running(
         executable("ticket-worker", database_url)
             .env("TICKET_WORKER_HEALTH_ADDR", "127.0.0.1:0")
             .env("TICKET_STRIPE_SECRET_KEY", localstripe::SECRET_KEY)
             .env("TICKET_STRIPE_API_BASE", stripe_base)
+            .env("TICKET_SMTP_URL", smtp_url)
+            .env("TICKET_MAIL_FROM", "Tickets <tickets@example.com>")
+            .env("TICKET_CODE_KEYS", TICKET_KEY)
             .env("RUST_LOG", "error")
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
@@ -212,6 +225,11 @@ async fn stage(app: &TestApp, stripe: &LocalStripe, fans: usize) -> Stage {
         );
     }
     let fans = app.many_users("storm", fans).await;
+    sqlx::query("UPDATE users SET email = CONCAT(nickname, '@mail.example') WHERE role = 'USER'")
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let smtp = SmtpSink::start(Behaviour::default()).await;
     Stage {
         seated,
         seated_seats,
@@ -224,9 +242,10 @@ async fn stage(app: &TestApp, stripe: &LocalStripe, fans: usize) -> Stage {
         asked: Mutex::new(Vec::new()),
         workers: Mutex::new(
             (0..2)
-                .map(|_| start_worker(&app.database_url(), &stripe.base()))
+                .map(|_| start_worker(&app.database_url(), &stripe.base(), &smtp.url()))
                 .collect(),
         ),
+        smtp,
         database_url: app.database_url(),
         stripe_base: stripe.base(),
     }
@@ -657,7 +676,7 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
             let which = rng.below(workers.len());
             let _ = workers[which].0.kill();
             let _ = workers[which].0.wait();
-            workers[which] = start_worker(&stage.database_url, &stage.stripe_base);
+            workers[which] = stage.start_worker();
         }
         Op::RecordCashBack => {
             let pending = rows(
@@ -1083,7 +1102,14 @@ async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
             tally.conflicts += result.conflicts;
         }
     }
-    // The workers stop (killed, as anywhere) before the books are read.
+    // The workers ran all along (a worker that exits on its own is a
+    // fault), and stop (killed, as anywhere) before the books are read.
+    for worker in stage.workers.lock().unwrap().iter_mut() {
+        assert!(
+            matches!(worker.0.try_wait(), Ok(None)),
+            "a worker process ended on its own"
+        );
+    }
     stage.workers.lock().unwrap().clear();
     settle_everything(&app, &stripe, &stage).await;
     let found = violations(&app).await;
@@ -1095,7 +1121,7 @@ async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
     eprintln!(
         "storm: seed {seed}: {done} operations in {:.1} s ({by_kind:?}); answers {answers:?}; \
          faults injected {}; checks mid-storm {}; worker passes ended by the database {}; \
-         tickets an offline door let in twice or given back {}; \
+         tickets an offline door let in twice or given back {}; mails taken {}; \
          payments {payments}; \
          invariant violations {}; money mismatches {}; rules broken {}",
         started.elapsed().as_secs_f64(),
@@ -1103,6 +1129,7 @@ async fn a_storm_of_random_operations_keeps_every_invariant_and_the_books() {
         tally.checks,
         tally.pass_errors,
         tally.conflicts,
+        stage.smtp.taken(),
         found.len(),
         mismatches.len(),
         tally.broken.len()
