@@ -169,9 +169,13 @@ function declined(error) {
   return error?.type === "validation_error" ? reason : t("pay.notPaid", { reason });
 }
 
-/** "€178.00 refunded to your card" or "… is being refunded". */
-export function refundWords(refund) {
+/**
+ * "€178.00 refunded to your card" or "… is being refunded"; money taken
+ * at the box office (`byHand`) is given back there, never to a card.
+ */
+export function refundWords(refund, { byHand = false } = {}) {
   const amount = money(refund.amount, refund.currency);
+  if (byHand) return t(refund.status === "SUCCEEDED" ? "pay.givenBackAtDesk" : "pay.toCollectAtDesk", { amount });
   if (refund.status === "SUCCEEDED") return t("pay.refunded", { amount });
   if (refund.status === "FAILED") return t("pay.refundFailed", { amount });
   return t("pay.refunding", { amount });

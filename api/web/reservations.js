@@ -38,10 +38,15 @@ export async function reservationsView(main, { signal }) {
     const actions = h("td", { class: "actions" });
     const state = h("td", {}, h("span", { class: `status ${r.status.toLowerCase()}` }, t(STATUSES[r.status] || "reservations.other")));
     const paid = paidFor.get(r.reservationId);
-    const providerPaid = paid?.payments.some((p) => p.status === "SUCCEEDED");
-    if (providerPaid) state.append(h("p", { class: "paid" }, t("reservations.paid", { amount: money(amountDue(r), r.currency) })));
+    // Money words only where money moved, and how: by card, or at the
+    // box office's desk (cash, a transfer), given back the same way.
+    const taken = paid?.payments.find((p) => p.status === "SUCCEEDED");
+    const providerPaid = Boolean(taken);
+    const atDesk = taken?.provider === "manual";
+    if (taken) state.append(h("p", { class: "paid" }, t(atDesk ? "reservations.paidAtDesk" : "reservations.paid", { amount: money(amountDue(r), r.currency) })));
+    const byHand = new Set((paid?.payments || []).filter((p) => p.provider === "manual").map((p) => p.paymentId));
     for (const refund of paid?.refunds || []) {
-      const words = refundWords(refund);
+      const words = refundWords(refund, { byHand: byHand.has(refund.paymentId) });
       state.append(h("p", { class: "refund" }, REASONS[refund.reason] ? t("reservations.refundBecause", { refund: words, reason: t(REASONS[refund.reason]) }) : t("reservations.refund", { refund: words })));
     }
     if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, t("concert.cancelledPlain")));
@@ -62,7 +67,7 @@ export async function reservationsView(main, { signal }) {
     // given back (refunded) only while its concert allows it.
     const refundable = !providerPaid || (concert.refundableUntil && new Date(concert.refundableUntil) > Date.now());
     if ((r.status === "HELD" || (r.status === "CONFIRMED" && refundable && !concert.cancelledAt)) && !r.checkedIn) {
-      actions.append(cancel(r, providerPaid));
+      actions.append(cancel(r, providerPaid, atDesk));
     }
     if (r.checkedIn) actions.append(h("span", { class: "muted" }, t("reservations.usedAtDoor")));
     return h(
@@ -87,13 +92,13 @@ export async function reservationsView(main, { signal }) {
     actions.append(open, panel.element);
     return panel;
   }
-  function cancel(r, providerPaid) {
+  function cancel(r, providerPaid, atDesk) {
     const seats = r.seats.map((s) => s.seatNumber).join(", ");
     const ask = h("button", { type: "button", class: "cancel" }, t(providerPaid ? "reservations.cancelAndRefund" : "reservations.cancel"));
     const question = h(
       "span",
       { class: "confirm-cancel", hidden: true },
-      providerPaid ? t("reservations.reallyCancelPaid", { seats, amount: money(amountDue(r), r.currency) }) : t("reservations.reallyCancel", { seats }),
+      providerPaid ? t(atDesk ? "reservations.reallyCancelPaidAtDesk" : "reservations.reallyCancelPaid", { seats, amount: money(amountDue(r), r.currency) }) : t("reservations.reallyCancel", { seats }),
       " ",
     );
     const keep = h("button", { type: "button" }, t("reservations.keep"));

@@ -167,7 +167,8 @@ async fn a_fan_pays_by_card_after_a_decline_said_in_words_and_gets_the_tickets()
 
     // Its reservation shows what was paid.
     open_view(&page, &app.base, "#/me/reservations").await;
-    page.wait_element(".paid", Some("Paid €89.00")).await;
+    page.wait_element(".paid", Some("Paid €89.00 by card"))
+        .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
     deciding.stop().await;
@@ -464,11 +465,20 @@ async fn an_operator_refunds_a_ticket_in_korean() {
 
 /// An order paid at the desk in cash is refunded in cash: the page lists
 /// the refund as waiting until the operator records the money given back
-/// (issue 57: before, it was recorded SUCCEEDED though nothing moved).
+/// (issue 57: before, it was recorded SUCCEEDED though nothing moved), and
+/// the fan's page says where the money was paid and comes back: at the
+/// box office, never "to your card" (issue 58).
 #[tokio::test]
 async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
     let app = super::helpers::spawn_app().await;
-    let (_, seats) = priced_concert(&app, "Paid in cash").await;
+    let (concert, seats) = priced_concert(&app, "Paid in cash").await;
+    app.patch(
+        &format!("/api/concerts/{concert}"),
+        Some(&app.admin_token),
+        json!({"refundableUntil": "2099-01-01T00:00:00Z"}),
+    )
+    .await
+    .assert_status(200);
     let (_, token) = app.user("cash-fan").await;
     let queued = order(&app, &token, &seats[..2]).await;
     queued.assert_status(201);
@@ -488,14 +498,22 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
     .assert_status(200);
 
     let driver = Chromedriver::start().await;
+    // The fan reads what was paid, and how it would come back.
+    let fan = driver.browser(1100, 1400).await;
+    log_in(&fan, &app.base, "cash-fan", "password123").await;
+    open_view(&fan, &app.base, "#/me/reservations").await;
+    fan.wait_element(".paid", Some("Paid €178.00 at the box office"))
+        .await;
+    let ask = fan.wait_element("button.cancel", None).await;
+    fan.click(&ask).await;
+    fan.wait_element(
+        ".confirm-cancel",
+        Some("€178.00 is given back at the box office."),
+    )
+    .await;
+
     let page = driver.browser(1100, 1400).await;
     log_in(&page, &app.base, ADMIN_NICK, ADMIN_PASSWORD).await;
-    let concert = app
-        .get(&format!("/api/reservations/{held}"), Some(&app.admin_token))
-        .await
-        .assert_status(200)["concertId"]
-        .as_u64()
-        .unwrap();
     open_view(
         &page,
         &app.base,
@@ -526,6 +544,9 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
         "PENDING",
         "no money moved yet"
     );
+    super::reload(&fan).await;
+    fan.wait_element(".refund", Some("€178.00 to collect at the box office"))
+        .await;
     let fit = super::fit::Fit::new(&app);
     super::fit::assert_fit_for_people(&page, &fit).await;
 
@@ -550,7 +571,13 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
     )
     .await;
     assert_eq!(first_refund_status(&app, held).await, "SUCCEEDED");
-    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    super::reload(&fan).await;
+    fan.wait_element(".refund", Some("€178.00 given back at the box office"))
+        .await;
+    for page in [&page, &fan] {
+        assert_eq!(page.console_errors().await, Vec::<String>::new());
+    }
+    fan.close().await;
     page.close().await;
     app.assert_invariants().await;
 }
