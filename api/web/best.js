@@ -46,16 +46,11 @@ export class BestAvailable {
   /** Shows how many seats of each category are free (availability's `availableByCategory`). */
   left(byCategory) {
     if (!this.element) return;
-    this.categories.forEach((c, i) => {
-      const free = byCategory[i] ?? 0;
-      const option = this.category.options[i];
-      option.textContent = label(c, free);
-      option.disabled = free === 0;
-    });
+    showLeft(this, this.category, this.categories.map((c, i) => [label(c, byCategory[i] ?? 0), byCategory[i] ?? 0]));
   }
 
   set disabled(value) {
-    if (this.button) this.button.disabled = value;
+    setBusy(this, value);
   }
 }
 
@@ -95,17 +90,36 @@ export class Standing {
   /** Shows how many places of each area are free (availability's `availableByArea`). */
   left(byArea) {
     if (!this.element) return;
-    this.areas.forEach((a, i) => {
-      const free = byArea[i] ?? 0;
-      const option = this.area.options[i];
-      option.textContent = areaLabel(a, free);
-      option.disabled = free === 0;
-    });
+    showLeft(this, this.area, this.areas.map((a, i) => [areaLabel(a, byArea[i] ?? 0), byArea[i] ?? 0]));
   }
 
   set disabled(value) {
-    if (this.button) this.button.disabled = value;
+    setBusy(this, value);
   }
+}
+
+/**
+ * Each option's words and whether any is free (`[text, free]` in order):
+ * one with none is not chosen, and with none free at all there is nothing
+ * to ask for, so the button is off until some come back.
+ */
+function showLeft(form, select, options) {
+  options.forEach(([text, free], i) => {
+    select.options[i].textContent = text;
+    select.options[i].disabled = free === 0;
+  });
+  if (select.selectedOptions[0]?.disabled) {
+    const open = [...select.options].find((option) => !option.disabled);
+    if (open) select.value = open.value;
+  }
+  form.soldOut = options.every(([, free]) => free === 0);
+  setBusy(form, form.busy);
+}
+
+/** The button is off while a request is sent, and while nothing is free. */
+function setBusy(form, busy) {
+  form.busy = Boolean(busy);
+  if (form.button) form.button.disabled = form.busy || Boolean(form.soldOut);
 }
 
 function label(category, free) {

@@ -302,6 +302,9 @@ export async function concertView(main, { signal, params }) {
     send(ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids });
   });
   const first = bestFirst(concert);
+  // A cancelled show is cancelled everywhere: nothing to pick from, no
+  // price, no count of free seats; only its badge and its reason.
+  const cancelled = saleState(concert).phase === "cancelled";
 
   fill(
     main,
@@ -313,16 +316,19 @@ export async function concertView(main, { signal, params }) {
       h("p", { class: "muted" }, t("concert.rules", { hold: holdText(concert.holdSeconds), perOrder: concert.maxSeatsPerOrder, perFan: concert.maxSeatsPerUser })),
     ),
     sale,
-    first ? standing.element : null,
-    first ? best.element : null,
-    h(
-      "div",
-      { class: "concert-body" },
-      h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(), prices(concert)),
-      h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
-    ),
+    first && !cancelled ? standing.element : null,
+    first && !cancelled ? best.element : null,
+    cancelled
+      ? null
+      : h(
+          "div",
+          { class: "concert-body" },
+          h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(), prices(concert)),
+          h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
+        ),
   );
   showSale();
+  if (cancelled) return;
   await map.load();
   map.start();
   // Seats this fan holds or bought already, told apart on the map.

@@ -35,7 +35,9 @@ export function takingsTiles(concertId, signal) {
     try {
       const sales = await api("GET", `/api/concerts/${concertId}/sales`, undefined, { signal });
       const total = sales.total;
-      fill(values.ticketsSold, count.format(total.sold));
+      // Sold is what fans hold now: a ticket given back is no longer sold
+      // (it is counted under the refunds).
+      fill(values.ticketsSold, count.format(total.sold - total.refunded));
       fill(refundedCount, t("takings.ticketsRefunded", { count: total.refunded }));
       fill(values.gross, amount(total.gross, sales.currency));
       fill(values.refundedAmount, amount(total.refundedAmount, sales.currency));

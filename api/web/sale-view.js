@@ -26,9 +26,11 @@ export async function saleView(main, { params, signal }) {
   const map = new SeatMap(id);
   // A cancelled concert's orders are all given back by the workers.
   const refunds = concert.cancelledAt ? null : refundForm();
+  // A cancelled concert is not on sale, and has no seats free to sell.
+  const heading = h("h1", {}, t(concert.cancelledAt ? "sale.headingCancelled" : "sale.heading", { title: concert.title }));
   fill(
     main,
-    h("h1", {}, t("sale.heading", { title: concert.title })),
+    heading,
     h("p", { class: "muted" }, `${concert.venue} · ${when(concert, "concertDate")}`),
     operatorTabs(concert, "sale"),
     h("h2", {}, t("sale.live")),
@@ -42,7 +44,7 @@ export async function saleView(main, { params, signal }) {
       tile("p99", "sale.p99"),
       tile("sold", "sale.sold"),
       tile("held", "sale.held"),
-      tile("free", "sale.free"),
+      concert.cancelledAt ? null : tile("free", "sale.free"),
       tile("p50", "sale.p50"),
     ),
     h(
@@ -55,7 +57,14 @@ export async function saleView(main, { params, signal }) {
     h("h2", {}, t("sale.seats")),
     map.element,
     refunds,
-    cancelConcert(concert, signal, { onCancelled: () => refunds?.remove() }),
+    cancelConcert(concert, signal, {
+      onCancelled: () => {
+        refunds?.remove();
+        fill(heading, t("sale.headingCancelled", { title: concert.title }));
+        tiles.free?.parentElement.remove();
+        delete tiles.free;
+      },
+    }),
   );
   const count = new Intl.NumberFormat(locale());
   const rate = new Intl.NumberFormat(locale(), { maximumFractionDigits: 1 });
@@ -73,7 +82,7 @@ export async function saleView(main, { params, signal }) {
       fill(tiles.p99, sale.decisionMs ? ms(sale.decisionMs.p99) : "–");
       fill(tiles.sold, count.format(sale.seats.reserved));
       fill(tiles.held, count.format(sale.seats.held));
-      fill(tiles.free, count.format(sale.seats.available));
+      if (tiles.free) fill(tiles.free, count.format(sale.seats.available));
       history.push([sale.requestsPerSec, sale.decisionsPerSec]);
       if (history.length > HISTORY) history.shift();
       draw(chart, history);

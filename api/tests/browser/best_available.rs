@@ -296,3 +296,29 @@ async fn a_fan_waits_for_the_sold_out_vip_seats_and_is_offered_the_one_that_come
     offering.await.unwrap();
     app.assert_invariants().await;
 }
+
+/// A concert sold out has nothing to ask the line for: "Find me the best
+/// seats" is off (issue 58: it stayed enabled).
+#[tokio::test]
+async fn a_sold_out_concert_offers_no_best_seats_to_ask_for() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 2, "categories": categories()}))
+        .await;
+    let (owner, _) = app.user("owner").await;
+    for seat in &seats {
+        app.book_directly(owner, *seat).await;
+    }
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &app.base, "too-late").await;
+    open_concert(&page, &app.base, concert).await;
+    page.wait_for(
+        "the best seats' button off",
+        "return document.querySelector('.best-available button[type=submit]')?.disabled === true;",
+        vec![],
+    )
+    .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}

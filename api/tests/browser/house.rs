@@ -384,12 +384,27 @@ async fn every_other_view(language: &str) {
         (plan, "svg.plan"),
         (sold_out, ".waiting-list .waiting-position"),
         (soon, ".badge.soon"),
-        (cancelled, ".badge.cancelled"),
     ] {
         open_concert(&page, &app.base, concert).await;
         page.wait_element(ready, None).await;
         assert_fit_for_people(&page, &words).await;
     }
+    // A cancelled show is cancelled everywhere: its badge and its reason,
+    // no map to pick from, no price, no count of free seats (issue 58).
+    open_view(&page, &app.base, &format!("#/concerts/{cancelled}")).await;
+    page.wait_element(".badge.cancelled", None).await;
+    page.wait_element(".cancelled-show", Some("The singer lost her voice"))
+        .await;
+    assert_eq!(
+        page.script(
+            "return document.querySelectorAll('.seatmap, .checkout, .legend, .counts').length;",
+            vec![]
+        )
+        .await,
+        json!(0),
+        "nothing of the sale is left to use"
+    );
+    assert_fit_for_people(&page, &words).await;
     open_view(&page, &app.base, "#/").await;
     assert_fit_for_people(&page, &words).await;
     open_view(&page, &app.base, "#/me/reservations").await;

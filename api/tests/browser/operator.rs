@@ -39,6 +39,7 @@ struct Words {
     waiting: &'static str,
     cancel: &'static str,
     cancelled: &'static str,
+    cancelled_heading: &'static str,
 }
 
 const ENGLISH: Words = Words {
@@ -64,6 +65,7 @@ const ENGLISH: Words = Words {
     waiting: "waiting",
     cancel: "Cancel the concert and refund everyone",
     cancelled: "Refunding: 0 orders refunded, 1 to go.",
+    cancelled_heading: "Cancelled: Small Room",
 };
 
 const KOREAN: Words = Words {
@@ -89,6 +91,7 @@ const KOREAN: Words = Words {
     waiting: "대기 중",
     cancel: "공연을 취소하고 모두 환불하기",
     cancelled: "환불 중: 0건 환불됨, 1건 남음.",
+    cancelled_heading: "공연 취소: Small Room",
 };
 
 #[tokio::test]
@@ -422,5 +425,21 @@ async fn waiting_list_and_cancel(app: &TestApp, page: &Browser, words: &Words, a
     click_text(page, ".cancel-concert button", words.cancel).await;
     page.wait_element(".cancellation-progress", Some(words.cancelled))
         .await;
+    // No more "on sale", and no seats free to sell (issue 58), then or
+    // when the view is opened again.
+    for reopened in [false, true] {
+        if reopened {
+            super::reload(page).await;
+        }
+        page.wait_element("h1", Some(words.cancelled_heading)).await;
+        assert_eq!(
+            page.script(
+                "return document.querySelector('[data-metric=free]') === null;",
+                vec![]
+            )
+            .await,
+            serde_json::json!(true)
+        );
+    }
     assert_fit_for_people(page, api_words).await;
 }

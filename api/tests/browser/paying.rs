@@ -354,6 +354,8 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
     .await;
     super::wait_metric(&page, "ticketsRefunded", "1 ticket").await;
     super::wait_metric(&page, "net", "€178.00").await;
+    // What fans hold now: the ticket given back is not sold (issue 58).
+    super::wait_metric(&page, "ticketsSold", "2").await;
     assert_eq!(status_of(&app, two).await, "CONFIRMED");
 
     // The show is cancelled: the title typed to confirm.
@@ -455,6 +457,7 @@ async fn an_operator_refunds_a_ticket_in_korean() {
     .await;
     super::wait_metric(&page, "ticketsRefunded", "티켓 1장").await;
     super::wait_metric(&page, "net", "₩99,000").await;
+    super::wait_metric(&page, "ticketsSold", "1").await;
     let words = super::fit::Fit::new(&app);
     super::fit::assert_fit_for_people(&page, &words).await;
     assert_eq!(status_of(&app, two).await, "CONFIRMED");
