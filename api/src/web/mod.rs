@@ -268,6 +268,25 @@ mod catalogues {
         }
     }
 
+    /// A Korean particle depends on the sound it follows, which a
+    /// placeholder hides: no sentence guesses with both forms ("이(가)",
+    /// "을(를)"); each is phrased so that none is needed, or a noun of its
+    /// own carries it (issue 58).
+    #[test]
+    fn korean_sentences_never_guess_a_particle() {
+        const GUESSES: [&str; 10] = [
+            "이(가)", "가(이)", "은(는)", "는(은)", "을(를)", "를(을)", "과(와)", "와(과)",
+            "(으)로", "(이)",
+        ];
+        for (key, text) in catalogue("ko") {
+            for form in forms(&text) {
+                for guess in GUESSES {
+                    assert!(!form.contains(guess), "{key}: {form}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn every_key_the_page_names_is_there_and_every_key_is_named() {
         let english = catalogue("en");

@@ -84,7 +84,7 @@ const KOREAN: Words = Words {
     revoke: "폐기",
     really_revoke: "정말 폐기할까요?",
     revoked: "폐기됨",
-    pair_heading: "North(으)로 기기 연결하기",
+    pair_heading: "기기 연결하기: North",
     door_heading: "입장 확인 · East",
     scanner_revoked: " 폐기됨",
     waiting_summary: "2명이 3석을 기다리는 중 · 제공 0건",
