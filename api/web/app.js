@@ -103,11 +103,22 @@ function nav() {
   } else {
     links.push(h("a", { href: "#/login" }, t("nav.logIn")), h("a", { href: "#/signup" }, t("nav.signUp")));
   }
+  // The door: for operators, and on a device paired as a door.
+  if (isAdmin() || pairedDoor()) links.splice(1, 0, h("a", { href: "#/door" }, t("nav.door")));
   links.push(...languageSwitch());
   const toggle = document.getElementById("menu-toggle");
   fill(toggle, t("nav.menu"));
   fill(document.getElementById("nav"), links);
   document.getElementById("nav").setAttribute("aria-label", t("nav.label"));
+}
+
+/** Whether this browser is paired as a door (door.js keeps its pairing under "ticket_door"). */
+function pairedDoor() {
+  try {
+    return Boolean(JSON.parse(localStorage.getItem("ticket_door"))?.token);
+  } catch {
+    return false;
+  }
 }
 
 /** The page's fixed words, then the view, in the language now spoken. */
@@ -140,11 +151,15 @@ async function start() {
   });
   window.addEventListener("hashchange", () => {
     navigated();
+    // A door paired on the last view is linked from now on.
+    nav();
     route();
   });
   fill(document.querySelector(".skip"), t("app.skip"));
   nav();
   await resume();
+  // A device paired as a door opens on the door.
+  if (!location.hash && pairedDoor()) history.replaceState(null, "", "#/door");
   route();
 }
 

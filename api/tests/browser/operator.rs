@@ -365,6 +365,18 @@ async fn scanners(
     door.wait_element(".door-concert", Some("Night Market · Blue Square"))
         .await;
     assert_fit_for_people(&door, api_words).await;
+    // Paired, the device opens on the door, and its menu links it; so
+    // does an operator's (issue 58: only a typed address reached it).
+    door.goto(&format!("{}/", app.base)).await;
+    door.wait_for(
+        "the door as the paired device's first page",
+        "return document.querySelector('main')?.dataset.view === '#/door';",
+        vec![],
+    )
+    .await;
+    for device in [&door, page] {
+        device.wait_element("#nav a[href='#/door']", None).await;
+    }
     assert_eq!(door.console_errors().await, Vec::<String>::new());
     door.close().await;
 
