@@ -64,3 +64,29 @@ async fn the_readme_walk_runs_as_written() {
     assert_eq!(&lines[1..], ["CONFIRMED", "CANCELLED"]);
     app.assert_invariants().await;
 }
+
+/// With a wrong admin password, as a newcomer pastes it into a shell (no
+/// `set -e`), the walk says why and ends instead of polling for ever
+/// (issue 58: it hung, silently).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_walk_with_a_wrong_password_says_so_and_ends() {
+    let app = spawn_app().await;
+    let script = walk();
+    let base = app.base.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("timeout")
+            .args(["60", "bash", "-c", &script])
+            .env("TICKET", base)
+            .env("ADMIN_PASSWORD", "not-the-password")
+            .output()
+            .expect("bash runs")
+    })
+    .await
+    .unwrap();
+    assert_ne!(out.status.code(), Some(124), "the walk hung");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("The admin could not log in: set ADMIN_PASSWORD"),
+        "{stderr}"
+    );
+}
