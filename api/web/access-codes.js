@@ -3,7 +3,7 @@
 // has left, and revoked one by one.
 
 import { api } from "./api.js";
-import { field, fill, h, tell, when } from "./dom.js";
+import { field, fill, h, shownOnce, tell, when } from "./dom.js";
 import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
 import { locale, t } from "./i18n.js";
 
@@ -13,6 +13,7 @@ export async function accessCodesView(main, { params, signal }) {
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
   const list = h("div", { class: "code-list" });
   const made = h("div", { class: "new-codes", "aria-live": "polite" });
+  const once = shownOnce(signal);
   const count = h("input", { name: "count", type: "number", min: 1, max: 10000, value: 100, required: true });
   const uses = h("input", { name: "usesPerCode", type: "number", min: 1, max: 1000, value: 1, required: true });
   const seats = h("input", { name: "seatsPerCode", type: "number", min: 1, max: 1000, value: concert.maxSeatsPerOrder, required: true });
@@ -36,6 +37,7 @@ export async function accessCodesView(main, { params, signal }) {
         usesPerCode: Number(uses.value),
         seatsPerCode: Number(seats.value),
       });
+      once.set(answer.codes);
       showMade(made, concert, answer.codes);
       await refresh();
     } catch (e) {
@@ -54,6 +56,7 @@ export async function accessCodesView(main, { params, signal }) {
     h("h2", {}, t("codes.all")),
     list,
   );
+  if (once.get()) showMade(made, concert, once.get());
   await refresh();
 }
 

@@ -180,3 +180,25 @@ export function clockAt(iso, zone) {
 export function ownTimeZone() {
   return Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
 }
+
+let kept = null;
+
+/**
+ * What a view shows only once (a door's pairing code, new access codes):
+ * kept while the view is drawn anew in place (a language switch repaints
+ * it) and forgotten once the operator leaves it. `get()` is what the
+ * view showed last, `set(value)` keeps it.
+ */
+export function shownOnce(signal) {
+  const here = location.hash;
+  if (kept?.here !== here) kept = null;
+  signal.addEventListener("abort", () => {
+    if (location.hash !== here) kept = null;
+  });
+  return {
+    get: () => kept?.value,
+    set: (value) => {
+      kept = { here, value };
+    },
+  };
+}

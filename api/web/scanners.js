@@ -3,7 +3,7 @@
 // listed, and revoked.
 
 import { api } from "./api.js";
-import { dateTime, field, fill, h, tell } from "./dom.js";
+import { dateTime, field, fill, h, shownOnce, tell } from "./dom.js";
 import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
 import { t } from "./i18n.js";
 
@@ -14,6 +14,7 @@ export async function scannersView(main, { params, signal }) {
   const list = h("div", { class: "scanner-list" });
   const made = h("div", { class: "new-scanner", "aria-live": "polite" });
   const name = h("input", { name: "name", required: true, maxlength: 80, placeholder: t("scanners.namePlaceholder") });
+  const once = shownOnce(signal);
   const form = h(
     "form",
     { class: "narrow", "aria-labelledby": "make-scanner" },
@@ -28,6 +29,7 @@ export async function scannersView(main, { params, signal }) {
     try {
       const scanner = await api("POST", `/api/concerts/${id}/scanners`, { name: name.value.trim() });
       name.value = "";
+      once.set(scanner);
       showMade(made, scanner);
       await refresh();
     } catch (e) {
@@ -47,6 +49,7 @@ export async function scannersView(main, { params, signal }) {
     h("h2", {}, t("scanners.all")),
     list,
   );
+  if (once.get()) showMade(made, once.get());
   await refresh();
 }
 

@@ -255,6 +255,27 @@ async fn runs_a_concert(words: &Words) {
     page.close().await;
 }
 
+/// The language switched and back: what was shown once is still there
+/// once the view is drawn anew (issue 58: the repaint erased it).
+async fn shown_once_survives_a_language_switch(page: &Browser, words: &Words, shown: &str) {
+    let other = if words.lang == "en" { "ko" } else { "en" };
+    for language in [other, words.lang] {
+        let switch = page
+            .wait_element(&format!("#nav button[data-language={language}]"), None)
+            .await;
+        page.click(&switch).await;
+        page.wait_for(
+            &format!("the page in {language} with {shown}"),
+            "const [language, shown] = arguments; \
+             return document.documentElement.lang === language \
+               && document.querySelector('main').dataset.view === location.hash \
+               && document.querySelector(shown) !== null;",
+            vec![json!(language), json!(shown)],
+        )
+        .await;
+    }
+}
+
 /// Five codes made, shown once with a CSV, listed; one revoked.
 async fn codes(app: &TestApp, page: &Browser, concert: u64, words: &Words, api_words: &Fit) {
     // The test reads the CSV the link holds (a blob: the page's policy
@@ -288,8 +309,13 @@ async fn codes(app: &TestApp, page: &Browser, concert: u64, words: &Words, api_w
     let lines: Vec<&str> = csv.as_str().unwrap().lines().collect();
     assert_eq!(lines.len(), 6, "a header and five codes: {lines:?}");
     assert_eq!(lines[0], "id,code");
-    let rows = page.find_all(".code-list tbody tr").await;
-    assert_eq!(rows.len(), 5);
+    shown_once_survives_a_language_switch(page, words, ".new-codes code").await;
+    page.wait_for(
+        "the five codes listed",
+        "return document.querySelectorAll('.code-list tbody tr').length === 5;",
+        vec![],
+    )
+    .await;
     click_text(page, ".code-list button.danger", words.revoke).await;
     click_text(page, ".code-list button.danger", words.really_revoke).await;
     page.wait_element(".code-list .code-summary", Some(words.codes_summary))
@@ -343,6 +369,15 @@ async fn scanners(
         )
         .await;
     let code = code.as_str().unwrap().to_owned();
+    shown_once_survives_a_language_switch(page, words, "input.pairing-code").await;
+    assert_eq!(
+        page.script(
+            "return document.querySelector('input.pairing-code').value;",
+            vec![]
+        )
+        .await,
+        json!(code)
+    );
     assert!(
         code.starts_with(&format!("ticket-door:1:{concert}:")),
         "{code}"
