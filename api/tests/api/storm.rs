@@ -297,6 +297,21 @@ async fn rows(app: &TestApp, sql: &str) -> Vec<(u64, u64)> {
         .unwrap()
 }
 
+/// A ticket's code, as its holder's page shows it.
+async fn ticket_code(app: &TestApp, reservation: u64, ticket: u64) -> Option<String> {
+    let tickets = app
+        .get(
+            &format!("/api/reservations/{reservation}/tickets"),
+            Some(&app.admin_token),
+        )
+        .await;
+    tickets.body.as_array().and_then(|all| {
+        all.iter()
+            .find(|t| t["ticketId"].as_u64() == Some(ticket))
+            .and_then(|t| t["code"].as_str().map(str::to_owned))
+    })
+}
+
 fn token_of(stage: &Stage, user: u64) -> Option<String> {
     stage
         .fans
@@ -527,17 +542,7 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
                 let Some((ticket, reservation)) = rng.pick(&valid) else {
                     break;
                 };
-                let codes = app
-                    .get(
-                        &format!("/api/reservations/{reservation}/tickets"),
-                        Some(&app.admin_token),
-                    )
-                    .await;
-                let code = codes.body.as_array().and_then(|all| {
-                    all.iter()
-                        .find(|t| t["ticketId"].as_u64() == Some(ticket))
-                        .and_then(|t| t["code"].as_str().map(str::to_owned))
-                });
+                let code = ticket_code(app, reservation, ticket).await;
                 if let Some(code) = code {
                     let at = chrono::Utc::now() - chrono::Duration::seconds(rng.below(600) as i64);
                     scans.push(json!({"scanId": format!("storm-{}", rng.below(100_000)),
@@ -740,17 +745,7 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
             )
             .await;
             if let Some((ticket, reservation)) = rng.pick(&valid) {
-                let codes = app
-                    .get(
-                        &format!("/api/reservations/{reservation}/tickets"),
-                        Some(&app.admin_token),
-                    )
-                    .await;
-                let code = codes.body.as_array().and_then(|all| {
-                    all.iter()
-                        .find(|t| t["ticketId"].as_u64() == Some(ticket))
-                        .and_then(|t| t["code"].as_str().map(str::to_owned))
-                });
+                let code = ticket_code(app, reservation, ticket).await;
                 if let (Some(code), Some(door)) = (code, stage.scanners.get(&stage.seated)) {
                     let refund = format!("/api/reservations/{reservation}/refund");
                     let (refunded, admitted) = tokio::join!(
