@@ -176,8 +176,9 @@ async fn the_largest_seating_plan_taken_stays_within_the_pods_memory() {
         .as_str()
         .unwrap()
         .to_owned();
+    // A concert for a plan; its id.
     let concert = |title: &str| {
-        client
+        let made = client
             .post(format!("{base}/api/concerts"))
             .bearer_auth(&token)
             .json(&json!({"title": title, "venue": "Olympic Hall",
@@ -185,7 +186,16 @@ async fn the_largest_seating_plan_taken_stays_within_the_pods_memory() {
                 "categories": example::CATEGORIES.iter()
                     .map(|name| json!({"name": name, "price": 5000, "currency": "EUR"}))
                     .collect::<Vec<_>>()}))
-            .send()
+            .send();
+        async move {
+            made.await
+                .unwrap()
+                .json::<serde_json::Value>()
+                .await
+                .unwrap()["id"]
+                .as_u64()
+                .unwrap()
+        }
     };
     let put = |id: u64, body: Vec<u8>| {
         client
@@ -198,14 +208,7 @@ async fn the_largest_seating_plan_taken_stays_within_the_pods_memory() {
     let at_start = memory_of(pid);
 
     let largest = serde_json::to_vec(&example::venue(400, 0, 250)).unwrap();
-    let id = concert("Largest")
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()["id"]
-        .as_u64()
-        .unwrap();
+    let id = concert("Largest").await;
     let taken = put(id, largest.clone()).await.unwrap();
     assert_eq!(taken.status(), 200, "{}", taken.text().await.unwrap());
     let after_largest = memory_of(pid);
@@ -221,14 +224,7 @@ async fn the_largest_seating_plan_taken_stays_within_the_pods_memory() {
         ..Default::default()
     }];
     let flood = serde_json::to_vec(&flood).unwrap();
-    let id = concert("Flood")
-        .await
-        .unwrap()
-        .json::<serde_json::Value>()
-        .await
-        .unwrap()["id"]
-        .as_u64()
-        .unwrap();
+    let id = concert("Flood").await;
     let refused = put(id, flood.clone()).await.unwrap();
     assert_eq!(refused.status(), 400);
     let after = memory_of(pid);

@@ -80,6 +80,15 @@ async fn refund_reads(page: &Browser, base: &str, words: &str) {
     page.wait_element(".refund", Some(words)).await;
 }
 
+/// On the sale view: finds `order` by its number (`find`: the button's
+/// words).
+async fn find_order(page: &Browser, order: u64, find: &str) {
+    let number = page.wait_element("input[name=orderNumber]", None).await;
+    page.type_into(&number, &order.to_string()).await;
+    let find = page.wait_element("button[type=submit]", Some(find)).await;
+    page.click(&find).await;
+}
+
 /// On the sale view: finds `order` by its number, ticks its first ticket
 /// and refunds it; `[find, ticket, refund]` are the button's, the
 /// ticket's and the refund button's words, `said` the notice after.
@@ -89,10 +98,7 @@ async fn refund_first_ticket(
     [find, ticket, refund]: [&str; 3],
     said: &str,
 ) {
-    let number = page.wait_element("input[name=orderNumber]", None).await;
-    page.type_into(&number, &order.to_string()).await;
-    let find = page.wait_element("button[type=submit]", Some(find)).await;
-    page.click(&find).await;
+    find_order(page, order, find).await;
     page.wait_element(".refund-tickets li", Some(ticket)).await;
     let tick = page.wait_element(".refund-tickets li input", None).await;
     page.click(&tick).await;
@@ -523,12 +529,7 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
         &format!("#/admin/concerts/{concert}/sale"),
     )
     .await;
-    let number = page.wait_element("input[name=orderNumber]", None).await;
-    page.type_into(&number, &held.to_string()).await;
-    let find = page
-        .wait_element("button[type=submit]", Some("Find the order"))
-        .await;
-    page.click(&find).await;
+    find_order(&page, held, "Find the order").await;
     let whole = page
         .wait_element("button.danger", Some("Refund the whole order"))
         .await;

@@ -180,10 +180,12 @@ impl LocalStripe {
             .to_owned()
     }
 
-    /// The PaymentIntent as Stripe has it.
-    pub async fn payment_intent(&self, id: &str) -> Value {
+    /// What Stripe answers a GET of `path` with `query` (null when it is
+    /// no JSON).
+    async fn get(&self, path: &str, query: &[(&str, &str)]) -> Value {
         self.http
-            .get(self.url(&format!("/v1/payment_intents/{id}")))
+            .get(self.url(path))
+            .query(query)
             .bearer_auth(SECRET_KEY)
             .send()
             .await
@@ -193,26 +195,25 @@ impl LocalStripe {
             .unwrap_or(Value::Null)
     }
 
+    /// The PaymentIntent as Stripe has it.
+    pub async fn payment_intent(&self, id: &str) -> Value {
+        self.get(&format!("/v1/payment_intents/{id}"), &[]).await
+    }
+
     /// Every PaymentIntent Stripe holds, page by page: what the provider
     /// knows whatever the database kept.
     pub async fn payment_intents(&self) -> Vec<Value> {
         let mut all: Vec<Value> = Vec::new();
         loop {
-            let mut query = vec![("limit", "100".to_owned())];
-            if let Some(last) = all.last().and_then(|pi| pi["id"].as_str()) {
-                query.push(("starting_after", last.to_owned()));
+            let last = all
+                .last()
+                .and_then(|pi| pi["id"].as_str())
+                .map(str::to_owned);
+            let mut query = vec![("limit", "100")];
+            if let Some(last) = &last {
+                query.push(("starting_after", last));
             }
-            let page: Value = self
-                .http
-                .get(self.url("/v1/payment_intents"))
-                .query(&query)
-                .bearer_auth(SECRET_KEY)
-                .send()
-                .await
-                .expect("localstripe answers")
-                .json()
-                .await
-                .unwrap_or(Value::Null);
+            let page = self.get("/v1/payment_intents", &query).await;
             let data = page["data"].as_array().cloned().unwrap_or_default();
             let more = page["has_more"].as_bool().unwrap_or(false) && !data.is_empty();
             all.extend(data);
@@ -224,17 +225,12 @@ impl LocalStripe {
 
     /// The refunds of a PaymentIntent: (id, amount) each.
     pub async fn refunds_of(&self, payment_intent: &str) -> Vec<(String, u64)> {
-        let body: Value = self
-            .http
-            .get(self.url("/v1/refunds"))
-            .query(&[("payment_intent", payment_intent), ("limit", "100")])
-            .bearer_auth(SECRET_KEY)
-            .send()
-            .await
-            .expect("localstripe answers")
-            .json()
-            .await
-            .unwrap_or(Value::Null);
+        let body = self
+            .get(
+                "/v1/refunds",
+                &[("payment_intent", payment_intent), ("limit", "100")],
+            )
+            .await;
         body["data"]
             .as_array()
             .map(|refunds| {
