@@ -3,6 +3,8 @@
 //! the one place where every code, its status and every database error's
 //! mapping (409 by constraint name) are said.
 
+use std::collections::BTreeMap;
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
@@ -209,6 +211,20 @@ impl ErrorCode {
 pub struct ProblemField {
     pub field: String,
     pub message: String,
+    /// What the message names (a seat's zone, row and number, a category,
+    /// a limit), so that a client can say it in its own words.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+}
+
+impl ProblemField {
+    pub fn new(field: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field: field.into(),
+            message: message.into(),
+            params: BTreeMap::new(),
+        }
+    }
 }
 
 /// RFC 9457 problem details, extended with `code` and per-field `errors`.
@@ -356,6 +372,11 @@ impl From<FieldError> for ProblemField {
         Self {
             field: e.field.to_owned(),
             message: e.message,
+            params: e
+                .params
+                .into_iter()
+                .map(|(name, value)| (name.to_owned(), value))
+                .collect(),
         }
     }
 }

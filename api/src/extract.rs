@@ -49,32 +49,26 @@ fn field_error_of(path: &str, inner: &serde_json::Error) -> ProblemField {
             .map(str::to_owned)
     };
     if inner.is_syntax() || inner.is_eof() {
-        return ProblemField {
-            field: "body".to_owned(),
-            message: format!("malformed JSON: {said}"),
-        };
+        return ProblemField::new("body", format!("malformed JSON: {said}"));
     }
     if let Some(name) = named("missing field `") {
-        return ProblemField {
-            field: at(&name),
-            message: "required".to_owned(),
-        };
+        return ProblemField::new(at(&name), "required");
     }
     // The path of an unknown field ends with the field itself.
     if let Some(name) = named("unknown field `") {
-        return ProblemField {
-            field: if path == "." { name } else { path.to_owned() },
-            message: "is not a field of this request".to_owned(),
-        };
+        return ProblemField::new(
+            if path == "." { name } else { path.to_owned() },
+            "is not a field of this request",
+        );
     }
-    ProblemField {
-        field: if path == "." {
+    ProblemField::new(
+        if path == "." {
             "body".to_owned()
         } else {
             path.to_owned()
         },
-        message: said.to_owned(),
-    }
+        said.to_owned(),
+    )
 }
 
 /// A JSON body, parsed strictly: the right content type, well-formed JSON,
@@ -155,10 +149,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         // Every request body is an object: serde would also read a struct
         // from an array (`[null, null]`), which no client means.
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(ApiError::invalid(vec![ProblemField {
-                field: "body".to_owned(),
-                message: "must be a JSON object".to_owned(),
-            }]));
+            return Err(ApiError::invalid(vec![ProblemField::new(
+                "body",
+                "must be a JSON object".to_owned(),
+            )]));
         }
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         let value = serde_path_to_error::deserialize(&mut de).map_err(|err| {
@@ -168,10 +162,10 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         })?;
         // Trailing garbage after the JSON value is malformed input too.
         de.end().map_err(|err| {
-            ApiError::invalid(vec![ProblemField {
-                field: "body".to_owned(),
-                message: format!("malformed JSON: {err}"),
-            }])
+            ApiError::invalid(vec![ProblemField::new(
+                "body",
+                format!("malformed JSON: {err}"),
+            )])
         })?;
         Ok(Self(value))
     }
@@ -188,10 +182,7 @@ impl<T: DeserializeOwned + Send, S: Send + Sync> FromRequestParts<S> for ApiPath
             .await
             .map(|p| Self(p.0))
             .map_err(|_| {
-                ApiError::invalid(vec![ProblemField {
-                    field: "id".to_owned(),
-                    message: "must be a positive integer".to_owned(),
-                }])
+                ApiError::invalid(vec![ProblemField::new("id", "must be a positive integer")])
             })
     }
 }
@@ -207,10 +198,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for ApiQuery<T> {
             .await
             .map(|q| Self(q.0))
             .map_err(|rejection| {
-                ApiError::invalid(vec![ProblemField {
-                    field: "query".to_owned(),
-                    message: rejection.body_text(),
-                }])
+                ApiError::invalid(vec![ProblemField::new("query", rejection.body_text())])
             })
     }
 }

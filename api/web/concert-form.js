@@ -3,7 +3,7 @@
 // fair shares. Times are typed in the venue's zone.
 
 import { Problem, api } from "./api.js";
-import { field, fill, fromZonedInput, h, ownTimeZone, tell, toZonedInput } from "./dom.js";
+import { clockAt, field, fill, fromZonedInput, h, ownTimeZone, roughly, tell, toZonedInput } from "./dom.js";
 import { adminOnly, operatorTabs } from "./admin.js";
 import { t } from "./i18n.js";
 import { AreaEditor, CategoryEditor, planUpload } from "./concert-editors.js";
@@ -59,11 +59,37 @@ const HINTS = {
   timeZone: "form.h.timeZone",
   opensAt: "form.h.opensAt",
   presaleStartsAt: "form.h.presaleStartsAt",
-  lotteryWindowSeconds: "form.h.lotteryWindowSeconds",
-  holdSeconds: "form.h.holdSeconds",
   refundableUntil: "form.h.refundableUntil",
   maxSeatsPerUser: "form.h.maxSeatsPerUser",
   proofOfWork: "form.h.proofOfWork",
+};
+
+/** "15 minutes", "1 hour", "90 seconds": a whole span as the form's number means it. */
+function span(seconds) {
+  if (seconds >= 3600 && seconds % 3600 === 0) return t("form.m.hours", { count: seconds / 3600 });
+  if (seconds >= 60 && seconds % 60 === 0) return t("form.m.minutes", { count: seconds / 60 });
+  return t("form.m.seconds", { count: seconds });
+}
+
+// A level of work doubles it; level 7 takes about 0.3 s in a phone's browser.
+const WORK_MS_AT_LEVEL_0 = 300 / 2 ** 7;
+
+/**
+ * What a number on the form means for the sale, in the operator's terms,
+ * said again as it is typed: `(value, read, zone)`, `read(name)` another
+ * field, `zone` the venue's (when the browser knows it).
+ */
+const MEANS = {
+  lotteryWindowSeconds: (seconds, read, zone) => {
+    if (!(seconds > 0)) return t("form.m.noLottery");
+    const opens = read("opensAt");
+    if (!opens) return t("form.m.lottery", { span: span(seconds) });
+    const from = new Date(new Date(opens).getTime() - seconds * 1000).toISOString();
+    return t("form.m.lotteryFrom", { span: span(seconds), from: clockAt(from, zone), opens: clockAt(opens, zone) });
+  },
+  holdSeconds: (seconds) => (seconds > 0 ? t("form.m.hold", { span: span(seconds) }) : t("form.m.noHold")),
+  waitingListOfferSeconds: (seconds) => (seconds > 0 ? t("form.m.offer", { span: span(seconds) }) : null),
+  proofOfWork: (level) => (level > 0 ? t("form.m.work", { time: roughly(WORK_MS_AT_LEVEL_0 * 2 ** level) }) : t("form.m.noWork")),
 };
 
 /** Whether the browser knows `zone` (else the server says what is wrong). */
@@ -84,14 +110,31 @@ function concertForm(main, { heading, concert, submit, send, extra, before }) {
   const zone = () => inputs.timeZone?.value.trim() || concert?.timeZone || ownTimeZone();
   const zones = h("datalist", { id: "time-zones" }, (Intl.supportedValuesOf?.("timeZone") || []).map((z) => h("option", { value: z })));
   const categories = new CategoryEditor(concert?.categories || []);
-  const areas = new AreaEditor(concert?.areas || [], () => categories.names());
+  const areas = new AreaEditor(concert?.areas || [], categories);
   const extras = { "form.seats": [concert ? planUpload(concert, { onUploaded: () => tell(t("form.planSaved"), "info") }) : null, areas.element], "form.prices": [categories.element] };
   const groups = GROUPS.map(([legend, fields]) => {
     const body = h("div", { class: "group-fields" });
     const shown = fields.filter((f) => !(concert && f.createOnly));
     return { legend, shown, body, element: h("fieldset", { class: "group" }, h("legend", {}, t(legend)), body, extras[legend] || null) };
   });
+  // The number's meaning, said again whenever any field changes (the
+  // lottery's times hang on the opening and the zone).
+  const readings = [];
+  const read = (name) => {
+    const input = inputs[name];
+    if (!input || input.value === "") return null;
+    if (FIELDS.find((f) => f.name === name)?.type === "datetime-local") return validZone(zone()) ? fromZonedInput(input.value, zone()) : null;
+    return input.value.trim();
+  };
+  const meaning = (name) => {
+    const said = h("small", { class: "hint means", "aria-live": "polite" });
+    const say = () => fill(said, MEANS[name](Number(inputs[name].value), read, validZone(zone()) ? zone() : "UTC") || "");
+    readings.push(say);
+    say();
+    return said;
+  };
   const render = () => {
+    readings.length = 0;
     for (const group of groups) {
       fill(
         group.body,
@@ -106,6 +149,7 @@ function concertForm(main, { heading, concert, submit, send, extra, before }) {
           const hint = HINTS[f.name] ? h("small", { class: "hint" }, t(HINTS[f.name])) : null;
           const shownField = field(t(LABELS[f.name]), input, errors[f.name]);
           if (hint) shownField.append(hint);
+          if (MEANS[f.name]) shownField.append(meaning(f.name));
           return shownField;
         }),
       );
@@ -118,6 +162,9 @@ function concertForm(main, { heading, concert, submit, send, extra, before }) {
     {
       class: "concert-form",
       novalidate: true,
+      oninput: () => {
+        for (const say of readings) say();
+      },
       onsubmit: async (event) => {
         event.preventDefault();
         const values = {};

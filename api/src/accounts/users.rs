@@ -335,10 +335,10 @@ async fn confirm_current_password(
     current: Option<&str>,
 ) -> ApiResult<()> {
     let Some(current) = current else {
-        return Err(ApiError::invalid(vec![crate::error::ProblemField {
-            field: "currentPassword".to_owned(),
-            message: "required to change your own password or address".to_owned(),
-        }]));
+        return Err(ApiError::invalid(vec![crate::error::ProblemField::new(
+            "currentPassword",
+            "required to change your own password or address",
+        )]));
     };
     state
         .limits

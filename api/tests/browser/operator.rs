@@ -21,13 +21,19 @@ struct Words {
     lang: &'static str,
     add_category: &'static str,
     add_area: &'static str,
+    area_category_gone: &'static str,
+    means_hold: &'static str,
+    means_lottery: &'static str,
+    means_work: &'static str,
     create: &'static str,
     on_sale: &'static str,
     price_typed: [&'static str; 2],
     prices_sent: [u64; 2],
     currency: &'static str,
     plan_in_place: &'static str,
+    plan_refused: &'static str,
     codes_made: &'static str,
+    gone_on_leaving: &'static str,
     codes_summary: &'static str,
     revoke: &'static str,
     really_revoke: &'static str,
@@ -47,13 +53,19 @@ const ENGLISH: Words = Words {
     lang: "en",
     add_category: "Add a category",
     add_area: "Add a standing area",
+    area_category_gone: "“Box” is no longer one of the price categories",
+    means_hold: "A fan who wins has 5 minutes to pay",
+    means_lottery: "Requests sent from 19:20 to 19:30 (the 10 minutes before the opening)",
+    means_work: "Before each request a fan's browser works about 2 seconds",
     create: "Create concert",
     on_sale: "On sale: Night Market",
     price_typed: ["89.50", "39"],
     prices_sent: [8950, 3900],
     currency: "EUR",
     plan_in_place: "is in place: 432 seats.",
+    plan_refused: "Seat 1 of row 1 in Balcony is in the category “Balcony”, which this concert does not sell. Add a price category named “Balcony” under Prices and save (the concert's categories now: “Premium”, “Stalls”, “Gallery”)",
     codes_made: "5 codes made.",
+    gone_on_leaving: "gone when you leave this page",
     codes_summary: "5 codes · 0 used · 1 revoked",
     revoke: "Revoke",
     really_revoke: "Really revoke?",
@@ -73,13 +85,19 @@ const KOREAN: Words = Words {
     lang: "ko",
     add_category: "등급 추가",
     add_area: "스탠딩 구역 추가",
+    area_category_gone: "더 이상 없는 가격 등급입니다: “Box”.",
+    means_hold: "당첨된 팬은 5분 안에 결제",
+    means_lottery: "19:20부터 19:30까지(판매 시작 전 10분)",
+    means_work: "신청마다 팬의 브라우저가 약 2초 동안 작업합니다",
     create: "공연 만들기",
     on_sale: "판매 현황: Night Market",
     price_typed: ["150000", "90000"],
     prices_sent: [150_000, 90_000],
     currency: "KRW",
     plan_in_place: "적용 완료: 432석.",
+    plan_refused: "Balcony 구역 1열 1번 좌석: 등급 “Balcony” — 이 공연에서 판매하지 않는 가격 등급입니다. 가격 항목에 “Balcony” 등급을 추가해 저장하거나(지금 공연의 등급: “Premium”, “Stalls”, “Gallery”)",
     codes_made: "코드 5개를 만들었습니다.",
+    gone_on_leaving: "이 페이지를 떠나면 사라지니",
     codes_summary: "코드 5개 · 사용 0 · 폐기 1",
     revoke: "폐기",
     really_revoke: "정말 폐기할까요?",
@@ -184,6 +202,8 @@ async fn runs_a_concert(words: &Words) {
         &[("areaName", "Floor")],
     )
     .await;
+    categories_named_by_an_area_follow_the_form(&page, words).await;
+    numbers_on_the_form_say_what_they_mean(&page, words).await;
     assert_fit_for_people(&page, &api_words).await;
     click_text(&page, "button[type=submit]", words.create).await;
     page.wait_element("h1", Some(words.on_sale)).await;
@@ -194,11 +214,12 @@ async fn runs_a_concert(words: &Words) {
         created["categories"],
         json!([
             {"name": "Premium", "price": words.prices_sent[0], "currency": words.currency, "rows": ["A"], "colour": "#1f6fb2"},
-            {"name": "Balcony", "price": words.prices_sent[1], "currency": words.currency, "rows": [], "colour": "#c0392b"},
+            {"name": "Gallery", "price": words.prices_sent[1], "currency": words.currency, "rows": [], "colour": "#c0392b"},
         ])
     );
     assert_eq!(created["areas"][0]["name"], "Floor");
     assert_eq!(created["areas"][0]["capacity"], 100);
+    assert_eq!(created["areas"][0]["category"], "Gallery");
     assert_eq!(created["concertDate"], "2099-06-01T10:30:00Z");
 
     // The on-sale view: eight tiles (two rows of four), four of takings,
@@ -217,19 +238,19 @@ async fn runs_a_concert(words: &Words) {
         .await;
     assert_fit_for_people(&page, &api_words).await;
 
-    // A venue's plan in place of the grid (its categories the concert's).
-    let plan_categories = json!({"categories": [
-        {"name": "Premium", "price": words.prices_sent[0], "currency": words.currency, "rows": []},
-        {"name": "Stalls", "price": words.prices_sent[1], "currency": words.currency, "rows": []},
-        {"name": "Balcony", "price": words.prices_sent[1], "currency": words.currency, "rows": []},
+    // A venue's plan in place of the grid: refused in words while the
+    // concert lacks a category the plan names (issue 58: the page said
+    // "see the fields marked" and marked nothing), then in place.
+    let category = |name: &str, price: u64| json!({"name": name, "price": price, "currency": words.currency, "rows": []});
+    let two_categories = json!({"categories": [
+        category("Premium", words.prices_sent[0]),
+        category("Stalls", words.prices_sent[1]),
+        category("Gallery", words.prices_sent[1]),
     ]});
-    app.patch(
-        &format!("/api/concerts/{concert}"),
-        Some(&app.admin_token),
-        plan_categories,
-    )
-    .await
-    .assert_status(200);
+    let concert_path = format!("/api/concerts/{concert}");
+    app.patch(&concert_path, Some(&app.admin_token), two_categories)
+        .await
+        .assert_status(200);
     open_view(
         &page,
         &app.base,
@@ -244,8 +265,33 @@ async fn runs_a_concert(words: &Words) {
     .unwrap();
     page.type_into(&file, plan.to_str().unwrap()).await;
     click_text(&page, ".plan-upload button", "").await;
+    page.wait_element(
+        ".plan-upload [role=alert] p.error",
+        Some(words.plan_refused),
+    )
+    .await;
+    // The plan's own category, named from its file.
+    let plan_words = Fit::new(&app).with_words_from_elsewhere("Balcony");
+    assert_fit_for_people(&page, &plan_words).await;
+    let three_categories = json!({"categories": [
+        category("Premium", words.prices_sent[0]),
+        category("Stalls", words.prices_sent[1]),
+        category("Gallery", words.prices_sent[1]),
+        category("Balcony", words.prices_sent[1]),
+    ]});
+    app.patch(&concert_path, Some(&app.admin_token), three_categories)
+        .await
+        .assert_status(200);
+    click_text(&page, ".plan-upload button", "").await;
     page.wait_element(".plan-upload [role=status]", Some(words.plan_in_place))
         .await;
+    let refusal_gone: Value = page
+        .script(
+            "return document.querySelector('.plan-upload [role=alert]').textContent;",
+            vec![],
+        )
+        .await;
+    assert_eq!(refusal_gone, json!(""));
     assert_fit_for_people(&page, &api_words).await;
 
     codes(&app, &page, concert, words, &api_words).await;
@@ -253,6 +299,72 @@ async fn runs_a_concert(words: &Words) {
     waiting_list_and_cancel(&app, &page, words, &api_words).await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
+}
+
+/// A standing area sold in a category follows its rename as it is typed,
+/// and says at once when its category is removed (issue 58: it kept the
+/// old name, and saving failed).
+async fn categories_named_by_an_area_follow_the_form(page: &Browser, words: &Words) {
+    let choose = |name: &'static str| {
+        page.script(
+            "const select = document.querySelector('.area-row select[name=areaCategory]'); \
+             select.value = arguments[0]; select.dispatchEvent(new Event('change')); \
+             return select.value;",
+            vec![json!(name)],
+        )
+    };
+    assert_eq!(choose("Balcony").await, json!("Balcony"));
+    let renamed = page
+        .wait_element(".category-row:nth-child(2) input[name=categoryName]", None)
+        .await;
+    page.type_into(&renamed, "Gallery").await;
+    let area_category =
+        "return document.querySelector('.area-row select[name=areaCategory]').value;";
+    assert_eq!(page.script(area_category, vec![]).await, json!("Gallery"));
+    // A third category chosen, then removed: the area says so at once.
+    click_text(page, ".editor button", words.add_category).await;
+    let third = page
+        .wait_element(".category-row:nth-child(3) input[name=categoryName]", None)
+        .await;
+    page.type_into(&third, "Box").await;
+    assert_eq!(choose("Box").await, json!("Box"));
+    click_text(page, ".category-row:nth-child(3) button.link", "").await;
+    page.wait_element(".area-row [role=alert]", Some(words.area_category_gone))
+        .await;
+    assert_eq!(choose("Gallery").await, json!("Gallery"));
+    page.wait_for(
+        "the area's warning gone",
+        "return document.querySelector('.area-row [role=alert]').textContent === '' || null;",
+        vec![],
+    )
+    .await;
+}
+
+/// The sale's numbers said in the operator's terms as they are typed
+/// (issue 58: "Lottery window", "Proof of work per request"); the lottery
+/// and opening set only to read them, then emptied again.
+async fn numbers_on_the_form_say_what_they_mean(page: &Browser, words: &Words) {
+    let set = |name: &'static str, value: &'static str| {
+        page.script(
+            "const input = document.querySelector(`input[name=${arguments[0]}]`); \
+             input.value = arguments[1]; \
+             input.dispatchEvent(new Event('input', { bubbles: true }));",
+            vec![json!(name), json!(value)],
+        )
+    };
+    let means = |name: &'static str, text: &'static str| async move {
+        let css = format!(".field:has(input[name={name}]) .means");
+        page.wait_element(&css, Some(text)).await;
+    };
+    means("holdSeconds", words.means_hold).await;
+    set("opensAt", "2099-05-01T19:30").await;
+    set("lotteryWindowSeconds", "600").await;
+    means("lotteryWindowSeconds", words.means_lottery).await;
+    set("proofOfWork", "10").await;
+    means("proofOfWork", words.means_work).await;
+    for name in ["opensAt", "lotteryWindowSeconds", "proofOfWork"] {
+        set(name, "").await;
+    }
 }
 
 /// The language switched and back: what was shown once is still there
@@ -274,6 +386,8 @@ async fn shown_once_survives_a_language_switch(page: &Browser, words: &Words, sh
         )
         .await;
     }
+    // And it says it goes when the operator leaves.
+    page.wait_element("main", Some(words.gone_on_leaving)).await;
 }
 
 /// Five codes made, shown once with a CSV, listed; one revoked.

@@ -59,6 +59,9 @@ pub use waiting_list::{OfferDuration, WaitingSeats};
 pub struct FieldError {
     pub field: &'static str,
     pub message: String,
+    /// What the message names (a seat, a category…), by name, so that a
+    /// client can say it in its own words and language.
+    pub params: Vec<(&'static str, String)>,
 }
 
 impl FieldError {
@@ -66,7 +69,14 @@ impl FieldError {
         Self {
             field,
             message: message.into(),
+            params: Vec::new(),
         }
+    }
+
+    /// The same error, naming `value` as `name`.
+    pub fn with(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.params.push((name, value.into()));
+        self
     }
 }
 

@@ -228,13 +228,17 @@ impl SeatingPlan {
             .map(|r| r.seats.len())
             .sum();
         if count == 0 {
-            return Err(FieldError::new("zones", "the plan has no seats"));
+            return Err(FieldError::new("zones", "the plan has no seats")
+                .with("count", "0")
+                .with("limit", MAX_SEATS.to_string()));
         }
         if count > MAX_SEATS {
             return Err(FieldError::new(
                 "zones",
                 format!("the plan has {count} seats; at most {MAX_SEATS}"),
-            ));
+            )
+            .with("count", count.to_string())
+            .with("limit", MAX_SEATS.to_string()));
         }
         check_length("name", &raw.name, MAX_NAME_CHARS)?;
         if raw.categories.len() > MAX_AREAS {
@@ -264,8 +268,9 @@ impl SeatingPlan {
                 let origin = row.position.unwrap_or_default();
                 for (i, seat) in row.seats.iter().enumerate() {
                     let position = u32::try_from(i).unwrap_or(u32::MAX);
-                    let which = || {
-                        format!(
+                    // The seat as the venue names it, for a client's own words.
+                    let refused = |field: &'static str, reason: String| {
+                        let which = format!(
                             "seat {:?} (row {:?}{})",
                             seat.seat_guid,
                             row.row_number,
@@ -274,33 +279,34 @@ impl SeatingPlan {
                             } else {
                                 format!(", zone {:?}", zone.name)
                             }
-                        )
+                        );
+                        FieldError::new(field, format!("{which}: {reason}"))
+                            .with("zone", zone.name.clone())
+                            .with("row", row.row_number.clone())
+                            .with("seat", seat.seat_number.clone())
                     };
                     if !categories.contains(&seat.category.as_str()) {
-                        return Err(FieldError::new(
+                        return Err(refused(
                             "category",
                             format!(
-                                "{}: category {:?} is not one of the concert's price categories",
-                                which(),
+                                "category {:?} is not one of the concert's price categories",
                                 seat.category
                             ),
-                        ));
+                        )
+                        .with("category", seat.category.clone()));
                     }
                     if seat.seat_guid.trim().is_empty()
                         || seat.seat_guid.chars().count() > MAX_GUID_CHARS
                     {
-                        return Err(FieldError::new(
+                        return Err(refused(
                             "seat_guid",
-                            format!(
-                                "{}: a seat_guid has 1 to {MAX_GUID_CHARS} characters",
-                                which()
-                            ),
+                            format!("a seat_guid has 1 to {MAX_GUID_CHARS} characters"),
                         ));
                     }
                     if !guids.insert(&seat.seat_guid) {
-                        return Err(FieldError::new(
+                        return Err(refused(
                             "seat_guid",
-                            format!("{}: this seat_guid is in the plan twice", which()),
+                            "this seat_guid is in the plan twice".to_owned(),
                         ));
                     }
                     check_length("seat_number", &seat.seat_number, MAX_ROW_CHARS)?;
@@ -309,22 +315,20 @@ impl SeatingPlan {
                         &row.row_number,
                         &seat.seat_number,
                     )
-                    .map_err(|e| {
-                        FieldError::new("seat_number", format!("{}: {}", which(), e.message))
-                    })?;
+                    .map_err(|e| refused("seat_number", e.message))?;
                     if !names.insert(number.as_str().to_owned()) {
-                        return Err(FieldError::new(
+                        return Err(refused(
                             "seat_number",
-                            format!("{}: another seat is named {} too", which(), number.as_str()),
+                            format!("another seat is named {} too", number.as_str()),
                         ));
                     }
                     // Each part may be finite and their sum not (1e308 + 1e308).
                     let x = zone.position.x + origin.x + seat.position.x;
                     let y = zone.position.y + origin.y + seat.position.y;
                     if !x.is_finite() || !y.is_finite() {
-                        return Err(FieldError::new(
+                        return Err(refused(
                             "position",
-                            format!("{}: its position is beyond what a plan can draw", which()),
+                            "its position is beyond what a plan can draw".to_owned(),
                         ));
                     }
                     seats.push(PlanSeat {
@@ -426,10 +430,10 @@ fn check_areas(raw: &RawPlan) -> Result<(), FieldError> {
 
 fn check_length(field: &'static str, value: &str, max: usize) -> Result<(), FieldError> {
     if value.chars().count() > max {
-        return Err(FieldError::new(
-            field,
-            format!("{value:?} is longer than {max} characters"),
-        ));
+        return Err(
+            FieldError::new(field, format!("{value:?} is longer than {max} characters"))
+                .with("limit", max.to_string()),
+        );
     }
     Ok(())
 }

@@ -65,6 +65,17 @@ fn the_first_seat_of_an_unknown_category_is_named() {
         e.message,
         "seat \"Balcony-1-1\" (row \"1\", zone \"Balcony\"): category \"Balcony\" is not one of the concert's price categories"
     );
+    // What a client needs to say it in its own words.
+    let params: Vec<(&str, &str)> = e.params.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert_eq!(
+        params,
+        [
+            ("zone", "Balcony"),
+            ("row", "1"),
+            ("seat", "1"),
+            ("category", "Balcony")
+        ]
+    );
 }
 
 #[test]
