@@ -39,6 +39,9 @@ mod house;
 #[path = "browser/fit.rs"]
 mod fit;
 
+#[path = "browser/phone.rs"]
+mod phone;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,

@@ -3,8 +3,8 @@
 // has left, and revoked one by one.
 
 import { api } from "./api.js";
-import { field, fill, h, shownOnce, tell, when } from "./dom.js";
-import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
+import { field, fill, h, shownOnce, table, tell, when } from "./dom.js";
+import { adminOnly, operatorTabs, revokeButton } from "./admin.js";
 import { locale, t } from "./i18n.js";
 
 export async function accessCodesView(main, { params, signal }) {

@@ -58,7 +58,4 @@ export function revokeButton(path, done, onRevoked) {
   return button;
 }
 
-/** A table that scrolls on a phone: its head's words (catalogue keys) and its rows. */
-export function table(head, rows) {
-  return h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, head.map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows)));
-}
+

@@ -202,3 +202,17 @@ export function shownOnce(signal) {
     },
   };
 }
+
+/**
+ * A table: its head's words (catalogue keys) and its rows. On a phone each
+ * row is a card, each cell under its column's name (`data-label`).
+ */
+export function table(head, rows) {
+  const names = head.map((k) => t(k));
+  for (const row of rows) {
+    [...row.children].forEach((cell, i) => {
+      if (names[i] && !cell.dataset.label) cell.dataset.label = names[i];
+    });
+  }
+  return h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, names.map((name) => h("th", { scope: "col" }, name)))), h("tbody", {}, rows)));
+}

@@ -3,7 +3,7 @@
 // allows one), and the money: paid, refunded, a cancelled show.
 
 import { api, currentUser } from "./api.js";
-import { clock, countdown, fill, h, quiet, tell } from "./dom.js";
+import { clock, countdown, fill, h, quiet, table, tell } from "./dom.js";
 import { money } from "./money.js";
 import { PayPanel, paidOnline, refundWords, amountDue } from "./payment.js";
 import { t, tNodes } from "./i18n.js";
@@ -135,7 +135,7 @@ export async function reservationsView(main, { signal }) {
     main,
     h("h1", {}, t("title.reservations")),
     rows.length
-      ? h("table", { class: "table" }, h("thead", {}, h("tr", {}, ["reservations.concertColumn", "reservations.seatsColumn", "reservations.stateColumn", "reservations.actionsColumn"].map((k) => h("th", { scope: "col" }, t(k))))), h("tbody", {}, rows))
+      ? table(["reservations.concertColumn", "reservations.seatsColumn", "reservations.stateColumn", "reservations.actionsColumn"], rows)
       : h("p", { class: "muted" }, tNodes("reservations.none", { find: h("a", { href: "#/" }, t("reservations.findConcert")) })),
   );
 }

@@ -3,8 +3,8 @@
 // listed, and revoked.
 
 import { api } from "./api.js";
-import { dateTime, field, fill, h, shownOnce, tell } from "./dom.js";
-import { adminOnly, operatorTabs, revokeButton, table } from "./admin.js";
+import { dateTime, field, fill, h, shownOnce, table, tell } from "./dom.js";
+import { adminOnly, operatorTabs, revokeButton } from "./admin.js";
 import { t } from "./i18n.js";
 
 export async function scannersView(main, { params, signal }) {

@@ -2,8 +2,8 @@
 // the order they joined, and what became of the entries that ended.
 
 import { api } from "./api.js";
-import { dateTime, fill, h } from "./dom.js";
-import { adminOnly, operatorTabs, table } from "./admin.js";
+import { dateTime, fill, h, table } from "./dom.js";
+import { adminOnly, operatorTabs } from "./admin.js";
 import { t } from "./i18n.js";
 
 const STATUSES = { WAITING: "waitingAdmin.waiting", OFFERED: "waitingAdmin.offered", LEFT: "waitingAdmin.left" };
