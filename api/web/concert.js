@@ -313,7 +313,7 @@ export async function concertView(main, { signal, params }) {
       { class: "concert-head" },
       h("h1", {}, concert.title),
       h("p", {}, `${concert.venue} · ${when(concert, "concertDate")}`),
-      h("p", { class: "muted" }, t("concert.rules", { hold: holdText(concert.holdSeconds), perOrder: concert.maxSeatsPerOrder, perFan: concert.maxSeatsPerUser })),
+      h("p", { class: "muted" }, t("concert.rules", { hold: holdText(concert), perOrder: concert.maxSeatsPerOrder, perFan: concert.maxSeatsPerUser })),
     ),
     sale,
     first && !cancelled ? standing.element : null,
@@ -331,10 +331,17 @@ export async function concertView(main, { signal, params }) {
   if (cancelled) return;
   await map.load();
   map.start();
-  // Seats this fan holds or bought already, told apart on the map.
+  // Seats this fan holds or bought already, told apart on the map; a
+  // live hold shown with its pay or confirm, as it was before a reload.
   if (currentUser()) {
     api("GET", "/api/users/me/reservations?page=0&size=100", undefined, { signal })
-      .then((mine) => map.own(mine.filter((r) => r.concertId === id && ["HELD", "CONFIRMED"].includes(r.status)).flatMap((r) => r.seats.map((s) => s.seatId))))
+      .then(async (mine) => {
+        const here = mine.filter((r) => r.concertId === id);
+        map.own(here.filter((r) => ["HELD", "CONFIRMED"].includes(r.status)).flatMap((r) => r.seats.map((s) => s.seatId)));
+        const held = here.find((r) => r.status === "HELD" && new Date(r.holdExpiresAt) > Date.now());
+        if (!held || busy || line.hasChildNodes()) return;
+        showReservation(await api("GET", `/api/reservations/${held.reservationId}`, undefined, { signal }));
+      })
       .catch(() => {});
   }
   waiting.refresh();
@@ -365,10 +372,13 @@ function words(seats) {
   };
 }
 
-function holdText(seconds) {
+/** How long a won order is held, and for what: paying where seats have a price. */
+function holdText(concert) {
+  const seconds = concert.holdSeconds;
   if (!seconds) return t("concert.yoursAtOnce");
   const span = seconds < 120 ? t("concert.seconds", { count: seconds }) : t("concert.minutes", { count: Math.round(seconds / 60) });
-  return t("concert.heldFor", { span });
+  const priced = (concert.categories || []).some((c) => c.price > 0);
+  return t(priced ? "concert.heldForPaying" : "concert.heldFor", { span });
 }
 
 /** The price categories, when the concert has prices. */

@@ -159,6 +159,28 @@ async fn a_fan_pays_by_card_after_a_decline_said_in_words_and_gets_the_tickets()
     page.screenshot(&screenshot_dir().join("payment-declined.png"))
         .await;
 
+    // The page reloaded: the concert's page finds the live hold and its
+    // card form again (issue 58: only My reservations showed it). What
+    // the hold is for is paying (it said "to confirm").
+    super::reload(&page).await;
+    page.wait_element(
+        ".concert-head",
+        Some("Seats are held 5 minutes for you to pay"),
+    )
+    .await;
+    page.wait_element(
+        ".line.held .hold-summary",
+        Some("1 seat, €89.00, pay within"),
+    )
+    .await;
+    page.wait_for(
+        "the card form again",
+        "const b = document.querySelector('.line.held .pay button[type=submit]'); \
+         return b && !b.disabled && document.querySelector('.card-field input') !== null;",
+        vec![],
+    )
+    .await;
+
     // Another card pays; Stripe's webhook sells the hold.
     type_card(&page, "4242424242424242").await;
     press_pay(&page).await;
