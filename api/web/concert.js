@@ -12,7 +12,7 @@ import { money, totalOf } from "./money.js";
 import { PayPanel, paidOnline, refundWords } from "./payment.js";
 import { BestAvailable, Standing, bestFirst } from "./best.js";
 import { t, tNodes } from "./i18n.js";
-import { colourOf, paint } from "./palette.js";
+import { colourOf } from "./palette.js";
 
 export async function concertView(main, { signal, params }) {
   const id = Number(params.id);
@@ -302,6 +302,7 @@ export async function concertView(main, { signal, params }) {
     send(ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids });
   });
   const first = bestFirst(concert);
+  const priceKey = prices(concert);
   // A cancelled show is cancelled everywhere: nothing to pick from, no
   // price, no count of free seats; only its badge and its reason.
   const cancelled = saleState(concert).phase === "cancelled";
@@ -323,13 +324,15 @@ export async function concertView(main, { signal, params }) {
       : h(
           "div",
           { class: "concert-body" },
-          h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(), prices(concert)),
+          h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(concert), priceKey),
           h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
         ),
   );
   showSale();
   if (cancelled) return;
   await map.load();
+  // A plan draws a free seat in its colour, a grid in a pale tint of it.
+  priceKey?.classList.toggle("solid", Boolean(map.plan));
   map.start();
   // Seats this fan holds or bought already, told apart on the map; a
   // live hold shown with its pay or confirm, as it was before a reload.
@@ -381,21 +384,31 @@ function holdText(concert) {
   return t(priced ? "concert.heldForPaying" : "concert.heldFor", { span });
 }
 
-/** The price categories, when the concert has prices. */
+/**
+ * The price categories, when the concert has prices: the key to the free
+ * seats, each swatch drawn as a free seat of its category is.
+ */
 function prices(concert) {
   if (!concert.categories || concert.categories.length === 0) return null;
   return h(
     "ul",
     { class: "legend prices", "aria-label": t("concert.prices") },
-    ...concert.categories.map((c, i) => h("li", { "data-category": c.name }, paint(h("span", { class: "swatch" }), colourOf(c, i)), `${c.name} ${money(c.price, c.currency)}`)),
+    h("li", { class: "legend-caption" }, t("concert.freeByPrice")),
+    ...concert.categories.map((c, i) => {
+      const swatch = h("span", { class: "swatch free-seat" });
+      swatch.style.setProperty("--cat", colourOf(c, i));
+      return h("li", { "data-category": c.name }, swatch, `${c.name} ${money(c.price, c.currency)}`);
+    }),
   );
 }
 
-function legend() {
+/** The seats' states; free ones here only where no price colours them. */
+function legend(concert) {
+  const priced = concert.categories?.length > 0;
   return h(
     "ul",
     { class: "legend", "aria-label": t("concert.legend") },
-    h("li", {}, h("span", { class: "swatch", "data-state": "A" }), t("concert.legendFree")),
+    priced ? null : h("li", {}, h("span", { class: "swatch", "data-state": "A" }), t("concert.legendFree")),
     h("li", {}, h("span", { class: "swatch chosen" }), t("concert.legendPick")),
     h("li", {}, h("span", { class: "swatch", "data-state": "M" }), t("concert.legendMine")),
     h("li", {}, h("span", { class: "swatch", "data-state": "H" }), t("concert.legendHeld")),

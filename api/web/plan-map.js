@@ -8,7 +8,6 @@
 
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
-import { paint } from "./palette.js";
 
 const SVG = "http://www.w3.org/2000/svg";
 /** A seat on a phone, zoomed all the way in, is at least this big (CSS px). */
@@ -23,10 +22,10 @@ function svg(tag, attributes = {}) {
 export class PlanMap {
   /**
    * `seats`: [{x, y, zone, category}] in the map's order; `zones`: names;
-   * `onPick(index)` hears a tap or Enter on a seat; `categories`: their
-   * names and `colours`, in order.
+   * `onPick(index)` hears a tap or Enter on a seat; `colours`: the price
+   * categories', in order.
    */
-  constructor(seats, zones, { onPick, label, categories = [], colours = [] }) {
+  constructor(seats, zones, { onPick, label, colours = [] }) {
     this.colours = colours;
     this.seats = seats;
     this.zones = zones;
@@ -44,6 +43,8 @@ export class PlanMap {
     // Room for the zones' names above their seats.
     this.bounds = { x: minX - this.pitch, y: minY - 3 * this.pitch, w: maxX - minX + 2 * this.pitch, h: maxY - minY + 4 * this.pitch };
     this.view = { ...this.bounds };
+    // As tall as the venue is for the screen's width (within bounds): the
+    // first view is the venue's whole width, not a band of it letterboxed.
     this.cells = new Map();
     seats.forEach((s, i) => {
       const key = cellOf(Math.floor(s.x / this.pitch), Math.floor(s.y / this.pitch));
@@ -54,6 +55,7 @@ export class PlanMap {
     this.svg = svg("svg", { class: "plan", "data-seats": seats.length, role: "application", tabindex: "0", "aria-roledescription": t("plan.role"), "aria-label": t("plan.label") });
     this.content = svg("g");
     this.focusRing = svg("rect", { class: "focus-ring", width: this.pitch * 1.1, height: this.pitch * 1.1, rx: half / 2, visibility: "hidden" });
+    this.svg.style.aspectRatio = `${this.bounds.w} / ${this.bounds.h}`;
     this.svg.append(this.content);
     for (const [zone, at] of zoneLabels(seats, zones, this.pitch)) {
       const text = svg("text", { class: "zone-label", x: at.x, y: at.y, "font-size": this.pitch * 1.2, "text-anchor": "middle" });
@@ -65,11 +67,13 @@ export class PlanMap {
     this.controls = h(
       "div",
       { class: "zoom-controls" },
-      h("button", { type: "button", "aria-label": t("plan.zoomIn"), onclick: () => this.zoomBy(1.6) }, "+"),
-      h("button", { type: "button", "aria-label": t("plan.zoomOut"), onclick: () => this.zoomBy(1 / 1.6) }, "−"),
+      h("button", { type: "button", "aria-label": t("plan.zoomIn"), onclick: () => this.zoomFromFront(1.6) }, "+"),
+      h("button", { type: "button", "aria-label": t("plan.zoomOut"), onclick: () => this.zoomFromFront(1 / 1.6) }, "−"),
       h("button", { type: "button", "aria-label": t("plan.fitLabel"), onclick: () => this.fit() }, t("plan.fit")),
     );
-    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, legendOf(categories, colours), this.live);
+    // The controls sit above the drawing, never over a seat; the key to
+    // the colours is the page's list of prices.
+    this.element = h("div", { class: "plan-map" }, this.controls, this.svg, this.live);
     this.listen();
     this.apply();
   }
@@ -173,6 +177,20 @@ export class PlanMap {
     this.apply();
   }
 
+  /**
+   * Zooms by `factor` keeping the top edge's middle where it is: the stage
+   * is at the top, and the row nearest it stays whole in view (zooming on
+   * the centre cut the front row in half under the stage).
+   */
+  zoomFromFront(factor) {
+    const box = this.svg.getBoundingClientRect();
+    const m = this.svg.getScreenCTM();
+    // The plan's top where it is drawn, or the drawing's top edge when the
+    // view is scrolled further back than that.
+    const planTop = m ? new DOMPoint(0, this.bounds.y).matrixTransform(m).y : box.top;
+    this.zoomBy(factor, box.left + box.width / 2, Math.max(box.top, planTop));
+  }
+
   /** The whole plan, widened to the drawing's shape (nothing letterboxed). */
   fitted() {
     const box = this.svg.getBoundingClientRect();
@@ -243,19 +261,6 @@ export class PlanMap {
       if (index !== null) this.onPick(index);
     });
   }
-}
-
-/** Which colour is which category (`categories`: their names, in order). */
-function legendOf(categories, colours) {
-  if (categories.length === 0) return null;
-  return h(
-    "ul",
-    { class: "legend plan-legend", "aria-label": t("plan.colours") },
-    ...categories.map((name, i) => {
-      const swatch = paint(h("span", { class: "swatch", "data-category": name }), colours[i]);
-      return h("li", {}, swatch, name);
-    }),
-  );
 }
 
 /** The usual distance between neighbours in a row: what a seat's size follows. */

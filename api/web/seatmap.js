@@ -159,7 +159,6 @@ export class SeatMap {
     }
     const points = list.map((s) => ({ x: s.x, y: s.y, zone: s.zone, category: s.categoryIndex }));
     this.plan = new PlanMap(points, zones, {
-      categories: (this.categories || []).map((c) => c.name),
       colours: (this.categories || []).map(colourOf),
       onPick: (index) => this.pick(index),
       label: (index) => {

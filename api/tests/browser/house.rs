@@ -223,15 +223,18 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     press(&page, "Enter").await;
     page.wait_element(".seatmap[data-ready]", None).await;
     assert_fit_for_people(&page, &words).await;
-    // Seats in their category's colour.
+    // Seats in their category's colour, and the key's swatch drawn as a
+    // free seat of it is (issue 58: the key's "Free" looked like no seat).
     let colours = page
         .script(
-            "return [getComputedStyle(document.querySelector('button.seat[data-seat=A1]')).borderTopColor, \
-                     getComputedStyle(document.querySelector('.legend.prices .swatch')).backgroundColor];",
+            "const look = (e) => { const s = getComputedStyle(e); return [s.borderTopColor, s.backgroundColor]; }; \
+             return [look(document.querySelector('button.seat[data-seat=A1]')), \
+                     look(document.querySelector('.legend.prices .swatch'))];",
             vec![],
         )
         .await;
-    assert_eq!(colours, json!(["rgb(31, 111, 178)", "rgb(31, 111, 178)"]));
+    assert_eq!(colours[0][0], json!("rgb(31, 111, 178)"));
+    assert_eq!(colours[0], colours[1]);
     // Pick a seat: the map is one tab stop, walked with the arrows.
     tab_to(&page, "button.seat", "").await;
     press(&page, "ArrowRight").await;

@@ -8,6 +8,7 @@ use ticket_core::domain::seating_plan::example;
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
 
 use super::helpers::{TestApp, spawn_app};
+use super::phone::as_a_phone;
 use super::{Deciding, open_concert, sign_up};
 
 /// A concert seated from the example venue (premium rows, stalls, a
@@ -110,14 +111,18 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
                .map((p) => [p.dataset.layer, p.getAttribute('fill')])); \
              const css = (c) => { const s = document.createElement('span'); s.style.background = c; \
                document.body.append(s); const v = getComputedStyle(s).backgroundColor; s.remove(); return v; }; \
-             return [...document.querySelectorAll('.plan-legend li')].map((li, i) => \
+             return [...document.querySelectorAll('.legend.prices li[data-category]')].map((li, i) => \
                [li.textContent, getComputedStyle(li.querySelector('.swatch')).backgroundColor === css(fills['A' + i])]);",
             vec![],
         )
         .await;
     assert_eq!(
         key,
-        json!([["Premium", true], ["Stalls", true], ["Balcony", true]])
+        json!([
+            ["Premium €129.00", true],
+            ["Stalls €69.00", true],
+            ["Balcony €39.00", true]
+        ])
     );
     let at = drawn_at(&app, &page, concert, "Stalls-4-6").await;
     tap(&page, at).await;
@@ -225,6 +230,81 @@ async fn on_a_phone_a_big_plan_zooms_until_a_seat_is_big_enough_to_tap() {
     .await;
     page.wait_element("#choice", Some("Selected: ")).await;
     page.screenshot(&screenshot_dir().join("plan-map-phone.png"))
+        .await;
+    assert_eq!(page.console_errors().await, Vec::<String>::new());
+    page.close().await;
+}
+
+/// Where the plan and what is around it are on the screen: the drawing's
+/// box, the zoom controls' box, the seats' extent, and the keys' boxes.
+const PLAN_LAYOUT: &str = "const [xs, ys] = arguments; const svg = document.querySelector('svg.plan'); \
+    const box = (e) => { const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; }; \
+    const m = svg.getScreenCTM(); let [l, t, r, b] = [Infinity, Infinity, -Infinity, -Infinity]; \
+    xs.forEach((x, i) => { const p = new DOMPoint(x, ys[i]).matrixTransform(m); \
+      l = Math.min(l, p.x); t = Math.min(t, p.y); r = Math.max(r, p.x); b = Math.max(b, p.y); }); \
+    return {svg: box(svg), seatPx: Number(svg.dataset.seatPx), controls: box(document.querySelector('.zoom-controls')), seats: [l, t, r, b], \
+      keys: [...document.querySelectorAll('.map-wrap .legend')].map(box)};";
+
+fn overlap(a: &Value, b: &Value) -> bool {
+    let [al, at, ar, ab] = [0, 1, 2, 3].map(|i| a[i].as_f64().unwrap());
+    let [bl, bt, br, bb] = [0, 1, 2, 3].map(|i| b[i].as_f64().unwrap());
+    al < br && bl < ar && at < bb && bt < ab
+}
+
+/// On a phone the plan's first view is the venue's whole width; the zoom
+/// controls sit above the drawing, never over a seat; one key to the
+/// colours, no key over another (issue 58: the buttons covered the front
+/// rows, two keys overlapped).
+#[tokio::test]
+async fn on_a_phone_the_plan_fits_its_width_and_nothing_covers_a_seat() {
+    let app = spawn_app().await;
+    let concert = venue(&app, 8, 3, 12).await;
+    let map = app
+        .get(&format!("/api/concerts/{concert}/seat-map"), None)
+        .await
+        .assert_status(200)
+        .clone();
+    let seats = vec![map["seatX"].clone(), map["seatY"].clone()];
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(390, 844).await;
+    as_a_phone(&page, 390).await;
+    sign_up(&page, &app.base, "phone-plan-fan").await;
+    open_concert(&page, &app.base, concert).await;
+    page.wait_element("svg.plan", None).await;
+    let first = page.script(PLAN_LAYOUT, seats.clone()).await;
+    let [left, top, right, bottom] = [0, 1, 2, 3].map(|i| first["svg"][i].as_f64().unwrap());
+    let [seats_left, seats_top, seats_right, seats_bottom] =
+        [0, 1, 2, 3].map(|i| first["seats"][i].as_f64().unwrap());
+    assert!(
+        seats_left >= left && seats_right <= right && seats_top >= top && seats_bottom <= bottom,
+        "every seat in the first view: {first}"
+    );
+    assert!(
+        seats_right - seats_left >= 0.8 * (right - left),
+        "the first view is the venue's width: {first}"
+    );
+    assert!(
+        !overlap(&first["controls"], &first["svg"]),
+        "the zoom controls are off the drawing: {first}"
+    );
+    let keys = first["keys"].as_array().unwrap();
+    assert_eq!(keys.len(), 2, "the states and the prices: {first}");
+    assert!(!overlap(&keys[0], &keys[1]), "the keys apart: {first}");
+    // Zoomed in, the controls are still off the drawing.
+    let zoom_in = page
+        .wait_element(".zoom-controls button[aria-label='Zoom in']", None)
+        .await;
+    page.click(&zoom_in).await;
+    page.click(&zoom_in).await;
+    let zoomed = page.script(PLAN_LAYOUT, seats).await;
+    assert!(!overlap(&zoomed["controls"], &zoomed["svg"]), "{zoomed}");
+    // The front row whole under the stage, not cut in half.
+    let half_seat = zoomed["seatPx"].as_f64().unwrap() * 0.4;
+    assert!(
+        zoomed["seats"][1].as_f64().unwrap() - half_seat >= zoomed["svg"][1].as_f64().unwrap(),
+        "the front row in view once zoomed: {zoomed}"
+    );
+    page.screenshot(&screenshot_dir().join("plan-map-phone-first-view.png"))
         .await;
     assert_eq!(page.console_errors().await, Vec::<String>::new());
     page.close().await;
