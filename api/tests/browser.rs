@@ -801,6 +801,8 @@ async fn in_the_presale_the_page_asks_for_an_access_code_and_says_what_went_wron
     let concert = app
         .concert(json!({
             "rows": 1, "seatsPerRow": 6, "holdSeconds": 600,
+            "categories": [{"name": "Standard", "price": 0, "currency": "EUR"}],
+            "areas": [{"name": "Floor", "capacity": 20}],
             "presaleStartsAt": (now - chrono::Duration::minutes(1)).to_rfc3339(),
             "opensAt": (now + chrono::Duration::hours(1)).to_rfc3339(),
         }))
@@ -820,24 +822,50 @@ async fn in_the_presale_the_page_asks_for_an_access_code_and_says_what_went_wron
         .to_owned();
     let deciding = Deciding::start(&app);
     let driver = Chromedriver::start().await;
-    let page = driver.browser(1024, 900).await;
+    let page = driver.browser(390, 844).await;
+    phone::as_a_phone(&page, 390).await;
     sign_up(&page, &app.base, "presale-fan").await;
     open_concert(&page, &app.base, concert).await;
     page.wait_element(".badge.presale", Some("Presale")).await;
     let field = page.wait_element(".access-code input", None).await;
+    // The code field sits with the buttons it unlocks, above them.
+    let order = page
+        .script(
+            "const at = (css) => document.querySelector(css).getBoundingClientRect().top; \
+             return at('.access-code') < at('.standing button.primary') \
+               && at('.standing button.primary') - at('.access-code') < innerHeight;",
+            vec![],
+        )
+        .await;
+    assert_eq!(order, json!(true));
 
-    // Without a code, then with a wrong one: refused in words.
+    // Without a code, then with a wrong one: refused in words, under the
+    // code field, in view, read out (issue 58: the error sat at the top,
+    // off the screen, as the page jumped to the field at the bottom).
+    let best = page
+        .wait_element(".best-available:not(.standing) button.primary", None)
+        .await;
+    page.click(&best).await;
+    let refusal = page
+        .wait_element(
+            ".access-code + .refusal[role=alert]",
+            Some("enter your access code"),
+        )
+        .await;
+    assert!(!page.text(&refusal).await.contains('{'));
+    let in_view = "const r = document.querySelector('.refusal').getBoundingClientRect(); \
+         return r.top >= 0 && r.bottom <= innerHeight;";
+    assert_eq!(page.script(in_view, vec![]).await, json!(true));
+    page.type_into(&field, "ABCD-EFGH-JKMN-PQRS").await;
     let first = page.wait_element(&seat("A1"), None).await;
     page.click(&first).await;
     reserve(&page).await;
-    let notice = page
-        .wait_element("#notice:not([hidden])", Some("enter your access code"))
-        .await;
-    assert!(!page.text(&notice).await.contains('{'));
-    page.type_into(&field, "ABCD-EFGH-JKMN-PQRS").await;
-    reserve(&page).await;
-    page.wait_element("#notice:not([hidden])", Some("not valid for this concert"))
-        .await;
+    page.wait_element(
+        ".access-code + .refusal[role=alert]",
+        Some("not valid for this concert"),
+    )
+    .await;
+    assert_eq!(page.script(in_view, vec![]).await, json!(true));
 
     // The code the fan was sent, typed in lower case: the seat is held.
     page.script(
@@ -997,7 +1025,8 @@ async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_sea
         ticket_worker::waiting_list::Offers::new(app.pool.clone()).run(deciding.shutdown.clone()),
     );
     let driver = Chromedriver::start().await;
-    let page = driver.browser(1024, 900).await;
+    let page = driver.browser(390, 844).await;
+    phone::as_a_phone(&page, 390).await;
     sign_up(&page, &app.base, "waiting-fan").await;
     open_view(&page, &app.base, "#/").await;
     page.wait_element(".card p.muted", Some("1 seat · Sold out"))
@@ -1034,6 +1063,16 @@ async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_sea
     )
     .await;
     page.wait_element(".hold-countdown", None).await;
+    // On a phone, the offer is the first thing on the concert's page, in
+    // view (issue 58: it sat below the fold under "Sold out").
+    let offer_first = page
+        .script(
+            "const line = document.querySelector('.line.held'); const r = line.getBoundingClientRect(); \
+             return [line.previousElementSibling?.className, r.top >= 0 && r.top < innerHeight / 2];",
+            vec![],
+        )
+        .await;
+    assert_eq!(offer_first, json!(["concert-head", true]));
     page.screenshot(&screenshot_dir().join("waiting-list-offer.png"))
         .await;
     let confirm = page

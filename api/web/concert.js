@@ -24,6 +24,15 @@ export async function concertView(main, { signal, params }) {
   const line = h("section", { class: "line", "aria-live": "polite", "aria-label": t("concert.yourRequest") });
   const code = h("input", { name: "accessCode", autocomplete: "off", spellcheck: "false", placeholder: t("concert.accessCodeExample"), maxlength: 64 });
   const codeField = h("label", { class: "access-code", hidden: true }, t("concert.accessCode"), code);
+  // A refused request is said where the fan is looking: under the button
+  // pressed, or under the code field when the code is what is wrong.
+  const refusal = h("p", { class: "refusal", role: "alert", hidden: true });
+  const refuse = (message, near) => {
+    fill(refusal, message);
+    near.after(refusal);
+    refusal.hidden = false;
+    refusal.scrollIntoView({ block: "nearest" });
+  };
   // The puzzle's code only where a concert asks for one.
   const proof = concert.proofOfWork > 0 ? new (await import("./proof.js")).ProofOfWork(id) : null;
   const map = new SeatMap(id, {
@@ -57,7 +66,8 @@ export async function concertView(main, { signal, params }) {
   // concert's proof of work.
   const waiting = new WaitingList(concert, {
     signal,
-    onOffer: (offer) => showReservation(offer),
+    onOffer: (offer) => showReservation(offer, { first: true }),
+    refuse: (message, near) => refuse(message, near),
     accessCode: () => (!codeField.hidden && code.value.trim()) || undefined,
     proof,
   });
@@ -144,7 +154,13 @@ export async function concertView(main, { signal, params }) {
     map.onChange(map.selected());
   };
 
-  const showReservation = async (reservation) => {
+  // `first`: found on arrival (an offer from the waiting list, a hold from
+  // before a reload), it is the first thing on the page, above the badge.
+  const showReservation = async (reservation, { first = false } = {}) => {
+    if (first && reservation.status === "HELD") {
+      main.querySelector(".concert-head")?.after(line);
+      line.scrollIntoView({ block: "nearest" });
+    }
     const w = words(reservation.seats);
     map.clear();
     const ids = reservation.seats.map((s) => s.seatId);
@@ -265,12 +281,13 @@ export async function concertView(main, { signal, params }) {
     }
   };
 
-  const send = async (body) => {
+  const send = async (body, pressed) => {
     if (!currentUser()) {
       location.hash = `#/login?next=${encodeURIComponent(location.hash)}`;
       return;
     }
     quiet();
+    refusal.hidden = true;
     reserve.disabled = true;
     best.disabled = true;
     standing.disabled = true;
@@ -286,20 +303,21 @@ export async function concertView(main, { signal, params }) {
         return;
       }
       if (e.name === "AbortError") return;
-      tell(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message);
-      if (e instanceof Problem && e.code.startsWith("ACCESS_CODE")) code.focus();
+      const aboutTheCode = e instanceof Problem && e.code.startsWith("ACCESS_CODE");
+      refuse(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message, aboutTheCode ? codeField : pressed);
+      if (aboutTheCode) code.focus();
       reserve.disabled = false;
     } finally {
       best.disabled = false;
       standing.disabled = false;
     }
   };
-  const best = new BestAvailable(concert, { onAsk: ({ category, count, allowSplit }) => send({ concertId: id, category, count, ...(allowSplit ? { allowSplit } : {}) }) });
-  const standing = new Standing(concert, { onAsk: ({ area, count }) => send({ concertId: id, area, count }) });
+  const best = new BestAvailable(concert, { onAsk: ({ category, count, allowSplit }) => send({ concertId: id, category, count, ...(allowSplit ? { allowSplit } : {}) }, best.button) });
+  const standing = new Standing(concert, { onAsk: ({ area, count }) => send({ concertId: id, area, count }, standing.button) });
   reserve.addEventListener("click", () => {
     const ids = map.selected();
     if (ids.length === 0) return;
-    send(ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids });
+    send(ids.length === 1 ? { seatId: ids[0] } : { seatIds: ids }, reserve);
   });
   const first = bestFirst(concert);
   const priceKey = prices(concert);
@@ -317,6 +335,8 @@ export async function concertView(main, { signal, params }) {
       h("p", { class: "muted" }, t("concert.rules", { hold: holdText(concert), perOrder: concert.maxSeatsPerOrder, perFan: concert.maxSeatsPerUser })),
     ),
     sale,
+    // The presale's code sits with the buttons it unlocks.
+    first && !cancelled ? codeField : null,
     first && !cancelled ? standing.element : null,
     first && !cancelled ? best.element : null,
     cancelled
@@ -325,7 +345,7 @@ export async function concertView(main, { signal, params }) {
           "div",
           { class: "concert-body" },
           h("div", { class: "map-wrap" }, h("div", { class: "stage", "aria-hidden": "true" }, t("concert.stage")), map.element, legend(concert), priceKey),
-          h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, choice, codeField, reserve, proof?.element, line, waiting.element),
+          h("aside", { class: "checkout", "aria-label": t("concert.checkout") }, counts, first ? null : best.element, first ? null : codeField, choice, reserve, proof?.element, line, waiting.element),
         ),
   );
   showSale();
@@ -343,7 +363,7 @@ export async function concertView(main, { signal, params }) {
         map.own(here.filter((r) => ["HELD", "CONFIRMED"].includes(r.status)).flatMap((r) => r.seats.map((s) => s.seatId)));
         const held = here.find((r) => r.status === "HELD" && new Date(r.holdExpiresAt) > Date.now());
         if (!held || busy || line.hasChildNodes()) return;
-        showReservation(await api("GET", `/api/reservations/${held.reservationId}`, undefined, { signal }));
+        showReservation(await api("GET", `/api/reservations/${held.reservationId}`, undefined, { signal }), { first: true });
       })
       .catch(() => {});
   }

@@ -12,7 +12,9 @@ import { t } from "./i18n.js";
 const POLL_MS = 3000;
 
 export class WaitingList {
-  constructor(concert, { signal, onOffer, accessCode, proof }) {
+  constructor(concert, { signal, onOffer, accessCode, proof, refuse }) {
+    // Where a refused join is said (beside its button), else the notice.
+    this.refuse = refuse || ((message) => tell(message));
     this.concert = concert;
     this.signal = signal;
     this.onOffer = onOffer;
@@ -135,7 +137,7 @@ export class WaitingList {
     } catch (e) {
       if (e.name === "AbortError") return;
       button.disabled = false;
-      tell(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message);
+      this.refuse(e instanceof Problem && REFUSALS[e.code] ? t(REFUSALS[e.code]) : e.message, button);
     }
   }
 
