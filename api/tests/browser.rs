@@ -42,6 +42,9 @@ mod fit;
 #[path = "browser/phone.rs"]
 mod phone;
 
+#[path = "browser/door_camera.rs"]
+mod door_camera;
+
 /// A worker deciding in the background until stopped.
 struct Deciding {
     shutdown: CancellationToken,

@@ -295,21 +295,41 @@ class Door {
     input.focus();
   }
 
-  /** The camera, where the browser can read QR codes itself; `onCode` hears each (else a scan). */
+  /**
+   * The camera; `onCode` hears each code read (else it is scanned). QR
+   * codes are read by the browser's own BarcodeDetector where it has one,
+   * else by ZXing in a worker (`qr-worker.js`), loaded only here.
+   */
   camera(onCode = (code) => this.scan(code)) {
-    if (!("BarcodeDetector" in window) || !navigator.mediaDevices) return null;
-    const video = h("video", { class: "door-camera", muted: true, playsinline: true });
+    if (!navigator.mediaDevices?.getUserMedia) return null;
+    const video = h("video", { class: "door-camera", muted: true, playsinline: true, hidden: true });
     const button = h("button", { type: "button" }, t("door.camera"));
+    const said = h("p", { class: "field-error", role: "alert", hidden: true });
     button.addEventListener("click", async () => {
-      const stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: "environment" } });
+      button.disabled = true;
+      let stream;
+      try {
+        stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: "environment" } });
+      } catch {
+        button.disabled = false;
+        said.hidden = false;
+        fill(said, t("door.noCamera"));
+        return;
+      }
+      said.hidden = true;
+      button.hidden = true;
+      video.hidden = false;
       video.srcObject = stream;
       await video.play();
-      const detector = new window.BarcodeDetector({ formats: ["qr_code"] });
+      const read = qrReader();
       let last = "";
       const look = async () => {
-        if (this.signal.aborted) return stream.getTracks().forEach((t) => t.stop());
-        const found = await detector.detect(video).catch(() => []);
-        const code = found[0]?.rawValue;
+        if (this.signal.aborted || !video.isConnected) {
+          stream.getTracks().forEach((track) => track.stop());
+          read.stop();
+          return;
+        }
+        const code = await read(video);
         if (code && code !== last) {
           last = code;
           await onCode(code);
@@ -318,7 +338,7 @@ class Door {
       };
       look();
     });
-    return h("div", { class: "door-camera-wrap" }, button, video);
+    return h("div", { class: "door-camera-wrap" }, button, said, video);
   }
 
   renderSetup() {
@@ -372,4 +392,36 @@ function concertLine(s) {
 function pairingOf(text) {
   const match = /^ticket-door:1:(\d+):(\S+)$/.exec(text.trim());
   return match ? { concertId: match[1], token: match[2] } : null;
+}
+
+/**
+ * `read(video)`: the QR code in the video's frame now, or null; the
+ * browser's own detector, else ZXing in a worker. `read.stop()` ends it.
+ */
+function qrReader() {
+  if ("BarcodeDetector" in window) {
+    const detector = new window.BarcodeDetector({ formats: ["qr_code"] });
+    const read = async (video) => (await detector.detect(video).catch(() => []))[0]?.rawValue ?? null;
+    read.stop = () => {};
+    return read;
+  }
+  const worker = new Worker("/assets/qr-worker.js", { type: "module" });
+  const canvas = document.createElement("canvas");
+  const context = canvas.getContext("2d", { willReadFrequently: true });
+  const read = (video) => {
+    if (!video.videoWidth) return Promise.resolve(null);
+    // A frame at most 640 px wide is plenty for a code held up to a phone.
+    const scale = Math.min(1, 640 / video.videoWidth);
+    canvas.width = Math.round(video.videoWidth * scale);
+    canvas.height = Math.round(video.videoHeight * scale);
+    context.drawImage(video, 0, 0, canvas.width, canvas.height);
+    const frame = context.getImageData(0, 0, canvas.width, canvas.height);
+    return new Promise((resolve) => {
+      worker.onmessage = ({ data }) => resolve(data);
+      worker.onerror = () => resolve(null);
+      worker.postMessage(frame, [frame.data.buffer]);
+    });
+  };
+  read.stop = () => worker.terminate();
+  return read;
 }

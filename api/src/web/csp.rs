@@ -49,6 +49,12 @@ pub const STRICT: &str = "default-src 'none'; script-src 'self'; style-src 'self
      img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'self'; \
      frame-ancestors 'none'";
 
+/// The door's QR worker's own policy: its modules and ZXing's WebAssembly
+/// from here, compiled (`wasm-unsafe-eval` allows WebAssembly only, never
+/// `eval`); the page keeps its stricter one.
+pub const QR_WORKER: &str =
+    "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; connect-src 'self'";
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -108,6 +108,13 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",
         "altcha.css" from "vendor/altcha/altcha.css" => "text/css; charset=utf-8",
         "altcha-sha-worker.js" from "vendor/altcha/sha-worker.js" => "text/javascript; charset=utf-8",
+        // The door's QR reader where the browser has none (npm
+        // `barcode-detector` and ZXing's wasm, scripts/vendor-qr.sh),
+        // loaded by door.js only, in a worker of its own policy.
+        "qr-worker.js" => "text/javascript; charset=utf-8",
+        "barcode-detector.js" from "vendor/qr/barcode-detector.js" => "text/javascript; charset=utf-8",
+        "zxing-exported.js" from "vendor/qr/zxing-exported.js" => "text/javascript; charset=utf-8",
+        "zxing_reader.wasm" from "vendor/qr/zxing_reader.wasm" => "application/wasm",
         "favicon.svg" => "image/svg+xml",
     ]
     .into_iter()
@@ -156,6 +163,11 @@ fn index(policy: &HeaderValue, headers: &HeaderMap) -> Response {
 
 fn asset(policy: &HeaderValue, name: &str, headers: &HeaderMap) -> Response {
     match find(name).filter(|asset| asset.name != "index.html") {
+        // A worker lives under its own response's policy: this one alone
+        // may compile WebAssembly.
+        Some(asset) if asset.name == "qr-worker.js" => {
+            asset.respond(&HeaderValue::from_static(csp::QR_WORKER), headers)
+        }
         Some(asset) => asset.respond(policy, headers),
         None => not_found(),
     }
@@ -168,6 +180,18 @@ fn not_found() -> Response {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_qr_worker_may_compile_webassembly() {
+        let page = HeaderValue::from_static(csp::STRICT);
+        let policy_of = |name: &str| {
+            asset(&page, name, &HeaderMap::new()).headers()[header::CONTENT_SECURITY_POLICY].clone()
+        };
+        assert_eq!(policy_of("qr-worker.js"), csp::QR_WORKER);
+        for name in ["door.js", "barcode-detector.js", "zxing_reader.wasm"] {
+            assert_eq!(policy_of(name), page, "{name}");
+        }
+    }
 
     #[test]
     fn every_asset_is_built_in_and_compresses() {

@@ -90,7 +90,22 @@ impl Chromedriver {
     /// As [`Self::browser`], its user's language `language` (a BCP 47
     /// tag, "ko-KR"): what the page reads in `navigator.languages`.
     pub async fn browser_speaking(&self, width: u32, height: u32, language: &str) -> Browser {
-        let args = vec![
+        self.launch(width, height, language, Vec::new()).await
+    }
+
+    /// As [`Self::browser`], its camera a fake one that films `video` (a
+    /// Y4M or MJPEG file, looped) and that the page may use unasked.
+    pub async fn browser_with_camera(&self, width: u32, height: u32, video: &Path) -> Browser {
+        let camera = vec![
+            "--use-fake-device-for-media-stream".to_owned(),
+            "--use-fake-ui-for-media-stream".to_owned(),
+            format!("--use-file-for-fake-video-capture={}", video.display()),
+        ];
+        self.launch(width, height, "en-US", camera).await
+    }
+
+    async fn launch(&self, width: u32, height: u32, language: &str, extra: Vec<String>) -> Browser {
+        let mut args = vec![
             "--headless=new".to_owned(),
             "--disable-gpu".to_owned(),
             "--disable-dev-shm-usage".to_owned(),
@@ -103,6 +118,7 @@ impl Chromedriver {
             format!("--lang={language}"),
             format!("--window-size={width},{height}"),
         ];
+        args.extend(extra);
         let mut options = json!({ "args": args, "prefs": {"intl.accept_languages": language} });
         if let Some(binary) = chromium_binary() {
             options["binary"] = json!(binary);
