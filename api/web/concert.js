@@ -3,7 +3,7 @@
 // faster").
 
 import { Problem, api, currentUser } from "./api.js";
-import { clock, countdown, fill, h, quiet, roughly, tell, when } from "./dom.js";
+import { clock, countdown, fill, h, placesOf, quiet, roughly, tell, when } from "./dom.js";
 import { saleState } from "./concerts.js";
 import { follow } from "./events.js";
 import { WaitingList } from "./waiting-list.js";
@@ -385,8 +385,8 @@ const REFUSALS = {
  */
 function words(seats) {
   const count = seats.length;
-  const standing = seats.every((s) => s.seatNumber.includes(" #"));
-  const what = t(standing ? "concert.placesNamed" : "concert.seatsNamed", { count, seats: seats.map((s) => s.seatNumber).join(", ") });
+  const standing = seats.every((s) => s.place?.area || s.seatNumber.includes(" #"));
+  const what = t(standing ? "concert.placesNamed" : "concert.seatsNamed", { count, seats: placesOf(seats) });
   const things = t(standing ? "concert.places" : "concert.seats", { count });
   const noun = t(standing ? "concert.placeNoun" : "concert.seatNoun", { count });
   return (key, params = {}) => {

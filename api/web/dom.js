@@ -216,3 +216,20 @@ export function table(head, rows) {
   }
   return h("div", { class: "table-wrap" }, h("table", { class: "table" }, h("thead", {}, h("tr", {}, names.map((name) => h("th", { scope: "col" }, name)))), h("tbody", {}, rows)));
 }
+
+/**
+ * A seat as the venue names it (`seat.place`): "Stalls, row 3, seat 9",
+ * "Floor, entry no. 12"; a grid's seat by its number ("A1"), as its
+ * venue writes it.
+ */
+export function placeName(seat) {
+  const p = seat.place || {};
+  if (p.area) return t("place.standing", { area: p.area, entry: String(p.entryNumber) });
+  if (!p.row || !p.seat || `${p.row}${p.seat}` === seat.seatNumber) return seat.seatNumber;
+  return p.zone ? t("place.zoneRowSeat", { zone: p.zone, row: p.row, seat: p.seat }) : t("place.rowSeat", { row: p.row, seat: p.seat });
+}
+
+/** Seats as the venue names them, in a list ("; " between: a name may hold a comma). */
+export function placesOf(seats) {
+  return seats.map(placeName).join("; ");
+}

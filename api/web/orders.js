@@ -5,7 +5,7 @@
 // with its refunds followed until every order is done.
 
 import { api } from "./api.js";
-import { field, fill, h, tell } from "./dom.js";
+import { field, fill, h, placeName, tell } from "./dom.js";
 import { money } from "./money.js";
 import { locale, t } from "./i18n.js";
 
@@ -74,7 +74,7 @@ export function refundForm() {
     const prices = new Map(order.seats.map((s) => [s.seatId, s.price]));
     const boxes = tickets.map((ticket) => {
       const price = prices.get(ticket.seatId);
-      const parts = [ticket.seatNumber, ticket.category, price != null && order.currency ? money(price, order.currency) : null].filter(Boolean).join(", ");
+      const parts = [placeName(ticket), ticket.category, price != null && order.currency ? money(price, order.currency) : null].filter(Boolean).join(", ");
       const label = ticket.checkedInAt ? t("refund.usedTicket", { ticket: parts }) : parts;
       return h("li", {}, h("label", {}, h("input", { type: "checkbox", value: ticket.ticketId, disabled: Boolean(ticket.checkedInAt) }), ` ${label}`));
     });

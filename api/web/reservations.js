@@ -3,7 +3,7 @@
 // allows one), and the money: paid, refunded, a cancelled show.
 
 import { api, currentUser } from "./api.js";
-import { clock, countdown, fill, h, quiet, table, tell } from "./dom.js";
+import { clock, countdown, fill, h, placesOf, quiet, table, tell } from "./dom.js";
 import { money } from "./money.js";
 import { PayPanel, paidOnline, refundWords, amountDue } from "./payment.js";
 import { t, tNodes } from "./i18n.js";
@@ -46,7 +46,10 @@ export async function reservationsView(main, { signal }) {
     if (taken) state.append(h("p", { class: "paid" }, t(atDesk ? "reservations.paidAtDesk" : "reservations.paid", { amount: money(amountDue(r), r.currency) })));
     const byHand = new Set((paid?.payments || []).filter((p) => p.provider === "manual").map((p) => p.paymentId));
     for (const refund of paid?.refunds || []) {
-      const words = refundWords(refund, { byHand: byHand.has(refund.paymentId) });
+      // A refund of some of the seats says which.
+      const given = r.seats.filter((s) => refund.seatIds?.includes(s.seatId));
+      const back = refundWords(refund, { byHand: byHand.has(refund.paymentId) });
+      const words = given.length ? t("pay.refundedSeats", { refund: back, seats: placesOf(given) }) : back;
       state.append(h("p", { class: "refund" }, REASONS[refund.reason] ? t("reservations.refundBecause", { refund: words, reason: t(REASONS[refund.reason]) }) : t("reservations.refund", { refund: words })));
     }
     if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, t("concert.cancelledPlain")));
@@ -74,7 +77,7 @@ export async function reservationsView(main, { signal }) {
       "tr",
       { "data-reservation": r.reservationId },
       h("td", {}, h("a", { href: `#/concerts/${r.concertId}` }, concert.title), h("span", { class: "muted order" }, t("reservations.order", { id: String(r.reservationId) }))),
-      h("td", {}, r.seats.map((s) => s.seatNumber).join(", ")),
+      h("td", {}, placesOf(r.seats)),
       state,
       actions,
     );
@@ -93,7 +96,7 @@ export async function reservationsView(main, { signal }) {
     return panel;
   }
   function cancel(r, providerPaid, atDesk) {
-    const seats = r.seats.map((s) => s.seatNumber).join(", ");
+    const seats = placesOf(r.seats);
     const ask = h("button", { type: "button", class: "cancel" }, t(providerPaid ? "reservations.cancelAndRefund" : "reservations.cancel"));
     const question = h(
       "span",

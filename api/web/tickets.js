@@ -2,7 +2,7 @@
 // scanned from a phone held up at the door.
 
 import { api, bearer, currentUser } from "./api.js";
-import { clockAt, fill, h, when } from "./dom.js";
+import { clockAt, fill, h, placeName, when } from "./dom.js";
 import { t, tNodes } from "./i18n.js";
 
 export async function ticketsView(main, { signal }) {
@@ -32,7 +32,7 @@ export async function ticketsView(main, { signal }) {
 }
 
 function card(concert, concertId, ticket, signal) {
-  const image = h("img", { class: "qr", alt: t("tickets.qrAlt", { seat: ticket.seatNumber }), width: 240, height: 240 });
+  const image = h("img", { class: "qr", alt: t("tickets.qrAlt", { seat: placeName(ticket) }), width: 240, height: 240 });
   qrInto(image, ticket.qr, signal);
   // A ticket used at the door is a record, not a pass: its code greyed.
   const used = ticket.checkedInAt
@@ -43,7 +43,7 @@ function card(concert, concertId, ticket, signal) {
     { class: ticket.checkedInAt ? "ticket used" : "ticket", "data-ticket": ticket.ticketId },
     h("p", { class: "ticket-concert" }, concert ? `${concert.title} · ${concert.venue}` : t("reservations.concert", { id: String(concertId) })),
     concert ? h("p", { class: "ticket-when" }, when(concert, "concertDate")) : null,
-    h("p", { class: "ticket-seat" }, t("seatmap.seat", { seat: ticket.seatNumber }), ticket.category ? ` · ${ticket.category}` : ""),
+    h("p", { class: "ticket-seat" }, seatTitle(ticket), ticket.category ? ` · ${ticket.category}` : ""),
     image,
     used,
     h("code", { class: "ticket-code" }, ticket.code),
@@ -60,4 +60,10 @@ async function qrInto(image, path, signal) {
   } catch {
     // The code below the image is the ticket too.
   }
+}
+
+/** "Seat A1" on a grid; a plan's seat or a standing place as its venue names it. */
+function seatTitle(ticket) {
+  const name = placeName(ticket);
+  return name === ticket.seatNumber ? t("seatmap.seat", { seat: name }) : name;
 }

@@ -40,6 +40,7 @@ async fn record_events(
         seat_id: SeatId(7),
         seat_number: "A7".into(),
         price: None,
+        place: Default::default(),
     }];
     let now = ticket_core::testing::now();
     let mut conn = pool.acquire().await.unwrap();

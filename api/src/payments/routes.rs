@@ -11,9 +11,9 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::payments::{self, NewPayment, PaymentRow};
 use ticket_core::db::{self, concerts, refunds, whole};
-use ticket_core::domain::ReservationId;
 use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::payment::{PaymentStatus, Provider};
+use ticket_core::domain::{RefundId, ReservationId, SeatId};
 use ticket_core::payments::{self as provider, settle, stripe};
 use utoipa::ToSchema;
 
@@ -226,6 +226,8 @@ pub struct RefundResponse {
     /// PENDING (being carried out), SUCCEEDED or FAILED.
     status: &'static str,
     created_at: DateTime<Utc>,
+    /// The seats whose tickets it gives back (empty: the order as a whole).
+    seat_ids: Vec<u64>,
 }
 
 impl From<refunds::RefundRow> for RefundResponse {
@@ -238,6 +240,7 @@ impl From<refunds::RefundRow> for RefundResponse {
             status: r.status().as_str(),
             reason: r.reason,
             created_at: r.created_at,
+            seat_ids: Vec::new(),
         }
     }
 }
@@ -268,12 +271,23 @@ pub async fn payments_of(
     let key = state.stripe.as_ref().map(|s| s.publishable_key.as_str());
     let payments = payments::of_reservation(&mut conn, id).await?;
     let refunds = refunds::of_reservations(&mut conn, &[id]).await?;
+    let ids: Vec<RefundId> = refunds.iter().map(|r| r.id).collect();
+    let mut seats = refunds::seats_of(&mut conn, &ids).await?;
     Ok(Json(PaymentsResponse {
         payments: payments
             .iter()
             .map(|p| PaymentResponse::of(p, key))
             .collect(),
-        refunds: refunds.into_iter().map(Into::into).collect(),
+        refunds: refunds
+            .into_iter()
+            .map(|r| {
+                let seat_ids = seats.remove(&r.id).unwrap_or_default();
+                RefundResponse {
+                    seat_ids: seat_ids.into_iter().map(SeatId::get).collect(),
+                    ..r.into()
+                }
+            })
+            .collect(),
     }))
 }
 

@@ -54,6 +54,8 @@ pub struct ReservationSeat {
     /// The category and price the seat was decided at (null without prices).
     category: Option<String>,
     price: Option<u64>,
+    /// Where the seat is, as the venue names it.
+    place: PlaceView,
 }
 
 #[derive(IntoParams)]
@@ -93,6 +95,7 @@ impl From<reservations::ReservationRow> for ReservationResponse {
                     seat_number: s.seat_number,
                     category: s.price.as_ref().map(|p| p.category.clone()),
                     price: s.price.map(|p| p.price.get()),
+                    place: s.place.into(),
                 })
                 .collect(),
             total: total.map(|(amount, _)| amount.get()),
@@ -115,5 +118,38 @@ pub(crate) fn ensure_self(caller: AuthUser, user_id: Option<u64>) -> ApiResult<(
             "you may only act for yourself",
         )),
         _ => Ok(()),
+    }
+}
+
+/// Where a seat is, as the venue names it: a plan's `zone`, `row` and
+/// `seat` (a grid's row and number), or a standing `area` and the place's
+/// `entryNumber`. What is not known is left out.
+#[derive(Serialize, ToSchema, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct PlaceView {
+    #[schema(example = "Stalls")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    zone: Option<String>,
+    #[schema(example = "3")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    row: Option<String>,
+    #[schema(example = "9")]
+    #[serde(skip_serializing_if = "Option::is_none")]
+    seat: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    area: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    entry_number: Option<u64>,
+}
+
+impl From<ticket_core::domain::SeatPlace> for PlaceView {
+    fn from(p: ticket_core::domain::SeatPlace) -> Self {
+        Self {
+            zone: p.zone,
+            row: p.row,
+            seat: p.seat,
+            area: p.area,
+            entry_number: p.entry_number,
+        }
     }
 }

@@ -13,6 +13,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::check_in::door_staff::DoorStaff;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, ApiQuery, AuthUser};
+use crate::reservations::view::PlaceView;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -37,6 +38,8 @@ pub struct TicketResponse {
     area: Option<String>,
     #[schema(example = 12)]
     entry_number: Option<u64>,
+    /// Where the seat is, as the venue names it.
+    place: PlaceView,
     /// The signed code a scanner reads (docs/concepts.md, "Ticket codes").
     #[schema(example = "AQ3x…")]
     code: String,
@@ -64,10 +67,11 @@ impl TicketResponse {
             seat_id: ticket.seat_id.get(),
             code: keys.sign(&ticket.identity()),
             qr: format!("/api/tickets/{}/qr.svg", ticket.id),
+            place: ticket.place.place(&ticket.seat_number).into(),
             seat_number: ticket.seat_number,
             category: ticket.category,
-            area: ticket.area,
-            entry_number: ticket.entry_number,
+            area: ticket.place.area,
+            entry_number: ticket.place.entry_number,
             checked_in_at: ticket.checked_in_at,
             gate: ticket.checked_in_gate,
         }

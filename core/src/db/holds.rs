@@ -123,6 +123,7 @@ pub async fn expire(
                         seat_id: *s,
                         seat_number: numbers.get(s).cloned().unwrap_or_default(),
                         price: prices.get(s).cloned(),
+                        place: crate::domain::SeatPlace::default(),
                     })
                     .collect();
                 ReservationEvent::new(

@@ -4,13 +4,15 @@
 //! The amount a payment has given back, pending or done, never exceeds
 //! it: [`write`] checks under the payment's lock.
 
+use std::collections::HashMap;
+
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::due_claim::DueTable;
 use super::{BindIds as _, IdList, Traced as _};
 use crate::domain::payment::{Provider, RefundReason, RefundStatus};
-use crate::domain::{ConcertId, PaymentId, RefundId, ReservationId, TicketId, UserId};
+use crate::domain::{ConcertId, PaymentId, RefundId, ReservationId, SeatId, TicketId, UserId};
 
 #[derive(Debug, Clone)]
 pub struct NewRefund {
@@ -150,6 +152,31 @@ pub async fn of_reservations(
         .fetch_all(conn)
         .traced("SELECT", "refunds")
         .await
+}
+
+/// The seats whose tickets each of `refunds` gives back, in seat order
+/// (none for a refund of an order as a whole, made before its tickets).
+pub async fn seats_of(
+    conn: &mut MySqlConnection,
+    refunds: &[RefundId],
+) -> Result<HashMap<RefundId, Vec<SeatId>>, sqlx::Error> {
+    let Some(list) = IdList::of(refunds) else {
+        return Ok(HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT rt.refund_id, t.seat_id FROM refund_tickets rt JOIN tickets t ON t.id = rt.ticket_id \
+         WHERE rt.refund_id IN ({list}) ORDER BY rt.refund_id, t.seat_id"
+    )));
+    let rows: Vec<(RefundId, SeatId)> = select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "refund_tickets")
+        .await?;
+    let mut seats: HashMap<RefundId, Vec<SeatId>> = HashMap::new();
+    for (refund, seat) in rows {
+        seats.entry(refund).or_default().push(seat);
+    }
+    Ok(seats)
 }
 
 /// A refund claimed for carrying out at its provider.

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::prices::PriceColumns;
+use super::seats::{PlaceColumns, place_columns};
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::events::{EventKind, ReservationEvent, ReservedSeat, Subject};
 use crate::domain::{
@@ -109,20 +110,23 @@ pub async fn seats_of(
         return Ok(HashMap::new());
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT rs.reservation_id, rs.seat_id, s.seat_number, rs.category, rs.price, rs.currency \
+        "SELECT rs.reservation_id, rs.seat_id, s.seat_number, rs.category, rs.price, rs.currency, {} \
          FROM reservation_seats rs JOIN seats s ON s.id = rs.seat_id \
-         WHERE rs.reservation_id IN ({list}) ORDER BY rs.reservation_id, rs.seat_id"
+         WHERE rs.reservation_id IN ({list}) ORDER BY rs.reservation_id, rs.seat_id",
+        place_columns!()
     )));
-    let rows: Vec<ClaimRow> = select.bind_ids(&list).fetch_all(conn).await?;
+    let rows: Vec<PlacedClaimRow> = select.bind_ids(&list).fetch_all(conn).await?;
     let mut seats: HashMap<ReservationId, Vec<ReservedSeat>> = HashMap::new();
     for row in rows {
+        let claim = row.claim;
         seats
-            .entry(row.reservation_id)
+            .entry(claim.reservation_id)
             .or_default()
             .push(ReservedSeat {
-                seat_id: row.seat_id,
-                seat_number: row.seat_number,
-                price: row.price.into_price(),
+                seat_id: claim.seat_id,
+                place: row.place.place(&claim.seat_number),
+                seat_number: claim.seat_number,
+                price: claim.price.into_price(),
             });
     }
     Ok(seats)
@@ -146,6 +150,15 @@ pub async fn claims_of(
         .into_iter()
         .map(|r| (r.reservation_id, r.seat_id, r.price.into_price()))
         .collect())
+}
+
+/// A claim with where its seat is.
+#[derive(sqlx::FromRow)]
+struct PlacedClaimRow {
+    #[sqlx(flatten)]
+    claim: ClaimRow,
+    #[sqlx(flatten)]
+    place: PlaceColumns,
 }
 
 /// A claim as stored, with its seat's number.
@@ -232,6 +245,7 @@ pub async fn lock_with_seats(
                     seat_id,
                     seat_number,
                     price: prices.remove(&seat_id),
+                    place: crate::domain::SeatPlace::default(),
                 })
                 .collect();
             r

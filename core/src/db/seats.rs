@@ -308,3 +308,39 @@ pub async fn layout_of_concert(
     .traced("SELECT", "seats")
     .await
 }
+
+/// The columns that say where a seat of `seats s` is (see [`PlaceColumns`]).
+macro_rules! place_columns {
+    () => {
+        "s.zone, s.row_label, s.plan_label, \
+         (SELECT a.name FROM standing_areas a \
+           WHERE a.concert_id = s.concert_id AND a.position = s.area) AS area, \
+         IF(s.area IS NULL, NULL, CAST(s.row_position + 1 AS UNSIGNED)) AS entry_number"
+    };
+}
+pub(crate) use place_columns;
+
+/// Where a seat is, as stored: a plan's labels, a standing area's name and
+/// the place's entry number (in line order, from 1).
+#[derive(Debug, Clone, Default, sqlx::FromRow)]
+pub struct PlaceColumns {
+    pub zone: Option<String>,
+    pub row_label: Option<String>,
+    pub plan_label: Option<String>,
+    pub area: Option<String>,
+    pub entry_number: Option<u64>,
+}
+
+impl PlaceColumns {
+    /// The place of the seat numbered `seat_number`.
+    pub fn place(&self, seat_number: &str) -> crate::domain::SeatPlace {
+        crate::domain::SeatPlace::of(
+            seat_number,
+            self.zone.clone(),
+            self.row_label.clone(),
+            self.plan_label.clone(),
+            self.area.clone(),
+            self.entry_number,
+        )
+    }
+}

@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
+use super::seats::{PlaceColumns, place_columns};
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
 use crate::domain::ticket_code::TicketIdentity;
 use crate::domain::{ConcertId, ReservationId, SeatId, TicketId, UserId};
@@ -59,9 +60,10 @@ pub struct TicketRow {
     pub category: Option<String>,
     pub user_id: UserId,
     pub holder: String,
-    /// A standing place's area and entry number (None for a seat).
-    pub area: Option<String>,
-    pub entry_number: Option<u64>,
+    /// Where the seat is: a plan's labels, or a standing area and the
+    /// place's entry number.
+    #[sqlx(flatten)]
+    pub place: PlaceColumns,
     pub checked_in_at: Option<DateTime<Utc>>,
     pub checked_in_gate: Option<String>,
 }
@@ -81,15 +83,15 @@ impl TicketRow {
     }
 }
 
-const SELECT: &str = "SELECT t.id, t.concert_id, t.reservation_id, t.seat_id, t.version, t.status, \
-                      s.seat_number, rs.category, r.user_id, u.nickname AS holder, \
-                      (SELECT a.name FROM standing_areas a \
-                        WHERE a.concert_id = s.concert_id AND a.position = s.area) AS area, \
-                      IF(s.area IS NULL, NULL, CAST(s.row_position + 1 AS UNSIGNED)) AS entry_number, \
-                      t.checked_in_at, t.checked_in_gate \
-                      FROM tickets t JOIN seats s ON s.id = t.seat_id \
-                      JOIN reservation_seats rs ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
-                      JOIN reservations r ON r.id = t.reservation_id JOIN users u ON u.id = r.user_id";
+const SELECT: &str = concat!(
+    "SELECT t.id, t.concert_id, t.reservation_id, t.seat_id, t.version, t.status, \
+     s.seat_number, rs.category, r.user_id, u.nickname AS holder, ",
+    place_columns!(),
+    ", t.checked_in_at, t.checked_in_gate \
+     FROM tickets t JOIN seats s ON s.id = t.seat_id \
+     JOIN reservation_seats rs ON rs.reservation_id = t.reservation_id AND rs.seat_id = t.seat_id \
+     JOIN reservations r ON r.id = t.reservation_id JOIN users u ON u.id = r.user_id"
+);
 
 /// The tickets of a reservation, in seat order.
 pub async fn of_reservation(

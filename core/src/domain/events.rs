@@ -14,6 +14,9 @@ pub struct ReservedSeat {
     pub seat_id: SeatId,
     pub seat_number: String,
     pub price: Option<SeatPrice>,
+    /// Where it is, as the venue names it; read where a person is shown
+    /// the seat (default where only its id and number matter).
+    pub place: super::SeatPlace,
 }
 
 /// The total of a reservation's seats and its currency, when priced.

@@ -13,6 +13,7 @@ pub mod mail;
 mod order;
 mod page;
 pub mod payment;
+mod place;
 pub mod price;
 mod proof_of_work;
 mod reservation;
@@ -40,6 +41,7 @@ pub use order::{
     SeatIds,
 };
 pub use page::{PageBounds, PageRequest};
+pub use place::SeatPlace;
 pub use price::{Amount, Currency, PriceCategories, SeatPrice};
 pub use proof_of_work::ProofOfWork;
 pub use reservation::{FailureReason, IdempotencyKey};

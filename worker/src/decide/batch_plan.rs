@@ -96,6 +96,7 @@ impl Plan {
                         seat_id: *s,
                         seat_number: self.numbers.get(s).cloned().unwrap_or_default(),
                         price: self.prices.get(s).cloned(),
+                        place: ticket_core::domain::SeatPlace::default(),
                     })
                     .collect();
                 let kind = match r.status {

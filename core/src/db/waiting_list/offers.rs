@@ -211,6 +211,7 @@ pub async fn offer_step(
                     seat_id: s.id,
                     seat_number: s.seat_number,
                     price: s.price.into_price(),
+                    place: crate::domain::SeatPlace::default(),
                 })
                 .collect();
             let ids: Vec<SeatId> = given.iter().map(|s| s.seat_id).collect();
