@@ -25,6 +25,7 @@ use crate::state::AppState;
         availability::availability,
         availability::seat_map,
         sale::sale,
+        crate::concerts::orders::search,
         seats::list, seats::show, seats::create, seats::update, seats::remove,
         reservations::enqueue, reservations::status, reservations::show, reservations::mine,
         status_events::events,

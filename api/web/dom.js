@@ -229,7 +229,8 @@ export function placeName(seat) {
   return p.zone ? t("place.zoneRowSeat", { zone: p.zone, row: p.row, seat: p.seat }) : t("place.rowSeat", { row: p.row, seat: p.seat });
 }
 
-/** Seats as the venue names them, in a list ("; " between: a name may hold a comma). */
+/** Seats as the venue names them, in a list ("; " between names that hold a comma). */
 export function placesOf(seats) {
-  return seats.map(placeName).join("; ");
+  const names = seats.map(placeName);
+  return names.join(names.some((name) => name.includes(",")) ? "; " : ", ");
 }

@@ -1,11 +1,11 @@
 // The operator's money on the sale view: the takings (sold, refunded, net,
 // live), an order given back in whole or in part (a fan calls with their
-// order number; what was paid by hand is given back by hand and recorded
-// here), and the whole concert cancelled (typed confirmation),
+// order number, nickname or e-mail; what was paid by hand is given back by
+// hand and recorded here), and the whole concert cancelled (typed confirmation),
 // with its refunds followed until every order is done.
 
 import { api } from "./api.js";
-import { field, fill, h, placeName, tell } from "./dom.js";
+import { field, fill, h, placeName, placesOf, tell } from "./dom.js";
 import { money } from "./money.js";
 import { locale, t } from "./i18n.js";
 
@@ -51,23 +51,34 @@ export function takingsTiles(concertId, signal) {
   return element;
 }
 
-/** Finds an order by its number and gives back all or some of its tickets. */
-export function refundForm() {
-  const number = h("input", { name: "orderNumber", inputmode: "numeric", autocomplete: "off", required: true, pattern: "[0-9]+" });
+/** The buyer as the desk knows them: nickname, and address where given. */
+function buyerName(buyer) {
+  return buyer.email ? t("refund.buyerWithEmail", { name: buyer.nickName, email: buyer.email }) : buyer.nickName;
+}
+
+/**
+ * Finds an order by its number or its buyer's nickname or e-mail (as a
+ * fan on the phone gives them), shows whose it is and its seats, and gives
+ * back all or some of its tickets once the operator has confirmed what
+ * goes back to whom.
+ */
+export function refundForm(concertId) {
+  const query = h("input", { name: "orderSearch", autocomplete: "off", required: true, maxlength: 254 });
   const found = h("div", { class: "refund-order", "aria-live": "polite" });
   const form = h(
     "form",
     { class: "takings-form", "aria-labelledby": "refund-heading" },
     h("h2", { id: "refund-heading" }, t("refund.heading")),
-    field(t("refund.orderNumber"), number),
+    field(t("refund.search"), query),
     h("button", { type: "submit" }, t("refund.find")),
     found,
   );
-  const show = async (id) => {
+  const show = async (id, buyer) => {
     const [order, paid] = await Promise.all([api("GET", `/api/reservations/${id}`), api("GET", `/api/reservations/${id}/payments`)]);
-    const owed = owedByHand(paid, () => show(id));
+    const owed = owedByHand(paid, () => show(id, buyer));
+    const whose = h("p", { class: "refund-buyer" }, t("refund.whose", { id: String(id), buyer: buyerName(buyer), seats: placesOf(order.seats) }));
     if (order.status !== "CONFIRMED") {
-      fill(found, h("p", {}, t("refund.notConfirmed", { id: String(id) })), owed);
+      fill(found, whose, h("p", {}, t("refund.notConfirmed", { id: String(id) })), owed);
       return;
     }
     const tickets = await api("GET", `/api/reservations/${id}/tickets`);
@@ -80,6 +91,8 @@ export function refundForm() {
     });
     const some = h("button", { type: "button" }, t("refund.ticked"));
     const all = h("button", { type: "button", class: "danger" }, t("refund.whole"));
+    // Nothing goes back before the operator has read what, to whom, and said yes.
+    const confirm = h("div", { class: "refund-confirm", role: "alert", hidden: true });
     const refund = async (ticketIds) => {
       some.disabled = all.disabled = true;
       try {
@@ -87,38 +100,71 @@ export function refundForm() {
         const amount = result.currency ? money(result.amount, result.currency) : t("refund.nothing");
         const done = t(result.status === "PENDING" ? "refund.pending" : "refund.done", { id: String(id), amount });
         tell(`${done} ${t(result.reservationStatus === "CONFIRMED" ? "refund.restValid" : "refund.orderCancelled")}`, "info");
-        await show(id);
+        await show(id, buyer);
       } catch (e) {
         tell(e.message);
         some.disabled = all.disabled = false;
       }
     };
+    const ask = (chosen) => {
+      const given = chosen ?? tickets.filter((ticket) => !ticket.checkedInAt);
+      const minor = given.reduce((sum, ticket) => sum + (prices.get(ticket.seatId) || 0), 0);
+      const amount = order.currency ? money(minor, order.currency) : t("refund.nothing");
+      const yes = h("button", { type: "button", class: "danger" }, t("refund.yes"));
+      const keep = h("button", { type: "button" }, t("refund.keep"));
+      yes.addEventListener("click", () => {
+        confirm.hidden = true;
+        refund(chosen ? chosen.map((ticket) => ticket.ticketId) : null);
+      });
+      keep.addEventListener("click", () => {
+        confirm.hidden = true;
+        some.disabled = all.disabled = false;
+      });
+      some.disabled = all.disabled = true;
+      fill(confirm, h("p", {}, t("refund.really", { amount, buyer: buyerName(buyer), seats: placesOf(given) })), h("p", { class: "actions" }, yes, keep));
+      confirm.hidden = false;
+      keep.focus();
+    };
     some.addEventListener("click", () => {
-      const ticked = boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => Number(i.value));
-      if (ticked.length === 0) {
+      const ticked = new Set(boxes.map((b) => b.querySelector("input")).filter((i) => i.checked).map((i) => Number(i.value)));
+      if (ticked.size === 0) {
         tell(t("refund.tickFirst"));
         return;
       }
-      refund(ticked);
+      ask(tickets.filter((ticket) => ticked.has(ticket.ticketId)));
     });
-    all.addEventListener("click", () => refund(null));
+    all.addEventListener("click", () => ask(null));
     fill(
       found,
+      whose,
       h("p", {}, t("refund.found", { id: String(id), count: tickets.length, seats: order.seats.length })),
       h("ul", { class: "refund-tickets" }, boxes),
       h("p", { class: "actions" }, some, all),
+      confirm,
       owed,
     );
   };
+  /** Several orders match: each with whose it is and its seats, to open one. */
+  const choose = (orders) => {
+    const items = orders.map((order) => {
+      const open = h("button", { type: "button" }, t("refund.open"));
+      open.addEventListener("click", () => show(order.reservationId, order.buyer).catch((e) => tell(e.message)));
+      return h("li", {}, t("refund.whose", { id: String(order.reservationId), buyer: buyerName(order.buyer), seats: placesOf(order.seats) }), " ", open);
+    });
+    fill(found, h("p", {}, t("refund.several", { count: orders.length })), h("ul", { class: "refund-matches" }, items));
+  };
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const id = number.value.trim();
-    if (!/^[0-9]+$/.test(id)) return;
+    const text = query.value.trim();
+    if (!text) return;
     try {
-      await show(Number(id));
+      const orders = await api("GET", `/api/concerts/${concertId}/orders?q=${encodeURIComponent(text)}`);
+      if (orders.length === 0) fill(found, h("p", {}, t("refund.noMatch", { query: text })));
+      else if (orders.length === 1) await show(orders[0].reservationId, orders[0].buyer);
+      else choose(orders);
     } catch (e) {
       fill(found);
-      tell(e.status === 404 ? t("refund.noOrder", { id }) : e.message);
+      tell(e.message);
     }
   });
   return form;

@@ -46,10 +46,10 @@ export async function reservationsView(main, { signal }) {
     if (taken) state.append(h("p", { class: "paid" }, t(atDesk ? "reservations.paidAtDesk" : "reservations.paid", { amount: money(amountDue(r), r.currency) })));
     const byHand = new Set((paid?.payments || []).filter((p) => p.provider === "manual").map((p) => p.paymentId));
     for (const refund of paid?.refunds || []) {
-      // A refund of some of the seats says which.
+      // A refund of some of the order's seats says which.
       const given = r.seats.filter((s) => refund.seatIds?.includes(s.seatId));
       const back = refundWords(refund, { byHand: byHand.has(refund.paymentId) });
-      const words = given.length ? t("pay.refundedSeats", { refund: back, seats: placesOf(given) }) : back;
+      const words = given.length && given.length < r.seats.length ? t("pay.refundedSeats", { refund: back, seats: placesOf(given) }) : back;
       state.append(h("p", { class: "refund" }, REASONS[refund.reason] ? t("reservations.refundBecause", { refund: words, reason: t(REASONS[refund.reason]) }) : t("reservations.refund", { refund: words })));
     }
     if (concert.cancelledAt) state.append(h("p", { class: "cancelled-show" }, t("concert.cancelledPlain")));

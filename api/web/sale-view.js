@@ -25,7 +25,7 @@ export async function saleView(main, { params, signal }) {
   const history = [];
   const map = new SeatMap(id);
   // A cancelled concert's orders are all given back by the workers.
-  const refunds = concert.cancelledAt ? null : refundForm();
+  const refunds = concert.cancelledAt ? null : refundForm(concert.id);
   // A cancelled concert is not on sale, and has no seats free to sell.
   const heading = h("h1", {}, t(concert.cancelledAt ? "sale.headingCancelled" : "sale.heading", { title: concert.title }));
   fill(

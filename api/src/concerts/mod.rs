@@ -5,6 +5,7 @@
 pub mod availability;
 pub mod availability_cache;
 pub mod input;
+pub mod orders;
 pub mod routes;
 pub mod sale;
 pub mod sale_windows;
@@ -24,5 +25,6 @@ pub fn router() -> Router<AppState> {
         .merge(availability::router())
         .merge(seats::router())
         .merge(sale::router())
+        .merge(orders::router())
         .merge(seating_plan::router())
 }

@@ -80,30 +80,43 @@ async fn refund_reads(page: &Browser, base: &str, words: &str) {
     page.wait_element(".refund", Some(words)).await;
 }
 
-/// On the sale view: finds `order` by its number (`find`: the button's
-/// words).
-async fn find_order(page: &Browser, order: u64, find: &str) {
-    let number = page.wait_element("input[name=orderNumber]", None).await;
-    page.type_into(&number, &order.to_string()).await;
+/// On the sale view: finds an order by `query`, its number or its buyer's
+/// nickname or e-mail (`find`: the button's words).
+async fn find_order(page: &Browser, query: &str, find: &str) {
+    let search = page.wait_element("input[name=orderSearch]", None).await;
+    page.type_into(&search, query).await;
     let find = page.wait_element("button[type=submit]", Some(find)).await;
     page.click(&find).await;
 }
 
-/// On the sale view: finds `order` by its number, ticks its first ticket
-/// and refunds it; `[find, ticket, refund]` are the button's, the
-/// ticket's and the refund button's words, `said` the notice after.
+/// Says yes to the refund the page asks about, once it reads `asked`
+/// (what goes back, to whom, for which seats); `yes`: the button's words.
+async fn confirm_refund(page: &Browser, asked: &str, yes: &str) {
+    page.wait_element(".refund-confirm", Some(asked)).await;
+    let yes = page
+        .wait_element(".refund-confirm button.danger", Some(yes))
+        .await;
+    page.click(&yes).await;
+}
+
+/// On the sale view: finds the order by `query`, ticks its first ticket
+/// and refunds it once asked `asked` (issue 58: money went back at one
+/// click); `[find, ticket, refund, yes]` are the buttons' and the
+/// ticket's words, `said` the notice after.
 async fn refund_first_ticket(
     page: &Browser,
-    order: u64,
-    [find, ticket, refund]: [&str; 3],
+    query: &str,
+    [find, ticket, refund, yes]: [&str; 4],
+    asked: &str,
     said: &str,
 ) {
-    find_order(page, order, find).await;
+    find_order(page, query, find).await;
     page.wait_element(".refund-tickets li", Some(ticket)).await;
     let tick = page.wait_element(".refund-tickets li input", None).await;
     page.click(&tick).await;
     let some = page.wait_element("button", Some(refund)).await;
     page.click(&some).await;
+    confirm_refund(page, asked, yes).await;
     page.wait_element("#notice", Some(said)).await;
 }
 
@@ -368,11 +381,18 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
     super::wait_metric(&page, "net", "€267.00").await;
 
     // A fan calls with order `two`: one of its two tickets is given back.
+    // Found by the buyer's nickname, whose order and seats shown first.
     refund_first_ticket(
         &page,
-        two,
-        ["Find the order", "A1, Standard, €89.00", "Refund the ticked tickets"],
+        "pair-fan",
+        ["Find the order", "A1, Standard, €89.00", "Refund the ticked tickets", "Yes, give it back"],
+        "Give back €89.00 to pair-fan for A1?",
         &format!("Order {two}: €89.00 is being refunded; the seats are back on sale. The rest of the order stays valid."),
+    )
+    .await;
+    page.wait_element(
+        ".refund-buyer",
+        Some(&format!("Order {two} · pair-fan · A1, A2")),
     )
     .await;
     page.wait_element(
@@ -406,7 +426,7 @@ async fn an_operator_refunds_some_tickets_then_cancels_the_show_and_follows_its_
         .await;
     page.wait_for(
         "the refund form to go (the workers give every order back)",
-        "return document.querySelector('input[name=orderNumber]') === null;",
+        "return document.querySelector('input[name=orderSearch]') === null;",
         vec![],
     )
     .await;
@@ -478,8 +498,9 @@ async fn an_operator_refunds_a_ticket_in_korean() {
     super::wait_metric(&page, "net", "₩198,000").await;
     refund_first_ticket(
         &page,
-        two,
-        ["주문 찾기", "A1, R석, ₩99,000", "선택한 티켓 환불"],
+        &two.to_string(),
+        ["주문 찾기", "A1, R석, ₩99,000", "선택한 티켓 환불", "네, 돌려주기"],
+        "환불 확인 — 구매자: pair-fan · 좌석: A1 · 금액: ₩99,000. 돌려줄까요?",
         &format!("주문 {two}: ₩99,000 환불 진행 중. 좌석은 다시 판매됩니다. 주문의 나머지는 그대로 유효합니다."),
     )
     .await;
@@ -551,11 +572,12 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
         &format!("#/admin/concerts/{concert}/sale"),
     )
     .await;
-    find_order(&page, held, "Find the order").await;
+    find_order(&page, &held.to_string(), "Find the order").await;
     let whole = page
         .wait_element("button.danger", Some("Refund the whole order"))
         .await;
     page.click(&whole).await;
+    confirm_refund(&page, "Give back €178.00 to ", "Yes, give it back").await;
     let owed = page
         .wait_element(".paid-back li", Some("€178.00 to give back by hand"))
         .await;

@@ -21,6 +21,7 @@ pub mod invariants;
 pub mod kept;
 pub mod line;
 pub mod mails;
+pub mod orders;
 pub mod outbox;
 pub mod payments;
 pub mod prices;

@@ -44,7 +44,7 @@ pub struct ReservationRow {
     pub seats: Vec<ReservedSeat>,
 }
 
-const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, r.source, \
+pub(crate) const SELECT: &str = "SELECT r.id, r.user_id, r.concert_id, r.queue_id, r.source, \
                       IF(r.status = 'HELD' AND r.hold_expires_at <= ?, 'EXPIRED', r.status) AS status, \
                       r.hold_expires_at, r.confirmed_at, r.payment_reference, r.created_at, \
                       EXISTS (SELECT 1 FROM tickets t WHERE t.reservation_id = r.id \
