@@ -4,8 +4,9 @@
 .PHONY: run test lint fmt build db db-stop
 
 ## Database, migrations, API and worker on http://127.0.0.1:8080
+## (PAYMENTS=localstripe: card payments against a local fake of Stripe)
 run:
-	@scripts/run.sh
+	@PAYMENTS="$(PAYMENTS)" scripts/run.sh
 
 ## Database, then the whole test suite
 test:

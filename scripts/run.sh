@@ -24,6 +24,31 @@ export TICKET_ADMIN_NICKNAME="${TICKET_ADMIN_NICKNAME:-admin}"
 export TICKET_ADMIN_PASSWORD="${TICKET_ADMIN_PASSWORD:-$(cat "$dev/admin-password")}"
 export TICKET_API_ADDR="${TICKET_API_ADDR:-127.0.0.1:8080}"
 
+# PAYMENTS=localstripe (`make run PAYMENTS=localstripe`): fans pay by card
+# against localstripe, a fake of Stripe's API and Stripe.js on this host
+# (installed into .local/venv), whose signed webhooks come back to the API.
+# Its test cards: 4242424242424242 pays, 4000000000000002 is declined,
+# 4000002500003155 asks for 3-D Secure. Without it, priced orders are
+# paid at the box office and confirmed by an operator.
+localstripe_pid=
+case "${PAYMENTS:-}" in
+  "") ;;
+  localstripe)
+    python="$(scripts/localstripe.sh)"
+    coproc LOCALSTRIPE { "$python" scripts/localstripe-server.py; }
+    localstripe_pid=$LOCALSTRIPE_PID
+    read -r localstripe_port <&"${LOCALSTRIPE[0]}"
+    export TICKET_STRIPE_SECRET_KEY=sk_test_local TICKET_STRIPE_PUBLISHABLE_KEY=pk_test_local
+    export TICKET_STRIPE_WEBHOOK_SECRET=whsec_local
+    export TICKET_STRIPE_API_BASE="http://127.0.0.1:$localstripe_port/"
+    export TICKET_STRIPE_JS_URL="http://127.0.0.1:$localstripe_port/js.stripe.com/v3/"
+    ;;
+  *)
+    echo "PAYMENTS=${PAYMENTS}: the one offered locally is PAYMENTS=localstripe" >&2
+    exit 2
+    ;;
+esac
+
 cargo build --workspace --locked --bins
 bin=target/debug
 "$bin/ticket-api" migrate
@@ -34,7 +59,7 @@ command -v curl >/dev/null 2>&1 || scripts/debian.sh curl
 # Ctrl-C reaches the API and the worker directly (same process group) and both
 # shut down gracefully; the script only waits for them. If the API stops for
 # any other reason, the worker goes with it.
-trap 'kill "$worker" 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT
+trap 'kill "$worker" $localstripe_pid 2>/dev/null || true; wait "$worker" 2>/dev/null || true' EXIT
 trap ':' INT TERM
 
 cat <<MSG
@@ -46,17 +71,34 @@ cat <<MSG
                   -H 'content-type: application/json' \\
                   -d '{"nickName":"$TICKET_ADMIN_NICKNAME","password":"$TICKET_ADMIN_PASSWORD"}'
   database      $DATABASE_URL
-
 MSG
+if [ -n "$localstripe_pid" ]; then
+  cat <<MSG
+  payments      card payments against localstripe on http://127.0.0.1:$localstripe_port/
+                (4242 4242 4242 4242 pays, 4000 0000 0000 0002 is declined,
+                4000 0025 0000 3155 asks for 3-D Secure; any future date and CVC)
+MSG
+else
+  echo "  payments      at the box office (card payments: make run PAYMENTS=localstripe)"
+fi
+echo
+
 
 "$bin/ticket-api" &
 api=$!
-trap 'kill "$worker" "$api" 2>/dev/null || true; wait "$worker" "$api" 2>/dev/null || true' EXIT
+trap 'kill "$worker" "$api" $localstripe_pid 2>/dev/null || true; wait "$worker" "$api" 2>/dev/null || true' EXIT
 # An example concert seated from a venue's plan, once the API answers.
 for _ in $(seq 1 100); do
   curl -fsS "http://$TICKET_API_ADDR/readyz" >/dev/null 2>&1 && break
   sleep 0.2
 done
+# localstripe's payment events go to the API's webhook, signed with its secret.
+if [ -n "$localstripe_pid" ]; then
+  curl -fsS -X POST "http://127.0.0.1:$localstripe_port/_config/webhooks/ticket" \
+    --data-urlencode "url=http://$TICKET_API_ADDR/api/payments/stripe/webhook" \
+    --data-urlencode "secret=$TICKET_STRIPE_WEBHOOK_SECRET" >/dev/null ||
+    echo "localstripe's webhooks could not be pointed at the API: payments will not sell holds" >&2
+fi
 scripts/example-concert.sh "http://$TICKET_API_ADDR" "$TICKET_ADMIN_NICKNAME" "$TICKET_ADMIN_PASSWORD" ||
   echo "the example concert could not be made (the box office runs without it)" >&2
 wait "$api"

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The README's four screenshots (the seat map, a hold being paid, the
-# tickets, the operator's sale view), which the page's browser tests save
-# under target/screenshots/, copied to docs/screenshots/.
+# The README's screenshots (the seat map, a hold being paid, the tickets,
+# the operator's sale view, a hold paid on a 360 px phone, the door's
+# camera), which the page's browser tests save under target/screenshots/,
+# copied to docs/screenshots/.
 #   scripts/screenshots.sh        runs the browser tests, then copies
 #   scripts/screenshots.sh copy   copies what a test run left (make test does)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-README_SHOTS=(seat-map.png hold-being-paid.png tickets.png operator.png)
+README_SHOTS=(seat-map.png hold-being-paid.png tickets.png operator.png
+  phone-en-me-reservations-paying.png door-camera.png)
 shots="${TICKET_SCREENSHOTS:-$PWD/target/screenshots}"
 
 if [ "${1:-}" != copy ]; then

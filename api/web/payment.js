@@ -17,11 +17,15 @@ const SETTLE_POLL_MS = 1000;
 
 let config = null;
 
-/** The box office's payment settings: `{provider, publishableKey, jsUrl}`. */
+/**
+ * The box office's payment settings: `{provider, publishableKey, jsUrl}`,
+ * read again whenever asked (one read for calls at the same moment): a box
+ * office restarted with others (card payments turned on) is noticed at
+ * the next payment, not at the next full reload.
+ */
 export function paymentsConfig() {
-  config ??= api("GET", "/api/payments/config").catch((e) => {
+  config ??= api("GET", "/api/payments/config").finally(() => {
     config = null;
-    throw e;
   });
   return config;
 }
@@ -42,19 +46,48 @@ export async function paidOnline(reservation) {
 }
 
 let stripeJs = null;
+const RELOADED = "ticket_reloaded_for_payments";
 
+/**
+ * Stripe.js from `url`. The page's policy allows the script origin the box
+ * office named when the page was loaded: settings changed since (the box
+ * office restarted with payments on) are taken by loading the page again,
+ * once a minute at most; what was open is found again (a live hold is
+ * shown wherever its concert is opened).
+ */
 function loadStripe(url) {
-  stripeJs ??= new Promise((resolve, reject) => {
-    const script = h("script", { src: url });
-    script.addEventListener("load", () => resolve(window.Stripe));
-    script.addEventListener("error", () => {
-      stripeJs = null;
-      script.remove();
-      reject(new Error(t("pay.formNotLoaded")));
-    });
-    document.head.append(script);
-  });
-  return stripeJs;
+  if (stripeJs?.url !== url) {
+    stripeJs = { url, loaded: new Promise((resolve, reject) => {
+      let blocked = false;
+      const origin = new URL(url, location.href).origin;
+      const noticeBlock = (e) => {
+        if (e.blockedURI?.startsWith(origin)) blocked = true;
+      };
+      document.addEventListener("securitypolicyviolation", noticeBlock);
+      const script = h("script", { src: url });
+      script.addEventListener("load", () => {
+        document.removeEventListener("securitypolicyviolation", noticeBlock);
+        resolve(window.Stripe);
+      });
+      script.addEventListener("error", () => {
+        // The policy's report comes as a task of its own: wait for it.
+        setTimeout(() => {
+          document.removeEventListener("securitypolicyviolation", noticeBlock);
+          stripeJs = null;
+          script.remove();
+          const last = Number(sessionStorage.getItem(RELOADED) || 0);
+          if (blocked && Date.now() - last > 60_000) {
+            sessionStorage.setItem(RELOADED, String(Date.now()));
+            location.reload();
+            return;
+          }
+          reject(new Error(t("pay.formNotLoaded")));
+        }, 100);
+      });
+      document.head.append(script);
+    }) };
+  }
+  return stripeJs.loaded;
 }
 
 /**

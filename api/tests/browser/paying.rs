@@ -629,3 +629,67 @@ async fn an_operator_gives_back_cash_and_records_it_on_the_page() {
     page.close().await;
     app.assert_invariants().await;
 }
+
+/// The box office restarted with card payments while a fan's page is open
+/// on a hold to pay at the desk: at the next payment the page takes the new
+/// settings (loading itself again once, as its policy must change) and the
+/// hold is paid by card, the fan never reloading (issue 58: the page kept
+/// the settings it was opened with).
+#[tokio::test]
+async fn an_open_page_takes_the_payments_the_box_office_restarted_with() {
+    let stripe = LocalStripe::start().await;
+    let mut office = super::helpers::spawn_restartable().await;
+    let (concert, _) = priced_concert(&office.app, "Restarted").await;
+    let base = office.app.base.clone();
+    let deciding = Deciding::start(&office.app);
+    let driver = Chromedriver::start().await;
+    let page = driver.browser(1024, 900).await;
+    sign_up(&page, &base, "open-page-fan").await;
+    open_concert(&page, &base, concert).await;
+    let a1 = page.wait_element(&seat("A1"), None).await;
+    page.click(&a1).await;
+    reserve(&page).await;
+    page.wait_element(".line.held .pay-at-desk", None).await;
+
+    office.restart_paid(stripe.provider()).await;
+    stripe
+        .send_webhooks_to(&format!("{base}/api/payments/stripe/webhook"))
+        .await;
+    // The fan goes on to their reservations, in the same page.
+    page.script(
+        "window.openedBefore = true; location.hash = '#/me/reservations';",
+        vec![],
+    )
+    .await;
+    // The view may be drawn again under the test's hand: pressed where it is.
+    let press = "document.querySelector('td.actions button.primary').click();";
+    page.wait_element("td.actions button.primary", Some("Pay €89.00"))
+        .await;
+    page.script(press, vec![]).await;
+    page.wait_for(
+        "the page loaded again with the card form's policy",
+        "return window.openedBefore === undefined \
+           && document.querySelector('td.actions button.primary') !== null;",
+        vec![],
+    )
+    .await;
+    page.wait_element("td.actions button.primary", Some("Pay €89.00"))
+        .await;
+    page.script(press, vec![]).await;
+    page.wait_element(".card-field input", None).await;
+    type_card(&page, "4242424242424242").await;
+    press_pay(&page).await;
+    page.wait_element(".paid", Some("Paid €89.00 by card"))
+        .await;
+    // Only the script the old policy refused, which made the page reload.
+    let errors: Vec<String> = page
+        .console_errors()
+        .await
+        .into_iter()
+        .filter(|e| !e.contains("Content Security Policy"))
+        .collect();
+    assert_eq!(errors, Vec::<String>::new());
+    page.close().await;
+    deciding.stop().await;
+    office.app.assert_invariants().await;
+}

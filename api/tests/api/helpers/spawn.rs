@@ -159,3 +159,75 @@ impl TestApp {
         }
     }
 }
+
+/// A box office that can be restarted on its address with other settings,
+/// as `make run` is (issue 58: an open page must take them). The browser
+/// tests' (this module is theirs too).
+#[allow(dead_code)]
+pub struct Restartable {
+    pub app: TestApp,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+/// A box office without payments, restartable.
+#[allow(dead_code)]
+pub async fn spawn_restartable() -> Restartable {
+    init_test_logs();
+    let (db, pool) = TestDatabase::migrated().await;
+    let admin = Some((
+        NickName::parse(ADMIN_NICK).unwrap(),
+        Password::parse(ADMIN_PASSWORD).unwrap(),
+    ));
+    let app = Application::build(test_settings(admin, LimitSettings::OFF), pool.clone())
+        .await
+        .expect("the API failed to start");
+    let base = format!("http://{}", app.local_addr().unwrap());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run_until(async {
+        let _ = stopped.await;
+    }));
+    let mut app = TestApp {
+        _db: Some(db),
+        ..TestApp::at(base, pool)
+    };
+    app.admin_token = app.login(ADMIN_NICK, ADMIN_PASSWORD).await;
+    Restartable {
+        app,
+        stop: Some(stop),
+    }
+}
+
+#[allow(dead_code)]
+impl Restartable {
+    /// Stops the box office and starts it again on its address, over its
+    /// database, taking payments through `stripe`.
+    pub async fn restart_paid(&mut self, stripe: ticket_core::payments::Stripe) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let addr = self.app.base.trim_start_matches("http://").parse().unwrap();
+        let settings = || {
+            let admin = Some((
+                NickName::parse(ADMIN_NICK).unwrap(),
+                Password::parse(ADMIN_PASSWORD).unwrap(),
+            ));
+            let mut settings = test_settings(admin, LimitSettings::OFF);
+            settings.addr = addr;
+            settings.stripe = Some(stripe.clone());
+            settings
+        };
+        // The old one lets go of the address as it stops.
+        let started = std::time::Instant::now();
+        let app = loop {
+            match Application::build(settings(), self.app.pool.clone()).await {
+                Ok(app) => break app,
+                Err(e) if started.elapsed() < Duration::from_secs(10) => {
+                    eprintln!("the address is not free yet: {e:#}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+                Err(e) => panic!("the API did not start again on {addr}: {e:#}"),
+            }
+        };
+        tokio::spawn(app.run_until(std::future::pending()));
+    }
+}
