@@ -39,6 +39,13 @@ function from(concert) {
   return t("concerts.from", { price: money(cheapest.price, cheapest.currency) });
 }
 
+/** Its seats and its standing places, each counted as what it is. */
+function size(c) {
+  const places = (c.areas || []).reduce((sum, area) => sum + area.capacity, 0);
+  const seats = c.seatCount - places;
+  return [seats > 0 || places === 0 ? t("concerts.seats", { count: seats }) : null, places > 0 ? t("concerts.places", { count: places }) : null];
+}
+
 export async function concertsView(main, { signal, query }) {
   const page = Math.max(0, Number(query.get("page") || 0));
   const list = await api("GET", `/api/concerts?page=${page}&size=20`, undefined, { signal });
@@ -48,7 +55,7 @@ export async function concertsView(main, { signal, query }) {
       { class: "card" },
       h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
       h("p", {}, `${c.venue} · ${when(c, "concertDate")}`),
-      h("p", { class: "muted" }, [t("concerts.seats", { count: c.seatCount }), from(c), saleLabel(c)].filter(Boolean).join(" · ")),
+      h("p", { class: "muted" }, [...size(c), from(c), saleLabel(c)].filter(Boolean).join(" · ")),
       isAdmin()
         ? h(
             "p",

@@ -19,6 +19,7 @@ struct Words {
     standing: &'static str,
     used_at: &'static str,
     refund_names: &'static str,
+    size: &'static str,
 }
 
 const ENGLISH: Words = Words {
@@ -28,6 +29,7 @@ const ENGLISH: Words = Words {
     standing: "Floor, entry no. 1",
     used_at: "Used at Gate 1, ",
     refund_names: "(Stalls, row 1, seat 6)",
+    size: "40 seats · 10 standing places",
 };
 
 const KOREAN: Words = Words {
@@ -37,6 +39,7 @@ const KOREAN: Words = Words {
     standing: "Floor 입장 순번 1",
     used_at: "입장: Gate 1, ",
     refund_names: "(Stalls 구역 1열 6번)",
+    size: "40석 · 스탠딩 10명",
 };
 
 #[tokio::test]
@@ -137,6 +140,9 @@ async fn named_as_the_venue_does(words: &Words) {
     let driver = Chromedriver::start().await;
     let page = driver.browser_speaking(1024, 900, words.browser).await;
     log_in(&page, &app.base, "named-fan", "password123").await;
+    // Standing places are not counted as seats.
+    open_view(&page, &app.base, "#/").await;
+    page.wait_element(".card p.muted", Some(words.size)).await;
     open_view(&page, &app.base, "#/me/tickets").await;
     page.wait_element(".ticket .ticket-seat", Some(words.plan_seat))
         .await;
