@@ -247,8 +247,11 @@ async fn a_fan_waits_for_the_sold_out_vip_seats_and_is_offered_the_one_that_come
     sign_up(&page, &app.base, "vip-waiter").await;
     // The list says what a ticket costs from, and that seats are left.
     open_view(&page, &app.base, "#/").await;
-    page.wait_element(".card p.muted", Some("5 seats · from €50.00 · On sale"))
-        .await;
+    page.wait_element(
+        ".card p.muted",
+        Some("4 seats · 1 standing place · from €50.00 · On sale"),
+    )
+    .await;
     open_concert(&page, &app.base, concert).await;
     page.wait_element(".badge.open", Some("On sale now")).await;
 
