@@ -1133,6 +1133,21 @@ async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, Stri
     .collect()
 }
 
+/// Opens the door page and pairs it with a scanner's `pairing` code at
+/// `gate`, until it is ready to scan.
+async fn pair_door(door: &Browser, base: &str, pairing: &str, gate: &str) {
+    open_view(door, base, "#/door").await;
+    for (field, value) in [("pairingCode", pairing), ("gate", gate)] {
+        let input = door
+            .wait_element(&format!("input[name={field}]"), None)
+            .await;
+        door.type_into(&input, value).await;
+    }
+    let start = door.wait_element("button[type=submit]", None).await;
+    door.click(&start).await;
+    door.wait_element(".verdict", Some("Ready")).await;
+}
+
 async fn door_scan(page: &Browser, code: &str) {
     let input = page.wait_element(".door-scan input", None).await;
     page.type_into(&input, code).await;
@@ -1194,16 +1209,7 @@ async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cu
         .to_owned();
     assert!(pairing.starts_with(&format!("ticket-door:1:{concert}:")));
     let door = driver.browser(412, 915).await;
-    open_view(&door, &app.base, "#/door").await;
-    for (field, value) in [("pairingCode", pairing), ("gate", "North".to_owned())] {
-        let input = door
-            .wait_element(&format!("input[name={field}]"), None)
-            .await;
-        door.type_into(&input, &value).await;
-    }
-    let start = door.wait_element("button[type=submit]", None).await;
-    door.click(&start).await;
-    door.wait_element(".verdict", Some("Ready")).await;
+    pair_door(&door, &app.base, &pairing, "North").await;
     door.wait_element(".pending", Some("0 scans waiting")).await;
     // The door names its concert, not its number.
     door.wait_element(

@@ -3,13 +3,12 @@
 // faster").
 
 import { Problem, api, currentUser } from "./api.js";
-import { clock, countdown, fill, h, placesOf, quiet, roughly, tell, when } from "./dom.js";
+import { clock, countdown, fill, h, listOf, placesOf, quiet, roughly, tell, when } from "./dom.js";
 import { saleState } from "./concerts.js";
 import { follow } from "./events.js";
 import { WaitingList } from "./waiting-list.js";
 import { SeatMap } from "./seatmap.js";
 import { money, totalOf } from "./money.js";
-import { PayPanel, paidOnline, refundWords } from "./payment.js";
 import { BestAvailable, Standing, bestFirst } from "./best.js";
 import { t, tNodes } from "./i18n.js";
 import { colourOf } from "./palette.js";
@@ -39,9 +38,9 @@ export async function concertView(main, { signal, params }) {
     selectable: true,
     max: concert.maxSeatsPerOrder,
     onChange: (ids) => {
-      const numbers = map.selectedNumbers();
+      const names = map.selectedNames();
       const total = map.selectedTotal();
-      const seats = numbers.join(", ");
+      const seats = listOf(names);
       fill(choice, ids.length ? (total ? t("concert.selectedTotal", { seats, total }) : t("concert.selected", { seats })) : t("concert.pickSeat"));
       reserve.disabled = ids.length === 0 || ["soon", "cancelled"].includes(saleState(concert).phase) || busy;
     },
@@ -183,6 +182,8 @@ export async function concertView(main, { signal, params }) {
     const left = h("strong", { class: "countdown hold-countdown" });
     // With payments on, a priced hold is paid for (Stripe sells it); a
     // free one is confirmed as always.
+    // Paying's code comes with the first hold: a look at the map needs none.
+    const { PayPanel, paidOnline, refundWords } = await import("./payment.js");
     const online = await paidOnline(reservation);
     const pay = online
       ? new PayPanel(reservation, {

@@ -229,8 +229,17 @@ export function placeName(seat) {
   return p.zone ? t("place.zoneRowSeat", { zone: p.zone, row: p.row, seat: p.seat }) : t("place.rowSeat", { row: p.row, seat: p.seat });
 }
 
-/** Seats as the venue names them, in a list ("; " between names that hold a comma). */
+/** Seats as the venue names them, in a list. */
 export function placesOf(seats) {
-  const names = seats.map(placeName);
+  // Places of one area: the area once, then their entry numbers.
+  const area = seats[0]?.place?.area;
+  if (seats.length > 1 && area && seats.every((s) => s.place?.area === area)) {
+    return t("place.standingMany", { area, entries: seats.map((s) => s.place.entryNumber).join(", ") });
+  }
+  return listOf(seats.map(placeName));
+}
+
+/** Names in a list ("; " between names that hold a comma). */
+export function listOf(names) {
   return names.join(names.some((name) => name.includes(",")) ? "; " : ", ");
 }

@@ -143,9 +143,13 @@ export class SeatMap {
         number: seat.seatNumber,
         where,
         price: category ? priced.get(category) : "",
-        get name() {
+        // As the venue names it ("Stalls, row 4, seat 6"), never by its code.
+        get label() {
           const seatNo = cut > 0 ? this.number.slice(this.number.lastIndexOf("-") + 1) : null;
-          return (seatNo ? t("seatmap.whereSeat", { where: this.where, seat: seatNo }) : t("seatmap.seat", { seat: this.number })) + this.price;
+          return seatNo ? t("seatmap.whereSeat", { where: this.where, seat: seatNo }) : this.number;
+        },
+        get name() {
+          return (this.label === this.number ? t("seatmap.seat", { seat: this.number }) : this.label) + this.price;
         },
         category,
         button: null,
@@ -226,7 +230,7 @@ export class SeatMap {
         "data-category": seat.category ? seat.category.name : undefined,
         "data-cat": seat.category ? seat.categoryIndex : undefined,
       });
-      const entry = { id: seat.id, number: seat.seatNumber, name, category: seat.category, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
+      const entry = { id: seat.id, number: seat.seatNumber, label: seat.seatNumber, name, category: seat.category, button, state: null, r: this.rows.length - 1, c: rowSeats.length };
       this.seats.push(entry);
       this.byId.set(seat.id, entry);
       rowSeats.push(index);
@@ -332,8 +336,9 @@ export class SeatMap {
   }
 
   /** The selected seats' numbers, in map order. */
-  selectedNumbers() {
-    return this.seats.filter((s) => this.chosen.has(s.id)).map((s) => s.number);
+  /** The chosen seats as the venue names them. */
+  selectedNames() {
+    return this.seats.filter((s) => this.chosen.has(s.id)).map((s) => s.label);
   }
 
   /** The chosen seats' total ("₩240,000"), or null without prices. */

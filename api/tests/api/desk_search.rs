@@ -19,14 +19,14 @@ async fn fan(app: &TestApp, nick: &str, email: &str) -> (u64, String) {
     (id, app.login(nick, "password123").await)
 }
 
-/// The order numbers the search for `q` finds in `concert`.
-async fn found(app: &TestApp, concert: u64, q: &str) -> Vec<u64> {
+/// What the desk's search for `q` answers in `concert`.
+async fn search(app: &TestApp, concert: u64, q: &str) -> Value {
     let url = reqwest::Url::parse_with_params(
         &format!("{}/api/concerts/{concert}/orders", app.base),
         &[("q", q)],
     )
     .unwrap();
-    let body: Value = reqwest::Client::new()
+    reqwest::Client::new()
         .get(url)
         .bearer_auth(&app.admin_token)
         .send()
@@ -34,7 +34,12 @@ async fn found(app: &TestApp, concert: u64, q: &str) -> Vec<u64> {
         .unwrap()
         .json()
         .await
-        .unwrap();
+        .unwrap()
+}
+
+/// The order numbers the search for `q` finds in `concert`.
+async fn found(app: &TestApp, concert: u64, q: &str) -> Vec<u64> {
+    let body = search(app, concert, q).await;
     body.as_array()
         .unwrap_or_else(|| panic!("a list, not {body}"))
         .iter()
@@ -73,20 +78,7 @@ async fn the_desk_finds_a_concerts_orders_by_number_nickname_or_email() {
     );
 
     // What the desk is shown: whose order, its seats, its state.
-    let url = reqwest::Url::parse_with_params(
-        &format!("{}/api/concerts/{concert}/orders", app.base),
-        &[("q", "kim")],
-    )
-    .unwrap();
-    let orders: Value = reqwest::Client::new()
-        .get(url)
-        .bearer_auth(&app.admin_token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let orders = search(&app, concert, "kim").await;
     assert_eq!(
         orders[0]["buyer"],
         json!({"nickName": "kim_minji", "email": "minji@example.com"})

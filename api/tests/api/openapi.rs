@@ -62,6 +62,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/concerts/{id}/cancel"),
     ("get", "/api/concerts/{id}/cancellation"),
     ("get", "/api/concerts/{id}/sales"),
+    ("get", "/api/concerts/{id}/orders"),
 ];
 
 #[tokio::test]

@@ -197,7 +197,7 @@ async fn a_fan_asks_for_two_standing_places_and_is_told_the_entry_numbers() {
     let deciding = Deciding::start(&app);
     page.wait_element(
         ".line.held",
-        Some("Standing places Floor #1, Floor #2 are yours until then."),
+        Some("Standing places Floor, entry nos. 1, 2 are yours until then."),
     )
     .await;
     page.wait_element("#standing-area option", Some("Floor · €50.00 · 8 left"))

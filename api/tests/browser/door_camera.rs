@@ -9,7 +9,7 @@ use serde_json::json;
 use ticket_core::testing::browser::{Chromedriver, screenshot_dir};
 
 use super::helpers::spawn_app;
-use super::{open_view, sign_up, tickets_of};
+use super::{sign_up, tickets_of};
 
 /// The frame's size; the symbol's modules are drawn this many pixels wide.
 const WIDTH: usize = 640;
@@ -84,16 +84,7 @@ async fn the_door_admits_a_ticket_read_through_the_camera() {
         .unwrap()
         .to_owned();
     let door = driver.browser_with_camera(412, 915, &video).await;
-    open_view(&door, &app.base, "#/door").await;
-    for (field, value) in [("pairingCode", pairing), ("gate", "North".to_owned())] {
-        let input = door
-            .wait_element(&format!("input[name={field}]"), None)
-            .await;
-        door.type_into(&input, &value).await;
-    }
-    let start = door.wait_element("button[type=submit]", None).await;
-    door.click(&start).await;
-    door.wait_element(".verdict", Some("Ready")).await;
+    super::pair_door(&door, &app.base, &pairing, "North").await;
 
     // As on a browser without a detector of its own, whatever this
     // Chromium has: the vendored decoder reads the frame.

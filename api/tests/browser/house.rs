@@ -309,7 +309,7 @@ async fn a_fan_buys_with_the_keyboard_alone_in_korean() {
     .await
     .assert_status(200);
     reload(&page).await;
-    page.wait_element(".ticket.used .status.used", Some("North 게이트 입장"))
+    page.wait_element(".ticket.used .status.used", Some("입장: North"))
         .await;
     assert_fit_for_people(&page, &words).await;
     page.screenshot(&screenshot_dir().join("tickets-ko.png"))

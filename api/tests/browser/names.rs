@@ -35,10 +35,10 @@ const ENGLISH: Words = Words {
 const KOREAN: Words = Words {
     browser: "ko-KR",
     lang: "ko",
-    plan_seat: "Stalls 구역 1열 5번 · Premium",
+    plan_seat: "Stalls 1열 5번 · Premium",
     standing: "Floor 입장 순번 1",
     used_at: "입장: Gate 1, ",
-    refund_names: "(Stalls 구역 1열 6번)",
+    refund_names: "(Stalls 1열 6번)",
     size: "40석 · 스탠딩 10명",
 };
 

@@ -126,7 +126,7 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
     );
     let at = drawn_at(&app, &page, concert, "Stalls-4-6").await;
     tap(&page, at).await;
-    page.wait_element("#choice", Some("Selected: Stalls-4-6 · €69.00"))
+    page.wait_element("#choice", Some("Selected: Stalls, row 4, seat 6 · €69.00"))
         .await;
     assert_eq!(layers(&page).await, json!(["A0", "A1", "A2", "P"]));
     // The keyboard: the next seat of the row is named, Enter picks it.
@@ -138,8 +138,11 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
     )
     .await;
     page.keys(&svg, "\u{E007}").await;
-    page.wait_element("#choice", Some("Selected: Stalls-4-6, Stalls-4-7"))
-        .await;
+    page.wait_element(
+        "#choice",
+        Some("Selected: Stalls, row 4, seat 6; Stalls, row 4, seat 7"),
+    )
+    .await;
     let reserve = page
         .wait_element(".checkout button.primary", Some("Reserve"))
         .await;
@@ -147,7 +150,7 @@ async fn a_plan_is_drawn_where_its_seats_are_and_a_seat_is_picked_where_it_is_dr
     let deciding = Deciding::start(&app);
     page.wait_element(
         ".line.held",
-        Some("Seats Stalls-4-6, Stalls-4-7 are yours until then."),
+        Some("Seats Stalls, row 4, seat 6; Stalls, row 4, seat 7 are yours until then."),
     )
     .await;
     page.wait_for(
