@@ -36,6 +36,7 @@ mod reservations;
 mod sale;
 mod seating_plans;
 mod seats;
+mod sharding;
 mod standing;
 mod status_events;
 mod storm;
