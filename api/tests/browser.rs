@@ -7,6 +7,10 @@
 //!
 //! A test binary of its own: cargo runs it after the others, so that the
 //! browsers' CPU does not slow the timing-bound tests of `tests/api`.
+//!
+//! Long because it is the harness every page test shares (a deciding
+//! worker, the views, seats, the door's pairing) and the first stories of
+//! the page, each one whole from sign-up to its end.
 
 use std::time::Duration;
 

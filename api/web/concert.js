@@ -1,6 +1,8 @@
 // A concert's page: its sale state, its seat map, and the checkout (the
 // request in line, then the hold and its confirm, or "taken by someone
 // faster").
+// Long because the request's whole journey (in line, decided, held, paid
+// or confirmed, refused) is drawn in one place, where the fan is.
 
 import { Problem, api, currentUser } from "./api.js";
 import { clock, countdown, fill, h, listOf, placesOf, quiet, roughly, tell, when } from "./dom.js";

@@ -4,6 +4,8 @@
 // against the keys and revoked list it last read (README, "Ticket codes"),
 // keeps what it let in, and uploads it when the network is back, showing
 // any ticket someone else let in too.
+// Long because online and offline checks, the pairing and the camera share
+// the door's one stored state.
 
 import { clockAt, field, fill, h, when } from "./dom.js";
 import { t } from "./i18n.js";

@@ -3,6 +3,9 @@
 //! for a before/after pair), and the door (`door`): check-ins per second
 //! with concurrent scanners sending the same codes, their p99, and a code
 //! verified offline by the door page in headless Chromium.
+//!
+//! Long because it is two measurements (the confirm path, the door) with
+//! the setup and the figures each prints.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

@@ -5,6 +5,9 @@
 //! spare minutes), then status polls and event streams before and after
 //! the opening, the opening itself, and the sale to its end. Measured
 //! against the API processes (CPU, memory) and the database (rows read).
+//!
+//! Long because it is one measured sale from intake to its last decision,
+//! with the phases' figures printed beside the code that makes them.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

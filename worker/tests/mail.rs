@@ -5,6 +5,9 @@
 //! recipient refused for good fails at once and is reported; two relays send
 //! each mail once; a relay SIGKILLed mid-send leaves the mail to the next,
 //! sent again with the same Message-ID.
+//!
+//! Long because each failure of the mail server is a story with a real SMTP
+//! server of its own and the mails read back from it.
 
 mod common;
 

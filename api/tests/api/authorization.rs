@@ -1,6 +1,9 @@
 //! Object-level authorization, route by route: another user's ids get them
 //! nothing (403, or 404 where even existence is private), admin-only routes
 //! refuse users, and no refused request changes a row.
+//!
+//! Long because it lists every route with the answer it owes another user,
+//! in one table the test checks against the OpenAPI document.
 
 use reqwest::Method;
 use serde_json::{Value, json};

@@ -1,4 +1,7 @@
 //! The real `ticket-api` executable: migrations, start-up checks, signals.
+//!
+//! Long because each start-up check and signal is a run of the real
+//! executable with its own environment.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,6 +1,9 @@
 //! The door (issue 31): scanners, check-in exactly once under concurrent
 //! scanners, refusals, offline uploads with their conflicts, and a cancel
 //! racing a check-in.
+//!
+//! Long because each way a ticket meets the door (online, offline, twice,
+//! voided, racing a cancel) is a story with its tickets and scanners.
 
 use std::sync::Arc;
 

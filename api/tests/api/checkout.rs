@@ -1,5 +1,8 @@
 //! Checkout: orders of several seats, all or nothing; holds that are
 //! confirmed, cancelled or run out; the events each change writes.
+//!
+//! Long because each of a hold's ends (confirmed, cancelled, run out) and
+//! each event it writes is a story of its own.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,5 +1,8 @@
 //! Rate limits: 429 RATE_LIMITED with Retry-After, per user, per nickname
 //! and per client address, and nothing written when refused.
+//!
+//! Long because each limit (user, nickname, address, password) is shown
+//! refusing and writing nothing, with its own settings.
 
 use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -2,6 +2,10 @@
 //! seat is never confirmed unpaid, an account that leaves keeps its money
 //! trail, and a refund racing the door lets exactly one win. Each test
 //! failed on the code before its fix.
+//!
+//! Long because each hole the review found is a story through payments,
+//! refunds and the door, with its money checked against localstripe at the
+//! end.
 
 use std::sync::Arc;
 

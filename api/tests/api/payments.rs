@@ -2,6 +2,9 @@
 //! (localstripe): the PaymentIntent of a hold, the webhook that sells it,
 //! declines, late payments refunded, lost webhooks found by the sweep,
 //! the provider down, and the webhook racing the hold's end.
+//!
+//! Long because each path of a payment is a story with its hold, its
+//! PaymentIntent and its webhook, checked against localstripe.
 
 use std::time::Duration;
 

@@ -1,6 +1,9 @@
 //! Prices (issue 31): a concert's categories by row, each seat's category
 //! and price, the price a claim was decided at on holds, reservations and
 //! events, and refusals that change nothing.
+//!
+//! Long because every place a price is carried (seats, claims, holds,
+//! reservations, events) is checked on its own, beside the refusals.
 
 use std::sync::Arc;
 

@@ -3,6 +3,9 @@
 //! sale closed at once and every order refunded once, and a worker killed
 //! in the middle of a thousand refunds while the provider asks it to slow
 //! down.
+//!
+//! Long because each refund is a story with its payment at localstripe, and
+//! the thousand-refund fault needs its workers beside it.
 
 use std::time::Duration;
 

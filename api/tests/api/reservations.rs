@@ -1,3 +1,7 @@
+//! Reservation requests in the line: accepted, decided, polled, refused,
+//! repeated with an idempotency key, and raced. Long because each way a
+//! request enters and leaves the line is a story of its own.
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -2,6 +2,9 @@
 //! pretix's format (a stalls block with premium rows, a balcony), read back,
 //! sold like any seat, in their plan category's price; refused plans that
 //! change nothing; rows × seatsPerRow ranked for best available.
+//!
+//! Long because a plan is read back, sold and refused in many ways, each a
+//! story with its venue.
 
 use reqwest::Method;
 use serde_json::{Value, json};

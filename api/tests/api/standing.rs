@@ -1,5 +1,8 @@
 //! Standing areas (issue 47): floors without seat numbers, asked for by
 //! `{concertId, area, count}`; the line gives entry numbers in its order.
+//!
+//! Long because each rule of a floor (entry numbers, counts, refusals, the
+//! waiting list) is a story with its own line.
 
 use std::collections::HashSet;
 

@@ -1,5 +1,8 @@
 //! Positions and waits in status polls, and decisions pushed live over
 //! Server-Sent Events, read by a real HTTP client from the real server.
+//!
+//! Long because the polls and the streams are read by a real client through
+//! whole decisions, with the stream's parser beside them.
 
 use std::time::Duration;
 

@@ -4,6 +4,9 @@
 //! on to the next fan when not confirmed; and a freed seat goes to exactly
 //! one of the line or the list while cancels, new requests and two offering
 //! workers race.
+//!
+//! Long because each rule of the list is a story with its own line, list
+//! and offers, and the races need their setup beside them.
 
 use std::sync::Arc;
 use std::time::Duration;

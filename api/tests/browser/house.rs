@@ -3,6 +3,10 @@
 //! them), the language switch remembered in the browser and on the
 //! account, and a whole purchase (find the concert, pick a seat, pay by
 //! card, see the tickets) with the keyboard alone, in Korean.
+//!
+//! Long because each whole-page check (the budget, the language, the
+//! keyboard purchase, every view fit for people) drives the page from its
+//! start.
 
 use serde_json::{Value, json};
 use ticket_core::testing::browser::{Browser, Chromedriver, screenshot_dir};
