@@ -41,8 +41,9 @@ pub struct AvailabilityBody {
     #[serde(flatten)]
     counts: SeatCounts,
     /// Available seats of each price category, by its position in the
-    /// concert's `categories` (what best available may still give); empty
-    /// without categories. Standing places are counted by area.
+    /// concert's `categories` (what best available may still give): one
+    /// count for every category, 0 for one without a seat; empty without
+    /// categories. Standing places are counted by area.
     #[schema(example = json!([120, 8]))]
     available_by_category: Vec<u64>,
     /// Available places of each standing area, by its position in the
@@ -62,12 +63,14 @@ pub(crate) fn add_to_runs(runs: &mut Vec<[u64; 2]>, id: SeatId) {
 }
 
 impl AvailabilityBody {
-    fn of(concert: ConcertId, seats: &[SeatState]) -> Self {
+    /// `pools`: how many categories and areas the concert has, so that a
+    /// pool without a free seat, or without any seat, is counted (0) too.
+    fn of(concert: ConcertId, seats: &[SeatState], pools: (usize, usize)) -> Self {
         let mut seat_ranges: Vec<[u64; 2]> = Vec::new();
         let mut states = String::with_capacity(seats.len());
         let mut counts = SeatCounts::default();
-        let mut available_by_category: Vec<u64> = Vec::new();
-        let mut available_by_area: Vec<u64> = Vec::new();
+        let mut available_by_category: Vec<u64> = vec![0; pools.0];
+        let mut available_by_area: Vec<u64> = vec![0; pools.1];
         for seat in seats {
             // Each pool counted, those sold out too.
             let (by_pool, pool) = match seat.area {
@@ -166,8 +169,9 @@ impl AvailabilityCache {
                 if seats.is_empty() && db::concerts::find(&mut conn, concert).await?.is_none() {
                     return Ok::<_, ApiError>(None);
                 }
+                let pools = db::concerts::pool_counts(&mut conn, concert).await?;
                 Ok(Some(Arc::new(Snapshot::of(&AvailabilityBody::of(
-                    concert, &seats,
+                    concert, &seats, pools,
                 )))))
             })
             .await
@@ -196,7 +200,8 @@ mod tests {
             seat(30, SeatStatus::Available, 0, Some(1)),
             seat(31, SeatStatus::Reserved, 0, Some(1)),
         ];
-        let body = AvailabilityBody::of(ConcertId(3), &seats);
+        // Four categories (the last with no seat) and two areas.
+        let body = AvailabilityBody::of(ConcertId(3), &seats, (4, 2));
         assert_eq!(
             body.seat_ranges,
             vec![[10, 3], [20, 2]],
@@ -211,8 +216,8 @@ mod tests {
                 reserved: 3
             }
         );
-        // Each pool counted, those sold out too.
-        assert_eq!(body.available_by_category, vec![2, 0, 0]);
+        // Each pool counted, those sold out or without seats too.
+        assert_eq!(body.available_by_category, vec![2, 0, 0, 0]);
         assert_eq!(body.available_by_area, vec![0, 1]);
         let snapshot = Snapshot::of(&body);
         assert_eq!(

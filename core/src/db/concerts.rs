@@ -223,6 +223,25 @@ impl SeatCounts {
     }
 }
 
+/// How many price categories and standing areas the concert has: the
+/// lengths of its availability's counts by pool.
+pub async fn pool_counts(
+    conn: &mut MySqlConnection,
+    id: ConcertId,
+) -> Result<(usize, usize), sqlx::Error> {
+    let (categories, areas): (i64, i64) = sqlx::query_as(
+        "SELECT (SELECT COUNT(*) FROM price_categories WHERE concert_id = ?), \
+                (SELECT COUNT(*) FROM standing_areas WHERE concert_id = ?)",
+    )
+    .bind(id)
+    .bind(id)
+    .fetch_one(conn)
+    .traced("SELECT", "price_categories")
+    .await?;
+    let count = |n: i64| usize::try_from(n).unwrap_or(0);
+    Ok((count(categories), count(areas)))
+}
+
 /// How many of the concert's seats have each status.
 pub async fn seat_counts(
     conn: &mut MySqlConnection,
