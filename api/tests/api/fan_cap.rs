@@ -106,6 +106,34 @@ async fn an_order_past_the_cap_is_refused_with_what_the_fan_has_and_writes_nothi
     app.assert_invariants().await;
 }
 
+/// An open request by count counts against the cap when an exact order
+/// comes through the enqueue's group writes (issue 59: their check read
+/// only open seats and held ones).
+#[tokio::test]
+async fn an_open_request_by_count_counts_when_an_exact_order_is_written_in_a_group() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(
+        &app,
+        10,
+        json!({"categories": [{"name": "Standard", "price": 0, "currency": "EUR"}]}),
+    )
+    .await;
+    let (_, alice) = app.user("alice").await;
+    app.post(
+        "/api/reservations",
+        Some(&alice),
+        json!({"concertId": concert, "category": "Standard", "count": 3}),
+    )
+    .await
+    .assert_status(201);
+    // 3 asked for by count, not decided yet: 2 more would make 5 of 4.
+    assert_over_the_cap(&order(&app, &alice, &seats[0..2]).await, 4, 3);
+    assert_eq!(app.count("reservation_queue").await, 1, "nothing written");
+    order(&app, &alice, &seats[0..1]).await.assert_status(201);
+    app.drain().await;
+    app.assert_invariants().await;
+}
+
 #[tokio::test]
 async fn a_cancel_an_expired_hold_and_a_failed_request_give_the_seats_back() {
     let app = spawn_app().await;

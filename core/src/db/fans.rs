@@ -142,7 +142,7 @@ pub async fn seats_of(
 /// `concerts` (user, seat, the request that has it open, its concert), and
 /// for each fan with an open seat (every fan of the group has its new
 /// request's) the seats they hold (before the hold's end by the database's
-/// clock) or have confirmed. A range of the fan index per fan, as short as
+/// clock) or have confirmed, and those their open requests by count ask for. A range of the fan index per fan, as short as
 /// the fan's cap: what a user has open in other concerts is not read. A
 /// subquery a row, not a UNION or a GROUP BY: those build a temporary table
 /// each time.
@@ -156,11 +156,15 @@ pub async fn open_and_held_of_fans(
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
         "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, \
-                (SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
+                CAST((SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
                    JOIN reservation_seats rs ON rs.reservation_id = r.id \
                   WHERE r.user_id = x.user_id AND r.concert_id = x.concert_id \
                     AND (r.status = 'CONFIRMED' \
                          OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))) \
+              + (SELECT COALESCE(SUM(p.seat_count), 0) FROM request_pools p \
+                   FORCE INDEX (uq_request_pools_open) \
+                  WHERE p.user_id = x.user_id AND p.concert_id = x.concert_id \
+                    AND p.open_pool IS NOT NULL) AS SIGNED) \
            FROM request_seats x FORCE INDEX (uq_request_seats_open) \
           WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
             AND x.open_seat_id IS NOT NULL"
