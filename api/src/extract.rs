@@ -151,7 +151,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
             return Err(ApiError::invalid(vec![ProblemField::new(
                 "body",
-                "must be a JSON object".to_owned(),
+                "must be a JSON object",
             )]));
         }
         let mut de = serde_json::Deserializer::from_slice(&bytes);

@@ -1098,11 +1098,11 @@ async fn a_fan_joins_the_waiting_list_of_a_sold_out_concert_and_confirms_the_sea
     app.assert_invariants().await;
 }
 
-/// A holder's confirmed seats as ticket codes: (ticket id, code), in seat
-/// order.
-async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, String)> {
+/// Has the request `body` decided for the fan, and its hold paid at the
+/// box office (the operator confirms it); the reservation's id.
+async fn paid_at_the_desk(app: &TestApp, token: &str, body: serde_json::Value) -> u64 {
     let queued = app
-        .post("/api/reservations", Some(token), json!({"seatIds": seats}))
+        .post("/api/reservations", Some(token), body)
         .await
         .assert_status(201)["queueId"]
         .as_u64()
@@ -1111,7 +1111,6 @@ async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, Stri
     let reservation = app.queue_status(token, queued).await["reservationId"]
         .as_u64()
         .unwrap();
-    // Held while the holder pays: the box office takes the money.
     app.post(
         &format!("/api/reservations/{reservation}/confirm"),
         Some(&app.admin_token),
@@ -1119,6 +1118,29 @@ async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, Stri
     )
     .await
     .assert_status(200);
+    reservation
+}
+
+/// A scanner named `name` for the concert, and the code that pairs a door
+/// device with it.
+async fn pairing_code(app: &TestApp, concert: u64, name: &str) -> String {
+    let made = app
+        .post(
+            &format!("/api/concerts/{concert}/scanners"),
+            Some(&app.admin_token),
+            json!({"name": name}),
+        )
+        .await;
+    made.assert_status(201)["pairingCode"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// A holder's confirmed seats as ticket codes: (ticket id, code), in seat
+/// order.
+async fn tickets_of(app: &TestApp, token: &str, seats: &[u64]) -> Vec<(u64, String)> {
+    let reservation = paid_at_the_desk(app, token, json!({"seatIds": seats})).await;
     app.get(
         &format!("/api/reservations/{reservation}/tickets"),
         Some(token),
@@ -1198,19 +1220,9 @@ async fn a_holder_shows_the_qr_and_the_door_admits_once_even_with_the_network_cu
     assert_eq!(holder.console_errors().await, Vec::<String>::new());
     holder.close().await;
 
-    // The door: a scanner set up for the concert.
-    let made = app
-        .post(
-            &format!("/api/concerts/{concert}/scanners"),
-            Some(&app.admin_token),
-            json!({"name": "North"}),
-        )
-        .await;
-    // Paired with the code the operator's page shows (and its QR).
-    let pairing = made.assert_status(201)["pairingCode"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    // The door: a scanner set up for the concert, paired with the code
+    // the operator's page shows (and its QR).
+    let pairing = pairing_code(&app, concert, "North").await;
     assert!(pairing.starts_with(&format!("ticket-door:1:{concert}:")));
     let door = driver.browser(412, 915).await;
     pair_door(&door, &app.base, &pairing, "North").await;

@@ -9,7 +9,7 @@ use serde_json::json;
 use ticket_core::testing::browser::{Chromedriver, screenshot_dir};
 
 use super::helpers::spawn_app;
-use super::{sign_up, tickets_of};
+use super::tickets_of;
 
 /// The frame's size; the symbol's modules are drawn this many pixels wide.
 const WIDTH: usize = 640;
@@ -51,38 +51,17 @@ fn qr_video(code: &str, path: &Path) {
 #[tokio::test]
 async fn the_door_admits_a_ticket_read_through_the_camera() {
     let app = spawn_app().await;
-    let concert = app
-        .concert(json!({"rows": 1, "seatsPerRow": 2, "holdSeconds": 300}))
-        .await["id"]
-        .as_u64()
-        .unwrap();
-    let seats: Vec<u64> = app
-        .seats(concert)
-        .await
-        .iter()
-        .map(|s| s["id"].as_u64().unwrap())
-        .collect();
-    let driver = Chromedriver::start().await;
-    let holder = driver.browser(412, 915).await;
-    sign_up(&holder, &app.base, "camera-holder").await;
-    holder.close().await;
-    let token = app.login("camera-holder", "a-long-password-1").await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 2, "holdSeconds": 300}))
+        .await;
+    let (_, token) = app.user("camera-holder").await;
     let tickets = tickets_of(&app, &token, &seats[..1]).await;
     let video: PathBuf =
         std::env::temp_dir().join(format!("ticket-qr-{}-{concert}.y4m", std::process::id()));
     qr_video(&tickets[0].1, &video);
 
-    let made = app
-        .post(
-            &format!("/api/concerts/{concert}/scanners"),
-            Some(&app.admin_token),
-            json!({"name": "North"}),
-        )
-        .await;
-    let pairing = made.assert_status(201)["pairingCode"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let pairing = super::pairing_code(&app, concert, "North").await;
+    let driver = Chromedriver::start().await;
     let door = driver.browser_with_camera(412, 915, &video).await;
     super::pair_door(&door, &app.base, &pairing, "North").await;
 

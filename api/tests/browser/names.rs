@@ -10,7 +10,7 @@ use ticket_core::testing::browser::Chromedriver;
 
 use super::helpers::TestApp;
 use super::plan_map::venue;
-use super::{log_in, open_view};
+use super::{log_in, open_view, paid_at_the_desk};
 
 struct Words {
     browser: &'static str,
@@ -62,29 +62,6 @@ async fn seat_id(app: &TestApp, concert: u64, number: &str) -> u64 {
             .await
             .unwrap();
     id
-}
-
-/// Has `body` decided for the fan and the order paid at the desk; its
-/// reservation's id.
-async fn paid_at_the_desk(app: &TestApp, token: &str, body: Value) -> u64 {
-    let queued = app
-        .post("/api/reservations", Some(token), body)
-        .await
-        .assert_status(201)["queueId"]
-        .as_u64()
-        .unwrap();
-    app.drain().await;
-    let reservation = app.queue_status(token, queued).await["reservationId"]
-        .as_u64()
-        .unwrap();
-    app.post(
-        &format!("/api/reservations/{reservation}/confirm"),
-        Some(&app.admin_token),
-        json!({}),
-    )
-    .await
-    .assert_status(200);
-    reservation
 }
 
 async fn named_as_the_venue_does(words: &Words) {

@@ -142,8 +142,9 @@ pub async fn seats_of(
 /// `concerts` (user, seat, the request that has it open, its concert), and
 /// for each fan with an open seat (every fan of the group has its new
 /// request's) the seats they hold (before the hold's end by the database's
-/// clock) or have confirmed, and those their open requests by count ask for. A range of the fan index per fan, as short as
-/// the fan's cap: what a user has open in other concerts is not read. A
+/// clock) or have confirmed, and those their open requests by count ask
+/// for. A range of the fan index per fan, as short as the fan's cap: what
+/// a user has open in other concerts is not read. A
 /// subquery a row, not a UNION or a GROUP BY: those build a temporary table
 /// each time.
 pub async fn open_and_held_of_fans(

@@ -3,20 +3,12 @@
 //! zone, row and seat label; a grid's row and number; or a standing area
 //! and the place's entry number. A client words it in its own language.
 
-use serde::Serialize;
-
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct SeatPlace {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub zone: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub row: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub seat: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub area: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub entry_number: Option<u64>,
 }
 
