@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -85,9 +85,14 @@ checkout() {
 # One enqueue run: wrk for 15 s against a fresh database, no worker; extra
 # VAR=value arguments go to wrk's script (noise, keyed baseline, sampled
 # flags), and those in the array api_env (if set) to the API.
+# enqueue_users and enqueue_lines (prepare-enqueue's arguments: what the
+# lines ask for) change who asks and for what.
+enqueue_users=20000
+enqueue_lines=()
 enqueue_run() {
   local url
-  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 --out "$work/lines")"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users "$enqueue_users" --seats 10000 \
+    "${enqueue_lines[@]}" --out "$work/lines")"
   start_api "$url" "${api_env[@]}"
   env "$@" TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 \
     wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url"
@@ -115,6 +120,55 @@ enqueue() {
   done
   echo "## enqueue baseline: every request with its own Idempotency-Key (one transaction each)"
   enqueue_run TICKET_BENCH_KEYED=1
+}
+
+# Issue 59: requests by count and keyed requests through the enqueue
+# batcher, each against exact seats in the same run. First at a constant
+# offered rate (open loop, RATE/s for SECONDS_RUN s, one user a line):
+# exact seats, requests by count (best two seats and two standing places,
+# taking turns), and a mixed line (half exact, a quarter of each by count);
+# the accepted rate and the p99 of the answers. Then flat out (wrk, 64
+# connections, 15 s, 200,000 users so that no request by count is a
+# second of its user's): exact, best available, standing, and exact with
+# an Idempotency-Key each.
+intake_run() {
+  local rate="$1" seconds="$2" url
+  shift 2
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users $((rate * seconds)) \
+    --seats $((rate * seconds / 10)) "$@" --out "$work/lines")"
+  start_api "$url"
+  "$bin/ticket-bench" load --url "$api_url" --lines "$work/lines" --rate "$rate" --seconds "$seconds" \
+    --connections 64
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+}
+
+intake() {
+  ensure_wrk
+  local rate="${RATE:-3000}" seconds="${SECONDS_RUN:-15}" run kind
+  echo "## intake by kind of request ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  for run in 1 2; do
+    for kind in exact by-count mixed; do
+      echo "intake at ${rate}/s offered, $kind (run $run):"
+      case "$kind" in
+        exact) intake_run "$rate" "$seconds" ;;
+        by-count) intake_run "$rate" "$seconds" --best-every 1 ;;
+        mixed) intake_run "$rate" "$seconds" --best-every 2 ;;
+      esac
+    done
+  done
+  enqueue_users=200000
+  for run in 1 2; do
+    for kind in exact best standing keyed; do
+      echo "flat out, $kind (run $run):"
+      case "$kind" in
+        exact | keyed) enqueue_lines=() ;;
+        best) enqueue_lines=(--best-every 1 --no-areas) ;;
+        standing) enqueue_lines=(--best-every 1 --areas-only) ;;
+      esac
+      enqueue_run TICKET_BENCH_KEYED=$([ "$kind" = keyed ] && echo 1 || echo 0)
+    done
+  done
 }
 
 # Enqueue and two deciding workers at once over shuffled seats (every seat
@@ -651,6 +705,7 @@ storm() {
 case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
+  intake) intake ;;
   latency) latency ;;
   cpu) cpu_per_request ;;
   steps) latency_steps ;;
@@ -680,5 +735,5 @@ case "$what" in
   mail) mail ;;
   storm) storm ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|storm|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|storm|all]" >&2; exit 2 ;;
 esac

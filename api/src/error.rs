@@ -344,6 +344,15 @@ impl ApiError {
             .is_some_and(db::is_retryable_at_once)
     }
 
+    /// Whether it answers a database that could not be reached (not one
+    /// that was busy).
+    pub fn is_database_unreachable(&self) -> bool {
+        self.source
+            .as_ref()
+            .and_then(|s| s.downcast_ref::<sqlx::Error>())
+            .is_some_and(db::is_unavailable)
+    }
+
     pub fn database_unavailable() -> Self {
         Self::new(
             ErrorCode::DatabaseUnavailable,

@@ -35,8 +35,11 @@ pub struct Args {
     #[arg(long)]
     best_every: Option<usize>,
     /// With `best-every`: the best seats only, no standing area.
-    #[arg(long, requires = "best_every")]
+    #[arg(long, requires = "best_every", conflicts_with = "areas_only")]
     no_areas: bool,
+    /// With `best-every`: the standing area's places only, no best seats.
+    #[arg(long, requires = "best_every")]
+    areas_only: bool,
 }
 
 /// Makes a migrated database with users and seats, writes request lines for
@@ -84,7 +87,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         let token = keys.issue(*user, Role::User, chrono::Utc::now()).token;
         match (args.best_every, concert) {
             (Some(every), Some(concert)) if every > 0 && i % every == every - 1 && !args.queued => {
-                let pool = if args.no_areas || (i / every) % 2 == 0 {
+                let pool = if args.areas_only {
+                    "area"
+                } else if args.no_areas || (i / every) % 2 == 0 {
                     "best"
                 } else {
                     "area"

@@ -1,7 +1,9 @@
 -- wrk script: POST /api/reservations, every request a different (user, seat)
 -- pair, so none is refused as a duplicate. Reads `token seatId` lines from
 -- the file named by $TICKET_BENCH_LINES; request i uses token i mod U and
--- seat (i div U) mod S, spread over wrk's threads.
+-- seat (i div U) mod S, spread over wrk's threads. A line of a request by
+-- count (`token best:<concertId>:<count>` or `area:…`, prepare-enqueue
+-- --best-every) is its own user's: enough users that none asks twice.
 -- $TICKET_BENCH_THREADS must equal wrk's -t.
 --
 -- Noise, as real clients make it: with $TICKET_BENCH_DUPLICATES (a share,
@@ -58,7 +60,16 @@ local function post(token, seat)
   if sampled then
     headers["traceparent"] = "00-" .. hex(32) .. "-" .. hex(16) .. "-01"
   end
-  return wrk.format("POST", "/api/reservations", headers, '{"seatId":' .. seat .. '}')
+  local kind, concert, count = seat:match("^(%a+):(%d+):(%d+)$")
+  local body
+  if kind == "best" then
+    body = '{"concertId":' .. concert .. ',"category":"Stalls","count":' .. count .. '}'
+  elseif kind == "area" then
+    body = '{"concertId":' .. concert .. ',"area":"Floor","count":' .. count .. '}'
+  else
+    body = '{"seatId":' .. seat .. '}'
+  end
+  return wrk.format("POST", "/api/reservations", headers, body)
 end
 
 function request()
@@ -69,6 +80,10 @@ function request()
   local u = n % #tokens
   local s = math.floor(n / #tokens) % #seats
   local seat = seats[s + 1]
+  if seats[u + 1]:find(":") then
+    -- A request by count is its user's own line: one per user and pool.
+    seat = seats[u + 1]
+  end
   if dice < duplicates + unknown then
     seat = "2000000000"
   end

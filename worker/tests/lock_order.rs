@@ -138,6 +138,8 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
         draw: LineKey::AFTER_OPENING,
         max_seats_per_user: ticket_core::domain::MaxSeatsPerUser::parse(100).unwrap(),
         access_code: None,
+        named: None,
+        key: None,
         trace: TraceContext::default(),
     }
 }

@@ -1,47 +1,39 @@
-//! Requests written alone, each in a transaction of its own: those with an
-//! `Idempotency-Key` (a replay must find the first), and presale requests
-//! with an access code (the code's row is locked while what it has taken is
-//! counted, so that two instances cannot both spend its last use).
+//! Requests written alone, each in a transaction of its own: presale
+//! requests with an access code (the code's row is locked while what it has
+//! taken is counted, so that two instances cannot both spend its last use),
+//! and what the enqueue batcher's group could not settle (a replay of an
+//! `Idempotency-Key`, a pool renamed meanwhile, a group that failed).
 
 use ticket_core::db::whole::Whole;
 use ticket_core::db::{self, access_codes, queue, request_pools, request_seats};
 use ticket_core::domain::{AccessCode, AccessCodeId, Asked, ConcertId, IdempotencyKey, UserId};
 
-use super::best::{Named, pool_under_line_lock};
+use super::best::pool_under_line_lock;
 use super::enqueue_batcher::{EnqueueError, Queued};
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::state::AppState;
 
-/// Writes `request` alone; `(queued, replayed)`. A request with `key`
-/// that was written before is answered as the first time. A `code` counts
-/// only while the presale runs by the database's clock; then it must be
-/// valid and have a use and the seats left.
+/// Writes `request` alone; `(queued, replayed)`. A request whose key was
+/// written before is answered as the first time. A `code` counts only while
+/// the presale runs by the database's clock; then it must be valid and have
+/// a use and the seats left. A user may have `limit` seats in open requests
+/// (0: any).
 pub(super) async fn place(
-    state: &AppState,
+    pool: &sqlx::MySqlPool,
+    limit: u32,
     mut request: queue::NewRequest,
-    key: Option<IdempotencyKey>,
     code: Option<AccessCode>,
-    named: Option<Named<'_>>,
 ) -> ApiResult<(Queued, bool)> {
-    let mut conn = state.pool.acquire().await?;
+    let mut conn = pool.acquire().await?;
+    let key = request.key.clone();
     if let Some(key) = &key
         && let Some(replayed) = replay(&mut conn, &request, key).await?
     {
         return Ok((replayed, true));
     }
-    let limit = state.limits.max_open_requests_per_user();
     let mut attempt = 1;
     loop {
         let mut tx = Whole::begin(&mut conn).await?;
-        let written = write(
-            &mut tx,
-            &mut request,
-            key.as_ref(),
-            code.as_ref(),
-            named,
-            limit,
-        )
-        .await;
+        let written = write(&mut tx, &mut request, code.as_ref(), limit).await;
         // A deadlock rolled everything back: the write is tried again.
         let again = attempt < ATTEMPTS
             && match &written {
@@ -89,9 +81,7 @@ const ATTEMPTS: u32 = 3;
 async fn write(
     tx: &mut sqlx::MySqlConnection,
     request: &mut queue::NewRequest,
-    key: Option<&IdempotencyKey>,
     code: Option<&AccessCode>,
-    named: Option<Named<'_>>,
     limit: u32,
 ) -> ApiResult<Result<Queued, sqlx::Error>> {
     let user = request.user;
@@ -108,13 +98,13 @@ async fn write(
         request.access_code =
             Some(take_code(tx, request.concert, request.user, seats, code, now).await?);
     }
-    if let (Asked::Best(ask), Some(named)) = (&mut request.asked, named) {
+    if let (Asked::Best(ask), Some(named)) = (&mut request.asked, &request.named) {
         ask.pool = pool_under_line_lock(tx, request.concert, named).await?;
     }
     let Some(line) = request.line_at(now) else {
         return Err(EnqueueError::not_taken(request, now).into());
     };
-    let id = match queue::enqueue(tx, request, line, key, now).await {
+    let id = match queue::enqueue(tx, request, line, now).await {
         Ok(id) => id,
         Err(e) => return Ok(Err(e)),
     };

@@ -7,7 +7,9 @@
 //! the load and stays a single request when the service is quiet. Every
 //! caller is answered only after the commit that holds its row, and a bad
 //! request (a second click, an unknown seat, a deleted account) is refused
-//! alone while the rest of its group is written.
+//! alone while the rest of its group is written. Requests by count and
+//! requests with an `Idempotency-Key` go the same way; a replay of a key
+//! is answered alone, after its group.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,13 +24,13 @@ use ticket_core::domain::Asked;
 use ticket_core::domain::{Admission, LineKey, MaxSeatsPerUser, QueueId, QueueStatus, SaleWindow};
 use ticket_core::telemetry::spans::{Recorded, db_attributes};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ApiResult};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 mod write;
 use write::*;
 
-/// Largest group: 7 placeholders a row stays far below the statement limit.
+/// Largest group: 11 placeholders a row stays far below the statement limit.
 const MAX_GROUP: usize = 512;
 /// Requests waiting for a group beyond which callers wait to be taken in.
 const WAITING: usize = MAX_GROUP * 16;
@@ -134,7 +136,9 @@ impl From<EnqueueError> for ApiError {
     }
 }
 
-type Reply = oneshot::Sender<Result<Queued, EnqueueError>>;
+/// The request in line and whether it was there before (a replay of its
+/// `Idempotency-Key`), or why not.
+type Reply = oneshot::Sender<ApiResult<(Queued, bool)>>;
 
 /// A request waiting for its group, with the trace it belongs to.
 struct Job {
@@ -165,14 +169,14 @@ impl EnqueueBatcher {
         Self { sender }
     }
 
-    /// Enqueues the request; resolves once it is committed (or failed). The
-    /// INSERT and commit it shared with its group appear as a span under
-    /// `trace`.
+    /// Enqueues the request; resolves once it is committed (or failed), with
+    /// whether it replays a request written before with its key. The INSERT
+    /// and commit it shared with its group appear as a span under `trace`.
     pub async fn enqueue(
         &self,
         request: queue::NewRequest,
         trace: Context,
-    ) -> Result<Queued, EnqueueError> {
+    ) -> ApiResult<(Queued, bool)> {
         let (reply, answer) = oneshot::channel();
         self.sender
             .send(Job {
@@ -181,8 +185,10 @@ impl EnqueueBatcher {
                 reply,
             })
             .await
-            .map_err(|_| sqlx::Error::PoolClosed)?;
-        answer.await.map_err(|_| sqlx::Error::PoolClosed)?
+            .map_err(|_| ApiError::from(sqlx::Error::PoolClosed))?;
+        answer
+            .await
+            .map_err(|_| ApiError::from(sqlx::Error::PoolClosed))?
     }
 }
 
@@ -279,7 +285,8 @@ async fn write_group(
                 match answer {
                     Answer::Ready(result) => {
                         record_insert(&job.trace, started, size);
-                        let _ = job.reply.send(result);
+                        let answer = result.map(|queued| (queued, false));
+                        let _ = job.reply.send(answer.map_err(ApiError::from));
                     }
                     Answer::Alone => alone.push(job),
                 }
@@ -307,8 +314,8 @@ async fn write_group(
 }
 
 /// Each request alone, so each gets its own answer: only for what a group
-/// could not settle. Awaited inside the writer's permit: that wait is what
-/// lets the next group gather.
+/// could not settle (a replay among them). Awaited inside the writer's
+/// permit: that wait is what lets the next group gather.
 async fn one_by_one(pool: &MySqlPool, jobs: Vec<Job>, outage: &Arc<Outage>, limit: u32) {
     let mut singles = tokio::task::JoinSet::new();
     for job in jobs {
@@ -316,8 +323,8 @@ async fn one_by_one(pool: &MySqlPool, jobs: Vec<Job>, outage: &Arc<Outage>, limi
         let outage = outage.clone();
         singles.spawn(async move {
             let started = SystemTime::now();
-            let result = insert_one(&pool, &job.request, limit).await;
-            if matches!(&result, Err(EnqueueError::Database(e)) if db::is_unavailable(e)) {
+            let result = super::alone::place(&pool, limit, job.request, None).await;
+            if matches!(&result, Err(e) if e.is_database_unreachable()) {
                 outage.record();
             }
             record_insert(&job.trace, started, 1);

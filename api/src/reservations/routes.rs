@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, queue, request_seats, reservations};
 use ticket_core::domain::{
     AccessCode, Asked, ConcertId, FieldError, IdempotencyKey, LineKey, MaxSeatsPerUser,
-    PageRequest, QueueId, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
+    PageRequest, PoolName, QueueId, ReservationId, SaleWindow, SeatId, SeatIds, UserId,
 };
 use ticket_core::telemetry::{propagation, spans};
 use tracing::Instrument as _;
@@ -168,14 +168,14 @@ pub async fn enqueue(
 
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
 /// a seat, seats, a category's best, or an area's places.
-async fn asked<'r>(
+async fn asked(
     state: &AppState,
-    req: &'r ReserveRequest,
-) -> ApiResult<(ConcertId, Asked, Option<super::best::Named<'r>>)> {
+    req: &ReserveRequest,
+) -> ApiResult<(ConcertId, Asked, Option<PoolName>)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
     let pool = match (&req.category, &req.area) {
-        (Some(category), None) => Some(super::best::Named::Category(category)),
-        (None, Some(area)) if req.allow_split.is_none() => Some(super::best::Named::Area(area)),
+        (Some(category), None) => Some(PoolName::Category(category.clone())),
+        (None, Some(area)) if req.allow_split.is_none() => Some(PoolName::Area(area.clone())),
         (None, None) => None,
         _ => {
             return Err(FieldError::new(
@@ -185,7 +185,7 @@ async fn asked<'r>(
             .into());
         }
     };
-    let (concert, asked) = match (req.seat_id, &req.seat_ids, pool) {
+    let (concert, asked) = match (req.seat_id, &req.seat_ids, &pool) {
         (Some(seat), None, None) if !by_count => {
             let seats = SeatIds::one(SeatId(seat));
             let concert = state.seats.concert_of(&state.pool, seats.first()).await?;
@@ -224,13 +224,13 @@ async fn asked<'r>(
 }
 
 /// What a caller asks for, checked.
-struct Order<'r> {
+struct Order {
     user: UserId,
     concert: ConcertId,
     asked: Asked,
     /// The category or area a request by count named (named again where
     /// it is written).
-    named: Option<super::best::Named<'r>>,
+    named: Option<PoolName>,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
     access_code: Option<AccessCode>,
@@ -240,7 +240,7 @@ struct Order<'r> {
 /// concert's requests per second.
 async fn place(
     state: &AppState,
-    order: Order<'_>,
+    order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
 ) -> ApiResult<(Queued, bool)> {
@@ -254,7 +254,7 @@ async fn place(
 
 async fn place_uncounted(
     state: &AppState,
-    order: Order<'_>,
+    order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
 ) -> ApiResult<(Queued, bool)> {
@@ -262,21 +262,23 @@ async fn place_uncounted(
         user: order.user,
         concert: order.concert,
         asked: order.asked,
+        named: order.named,
+        key,
         sale: order.sale,
         draw: LineKey::draw(),
         max_seats_per_user: order.max_seats_per_user,
         access_code: None,
         trace: propagation::stored_form(&context),
     };
-    let by_count = matches!(request.asked, Asked::Best(_));
-    if key.is_none() && order.access_code.is_none() && !by_count {
+    match order.access_code {
         // The common case: written together with concurrent requests.
-        return match state.enqueuer.enqueue(request, context).await {
-            Ok(queued) => Ok((queued, false)),
-            Err(e) => Err(ApiError::from(e)),
-        };
+        None => state.enqueuer.enqueue(request, context).await,
+        // The code's row is locked while what it has taken is counted.
+        Some(code) => {
+            let limit = state.limits.max_open_requests_per_user();
+            alone::place(&state.pool, limit, request, Some(code)).await
+        }
     }
-    alone::place(state, request, key, order.access_code, order.named).await
 }
 
 /// Where a queued request stands, and while it is open its place in line

@@ -4,18 +4,18 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
-use ticket_core::db::{self, waiting_list, whole};
+use ticket_core::db::{self, request_pools, waiting_list, whole};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{
     AccessCode, Admission, ConcertId, FieldError, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest,
-    WaitingSeats,
+    PoolName, WaitingSeats,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::alone::take_code;
-use crate::reservations::best::{Named, PoolNames, pool_under_line_lock};
+use crate::reservations::best::pool_under_line_lock;
 use crate::reservations::view::ReservationResponse;
 use crate::state::AppState;
 
@@ -50,11 +50,11 @@ pub struct JoinRequest {
 
 impl JoinRequest {
     /// The pool named, if any: 400 when both a category and an area are.
-    fn named(&self) -> ApiResult<Option<Named<'_>>> {
+    fn named(&self) -> ApiResult<Option<PoolName>> {
         match (&self.category, &self.area) {
             (None, None) => Ok(None),
-            (Some(category), None) => Ok(Some(Named::Category(category))),
-            (None, Some(area)) => Ok(Some(Named::Area(area))),
+            (Some(category), None) => Ok(Some(PoolName::Category(category.clone()))),
+            (None, Some(area)) => Ok(Some(PoolName::Area(area.clone()))),
             (Some(_), Some(_)) => {
                 Err(FieldError::new("area", "give category or area, not both").into())
             }
@@ -115,7 +115,11 @@ pub async fn join(
     )
     .map_err(|e| ApiError::from(vec![e]))?;
     let wants = match req.named()? {
-        Some(named) => Some(PoolNames::of(&mut conn, concert).await?.pool(named)?),
+        Some(named) => Some(
+            request_pools::names_of(&mut conn, concert)
+                .await?
+                .pool(&named)?,
+        ),
         None => None,
     };
     // A code that cannot be one is as unknown as a wrong one.
@@ -177,7 +181,7 @@ pub async fn join(
         }
         // Named again where it is written: the categories may have moved.
         let wants = match req.named()? {
-            Some(named) => Some(pool_under_line_lock(tx, concert, named).await?),
+            Some(named) => Some(pool_under_line_lock(tx, concert, &named).await?),
             None => None,
         };
         waiting_list::join(tx, concert, caller.id, seats, wants, now).await?;
@@ -236,7 +240,7 @@ async fn entry_of(
     // Names are read only for an entry that has a pool (a fan polls this).
     let (category, area) = match waiting_list::waiting_for(entry.pool) {
         None => (None, None),
-        pool => PoolNames::of(conn, concert).await?.names(pool),
+        pool => request_pools::names_of(conn, concert).await?.names(pool),
     };
     let offer = match entry.reservation_id {
         Some(id) => {
@@ -309,7 +313,7 @@ pub async fn list(
         return Err(ApiError::concert_not_found());
     }
     let entries = waiting_list::entries(&mut conn, concert, page).await?;
-    let names = PoolNames::of(&mut conn, concert).await?;
+    let names = request_pools::names_of(&mut conn, concert).await?;
     Ok(Json(
         entries
             .into_iter()

@@ -260,6 +260,77 @@ async fn one_fans_orders_through_two_instances_and_four_workers_never_pass_the_c
     }
 }
 
+/// One fan's requests by count for three pools at once (two categories and
+/// a standing area, two places each), through two API instances, under a
+/// cap of 4: two at most are taken in line, the rest refused
+/// USER_LIMIT_REACHED, and the fan ends with exactly 4, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_fans_requests_by_count_through_two_instances_never_pass_the_cap() {
+    let here = spawn_app().await;
+    let there = TestApp::sharing_database(&here, start_server_with(here.pool.clone(), None).await);
+    for round in 0..5 {
+        let concert = here
+            .concert(json!({
+                "rows": 2, "seatsPerRow": 6, "maxSeatsPerUser": 4, "holdSeconds": 600,
+                "categories": [
+                    {"name": "Stalls", "price": 0, "currency": "EUR"},
+                    {"name": "Circle", "price": 0, "currency": "EUR", "rows": ["A"]},
+                    {"name": "Standing", "price": 0, "currency": "EUR"},
+                ],
+                "areas": [{"name": "Floor", "capacity": 20, "category": "Standing"}],
+            }))
+            .await["id"]
+            .as_u64()
+            .unwrap();
+        let (fan_id, fan) = here.user(&format!("fan{round}")).await;
+        let asks = [
+            json!({"concertId": concert, "category": "Stalls", "count": 2}),
+            json!({"concertId": concert, "category": "Circle", "count": 2}),
+            json!({"concertId": concert, "area": "Floor", "count": 2}),
+        ];
+        let barrier = Arc::new(Barrier::new(asks.len()));
+        let sends: Vec<_> = asks
+            .into_iter()
+            .enumerate()
+            .map(|(i, ask)| {
+                let app = if i % 2 == 0 { &here } else { &there };
+                let request = app
+                    .client
+                    .post(format!("{}/api/reservations", app.base))
+                    .bearer_auth(&fan)
+                    .json(&ask);
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    TestApp::reply(request.send().await.unwrap()).await
+                })
+            })
+            .collect();
+        let mut queued = Vec::new();
+        for send in sends {
+            let reply = send.await.unwrap();
+            match reply.status.as_u16() {
+                201 => queued.push(reply.body["queueId"].as_u64().unwrap()),
+                _ => {
+                    reply.assert_problem(409, "USER_LIMIT_REACHED");
+                }
+            }
+        }
+        assert_eq!(
+            queued.len(),
+            2,
+            "round {round}: refused at enqueue past the cap"
+        );
+        here.run_workers_until_drained(2).await;
+        for id in &queued {
+            let status = here.queue_status(&fan, *id).await;
+            assert_eq!(status["status"], "SUCCESS", "round {round}: {status}");
+        }
+        assert_eq!(seats_taken(&here, fan_id).await, 4, "round {round}");
+        here.assert_invariants().await;
+    }
+}
+
 #[tokio::test]
 async fn check_names_a_fan_above_the_cap() {
     let app = spawn_app().await;

@@ -45,11 +45,12 @@ async fn until(instant: DateTime<Utc>) {
 async fn too_early_is_refused_and_writes_nothing() {
     let app = spawn_app().await;
     let opens_at = Utc::now() + chrono::Duration::hours(1);
-    let (_, seats) = app
-        .concert_and_seats(
-            json!({"rows": 1, "seatsPerRow": 3, "opensAt": opens_at.to_rfc3339(),
-                                  "lotteryWindowSeconds": 600}),
-        )
+    let (concert, seats) = app
+        .concert_and_seats(json!({
+            "rows": 1, "seatsPerRow": 3, "opensAt": opens_at.to_rfc3339(),
+            "lotteryWindowSeconds": 600,
+            "categories": [{"name": "Standard", "price": 0, "currency": "EUR"}],
+        }))
         .await;
     let (_, token) = app.user("early").await;
     let reply = app.reserve(&token, seats[0]).await;
@@ -67,8 +68,17 @@ async fn too_early_is_refused_and_writes_nothing() {
         )
         .await;
     order.assert_problem(409, "SALE_NOT_OPEN");
+    let by_count = app
+        .post(
+            "/api/reservations",
+            Some(&token),
+            json!({"concertId": concert, "category": "Standard", "count": 2}),
+        )
+        .await;
+    by_count.assert_problem(409, "SALE_NOT_OPEN");
     assert_eq!(app.count("reservation_queue").await, 0);
     assert_eq!(app.count("request_seats").await, 0);
+    assert_eq!(app.count("request_pools").await, 0);
 }
 
 #[tokio::test]
@@ -248,6 +258,55 @@ async fn the_lottery_is_a_uniform_permutation_ahead_of_later_requests() {
         chi_square < 25.74,
         "the draw is not uniform: chi-square {chi_square:.2} ({permutations:?})"
     );
+    app.assert_invariants().await;
+}
+
+/// Requests by count take part in the lottery as requests by seat do:
+/// refused before the window, WAITING inside it (written together), and
+/// all of them ahead of a request after the opening, which finds the
+/// category sold out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn requests_by_count_are_drawn_ahead_of_later_ones() {
+    let app = spawn_app().await;
+    let opens_at = Utc::now() + chrono::Duration::seconds(4);
+    let concert = app
+        .concert(json!({
+            "rows": 1, "seatsPerRow": 8, "opensAt": opens_at.to_rfc3339(),
+            "lotteryWindowSeconds": 600,
+            "categories": [{"name": "Standard", "price": 0, "currency": "EUR"}],
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let best =
+        json!({"concertId": concert, "category": "Standard", "count": 2, "allowSplit": true});
+    let users = app.many_users("b", 5).await;
+    let early: Vec<_> = futures::future::join_all(users[..4].iter().map(|(_, token)| {
+        let (app, best) = (&app, best.clone());
+        async move { app.post("/api/reservations", Some(token), best).await }
+    }))
+    .await;
+    let early: Vec<u64> = early
+        .iter()
+        .map(|reply| {
+            let body = reply.assert_status(201);
+            assert_eq!(body["status"], "WAITING", "{body}");
+            body["queueId"].as_u64().unwrap()
+        })
+        .collect();
+    until(opens_at).await;
+    let late = app.post("/api/reservations", Some(&users[4].1), best).await;
+    let late_body = late.assert_status(201);
+    assert_eq!(late_body["status"], "PENDING", "{late_body}");
+    app.run_workers_until_drained(2).await;
+    for (id, (_, token)) in early.iter().zip(&users) {
+        let status = app.queue_status(token, *id).await;
+        assert_eq!(status["status"], "SUCCESS", "{status}");
+    }
+    let late_status = app
+        .queue_status(&users[4].1, late_body["queueId"].as_u64().unwrap())
+        .await;
+    assert_eq!(late_status["status"], "FAILED", "{late_status}");
     app.assert_invariants().await;
 }
 

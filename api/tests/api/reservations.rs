@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use ticket_worker::Mode;
 use tokio::sync::Barrier;
 
-use crate::helpers::{TestApp, spawn_app};
+use crate::helpers::{TestApp, spawn_app, start_server_with};
 
 #[tokio::test]
 async fn a_request_is_queued_then_decided() {
@@ -250,6 +250,89 @@ async fn an_idempotency_key_replays_the_original_answer() {
     }
     assert_eq!(ids.len(), 1);
     assert_eq!(app.count("reservation_queue").await, 2);
+}
+
+/// A careful client's retries, through the group writes: a request by
+/// count replays with its key like one by seat, another body with the key
+/// is refused, and the same key sent at once to two API instances (each
+/// with its own batcher) is one request in line, every time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_key_sent_at_once_to_two_instances_is_one_request_by_seat_or_by_count() {
+    let here = spawn_app().await;
+    let there = TestApp::sharing_database(&here, start_server_with(here.pool.clone(), None).await);
+    let concert = here
+        .concert(json!({
+            "rows": 4, "seatsPerRow": 5, "maxSeatsPerUser": 100,
+            "categories": [{"name": "Standard", "price": 0, "currency": "EUR"}],
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let seats = here.seat_ids(20).await;
+    let (_, token) = here.user("alice").await;
+    let send = |app: &TestApp, key: &str, body: Value| {
+        app.client
+            .post(format!("{}/api/reservations", app.base))
+            .bearer_auth(&token)
+            .header("Idempotency-Key", key)
+            .json(&body)
+            .send()
+    };
+    let best = |count: u64| json!({"concertId": concert, "category": "Standard", "count": count});
+    let first = TestApp::reply(send(&here, "best-1", best(2)).await.unwrap()).await;
+    let queue_id = first.assert_status(201)["queueId"].clone();
+    let again = TestApp::reply(send(&there, "best-1", best(2)).await.unwrap()).await;
+    assert_eq!(again.assert_status(201)["queueId"], queue_id);
+    assert_eq!(again.headers.get("idempotent-replayed").unwrap(), "true");
+    let other = TestApp::reply(send(&here, "best-1", best(1)).await.unwrap()).await;
+    other.assert_problem(409, "IDEMPOTENCY_KEY_REUSED");
+    here.drain().await;
+
+    for (round, seat) in seats.iter().take(6).enumerate() {
+        let key = format!("round-{round}");
+        let body = match round % 2 {
+            0 => json!({"seatId": seat}),
+            _ => best(1),
+        };
+        let barrier = Arc::new(Barrier::new(8));
+        let sends: Vec<_> = (0..8)
+            .map(|i| {
+                let app = if i % 2 == 0 { &here } else { &there };
+                let request = app
+                    .client
+                    .post(format!("{}/api/reservations", app.base))
+                    .bearer_auth(&token)
+                    .header("Idempotency-Key", &key)
+                    .json(&body);
+                let barrier = barrier.clone();
+                tokio::spawn(async move {
+                    barrier.wait().await;
+                    TestApp::reply(request.send().await.unwrap()).await
+                })
+            })
+            .collect();
+        let mut ids = std::collections::HashSet::new();
+        let mut replayed = 0;
+        for send in sends {
+            let reply = send.await.unwrap();
+            ids.insert(reply.assert_status(201)["queueId"].as_u64().unwrap());
+            replayed += usize::from(reply.headers.contains_key("idempotent-replayed"));
+        }
+        assert_eq!(ids.len(), 1, "round {round}: {ids:?}");
+        assert_eq!(
+            replayed, 7,
+            "round {round}: one first answer, seven replays"
+        );
+        let (rows,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM reservation_queue WHERE idempotency_key = ?")
+                .bind(&key)
+                .fetch_one(&here.pool)
+                .await
+                .unwrap();
+        assert_eq!(rows, 1, "round {round}");
+        here.drain().await;
+    }
+    here.assert_invariants().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

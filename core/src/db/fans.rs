@@ -156,19 +156,11 @@ pub async fn open_and_held_of_fans(
         return Ok((Vec::new(), HashMap::new()));
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, \
-                CAST((SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
-                   JOIN reservation_seats rs ON rs.reservation_id = r.id \
-                  WHERE r.user_id = x.user_id AND r.concert_id = x.concert_id \
-                    AND (r.status = 'CONFIRMED' \
-                         OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))) \
-              + (SELECT COALESCE(SUM(p.seat_count), 0) FROM request_pools p \
-                   FORCE INDEX (uq_request_pools_open) \
-                  WHERE p.user_id = x.user_id AND p.concert_id = x.concert_id \
-                    AND p.open_pool IS NOT NULL) AS SIGNED) \
+        "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, {taken} \
            FROM request_seats x FORCE INDEX (uq_request_seats_open) \
           WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
-            AND x.open_seat_id IS NOT NULL"
+            AND x.open_seat_id IS NOT NULL",
+        taken = TAKEN_BY_FAN_OF_X,
     )));
     let rows: Vec<(UserId, SeatId, QueueId, ConcertId, i64)> = select
         .bind_ids(&list)
@@ -188,6 +180,66 @@ pub async fn open_and_held_of_fans(
         held.insert(Fan { concert, user }, u64::try_from(seats).unwrap_or(0));
     }
     Ok((open, held))
+}
+
+/// Of the fan of row `x` (its user in its concert): the seats they hold
+/// (before the hold's end by the database's clock) or have confirmed, and
+/// those their open requests by count ask for.
+const TAKEN_BY_FAN_OF_X: &str = "CAST((SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
+       JOIN reservation_seats rs ON rs.reservation_id = r.id \
+      WHERE r.user_id = x.user_id AND r.concert_id = x.concert_id \
+        AND (r.status = 'CONFIRMED' \
+             OR (r.status = 'HELD' AND r.hold_expires_at > UTC_TIMESTAMP(6)))) \
+  + (SELECT COALESCE(SUM(p.seat_count), 0) FROM request_pools p \
+       FORCE INDEX (uq_request_pools_open) \
+      WHERE p.user_id = x.user_id AND p.concert_id = x.concert_id \
+        AND p.open_pool IS NOT NULL) AS SIGNED)";
+
+/// As [`open_and_held_of_fans`], for requests by count: every open pool of
+/// `users` in `concerts` (the fan, the pool's code, the request that has
+/// it open), and for each fan with one what they hold, have confirmed and
+/// ask for by count. Read only by a group that has requests by count.
+pub async fn open_pools_of_fans(
+    conn: &mut MySqlConnection,
+    users: &[UserId],
+    concerts: &[ConcertId],
+) -> Result<(Vec<OpenPool>, HashMap<Fan, u64>), sqlx::Error> {
+    let (Some(list), Some(concert_list)) = (IdList::of(users), IdList::of(concerts)) else {
+        return Ok((Vec::new(), HashMap::new()));
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT x.user_id, CAST(x.open_pool AS UNSIGNED), x.queue_id, x.concert_id, {taken} \
+           FROM request_pools x FORCE INDEX (uq_request_pools_open) \
+          WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
+            AND x.open_pool IS NOT NULL",
+        taken = TAKEN_BY_FAN_OF_X,
+    )));
+    let rows: Vec<(UserId, u16, QueueId, ConcertId, i64)> = select
+        .bind_ids(&list)
+        .bind_ids(&concert_list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_pools")
+        .await?;
+    let mut open = Vec::with_capacity(rows.len());
+    let mut taken = HashMap::new();
+    for (user, pool, request, concert, seats) in rows {
+        open.push(OpenPool {
+            fan: Fan { concert, user },
+            pool,
+            request,
+        });
+        taken.insert(Fan { concert, user }, u64::try_from(seats).unwrap_or(0));
+    }
+    Ok((open, taken))
+}
+
+/// One open request by count of a fan: its pool's code
+/// ([`crate::domain::AskedPool::code`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenPool {
+    pub fan: Fan,
+    pub pool: u16,
+    pub request: QueueId,
 }
 
 /// One open seat of a user.

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use sqlx::{AssertSqlSafe, MySqlConnection};
 
 use super::{BindIds as _, IdList, Traced as _, execute_for_ids};
-use crate::domain::{AskedPool, BestAsk, ConcertId, LineKey, QueueId, UserId};
+use crate::domain::{AskedPool, BestAsk, ConcertId, LineKey, PoolNames, QueueId, UserId};
 
 /// One request's pool, as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,26 +21,70 @@ pub struct RequestPool {
     pub line: LineKey,
 }
 
-/// Writes an open row. Fails with a violation of `uq_request_pools_open`
-/// when the fan already has an open request for the pool.
-pub async fn insert(conn: &mut MySqlConnection, row: &RequestPool) -> Result<u64, sqlx::Error> {
-    Ok(sqlx::query(
+/// Writes open rows; with `skip_conflicts`, a row whose fan already has an
+/// open request for the pool is left out instead of failing the statement
+/// (else it fails with a violation of `uq_request_pools_open`).
+pub async fn insert(
+    conn: &mut MySqlConnection,
+    rows: &[RequestPool],
+    skip_conflicts: bool,
+) -> Result<u64, sqlx::Error> {
+    if rows.is_empty() {
+        return Ok(0);
+    }
+    let mut insert = sqlx::QueryBuilder::new(if skip_conflicts {
+        "INSERT IGNORE INTO request_pools \
+         (queue_id, user_id, concert_id, category, area, seat_count, allow_split, line_key, is_open) "
+    } else {
         "INSERT INTO request_pools \
-         (queue_id, user_id, concert_id, category, area, seat_count, allow_split, line_key, is_open) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, 1)",
-    )
-    .bind(row.queue_id)
-    .bind(row.user)
-    .bind(row.concert)
-    .bind(row.ask.pool.category())
-    .bind(row.ask.pool.area())
-    .bind(row.ask.count)
-    .bind(row.ask.allow_split)
-    .bind(row.line)
-    .execute(conn)
-    .traced("INSERT", "request_pools")
-    .await?
-    .rows_affected())
+         (queue_id, user_id, concert_id, category, area, seat_count, allow_split, line_key, is_open) "
+    });
+    insert.push_values(rows, |mut row, r| {
+        row.push_bind(r.queue_id)
+            .push_bind(r.user)
+            .push_bind(r.concert)
+            .push_bind(r.ask.pool.category())
+            .push_bind(r.ask.pool.area())
+            .push_bind(r.ask.count)
+            .push_bind(r.ask.allow_split)
+            .push_bind(r.line)
+            .push_bind(1_i8);
+    });
+    Ok(insert
+        .build()
+        .execute(conn)
+        .traced("INSERT", "request_pools")
+        .await?
+        .rows_affected())
+}
+
+/// The price categories and standing areas of each of `concerts`: what a
+/// request's pool name is resolved against (every concert given has an
+/// entry, empty without either).
+pub async fn names_of_concerts(
+    conn: &mut MySqlConnection,
+    concerts: &[ConcertId],
+) -> Result<HashMap<ConcertId, PoolNames>, sqlx::Error> {
+    let mut categories = super::prices::of_concerts(conn, concerts).await?;
+    let mut areas = super::standing_areas::of_concerts(conn, concerts).await?;
+    Ok(concerts
+        .iter()
+        .map(|&c| {
+            let names = PoolNames::new(categories.remove(&c), areas.remove(&c).unwrap_or_default());
+            (c, names)
+        })
+        .collect())
+}
+
+/// The names of the concert's pools.
+pub async fn names_of(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<PoolNames, sqlx::Error> {
+    Ok(names_of_concerts(conn, &[concert])
+        .await?
+        .remove(&concert)
+        .unwrap_or_default())
 }
 
 /// What each of `requests` that asks by count asks for.

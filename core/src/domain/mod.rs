@@ -14,6 +14,7 @@ mod order;
 mod page;
 pub mod payment;
 mod place;
+mod pool_name;
 pub mod price;
 mod proof_of_work;
 mod reservation;
@@ -42,6 +43,7 @@ pub use order::{
 };
 pub use page::{PageBounds, PageRequest};
 pub use place::SeatPlace;
+pub use pool_name::{PoolName, PoolNames};
 pub use price::{Amount, Currency, PriceCategories, SeatPrice};
 pub use proof_of_work::ProofOfWork;
 pub use reservation::{FailureReason, IdempotencyKey};

@@ -2,13 +2,13 @@
 //! the multi-row insert retried on transient conflicts, one by one when a
 //! group fails for a reason in its rows.
 
+use sqlx::MySql;
 use sqlx::pool::PoolConnection;
-use sqlx::{MySql, MySqlPool};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use ticket_core::db::kept::KeptConnections;
-use ticket_core::db::whole::{self, Whole};
-use ticket_core::db::{self, fans, line, queue, request_seats};
+use ticket_core::db::whole;
+use ticket_core::db::{self, line, queue, request_seats};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{LineKey, UserId};
 
@@ -189,41 +189,4 @@ async fn withdraw_over_cap(
     }
     queue::withdraw(tx, &withdrawn).await?;
     Ok(())
-}
-
-pub(super) async fn insert_one(
-    pool: &MySqlPool,
-    r: &queue::NewRequest,
-    limit: u32,
-) -> Result<Queued, EnqueueError> {
-    let mut conn = pool.acquire().await?;
-    // Counted before the write: two written at once are left to the
-    // decision, which holds the cap.
-    let seats = fans::seats_of(&mut conn, &[r.user]).await?;
-    let taken = seats.get(&r.fan()).copied().unwrap_or(0);
-    if taken + u64::from(r.seat_count()) > u64::from(r.max_seats_per_user.get()) {
-        return Err(EnqueueError::UserLimit(r.max_seats_per_user, taken));
-    }
-    if limit > 0 {
-        let open = request_seats::open_counts(&mut conn, &[r.user]).await?;
-        if open.get(&r.user).copied().unwrap_or(0) + u64::from(r.seat_count()) > u64::from(limit) {
-            return Err(EnqueueError::TooManyOpen);
-        }
-    }
-    let mut tx = Whole::begin(&mut conn).await?;
-    let now = db::now(&mut tx).await?;
-    let Some(line) = r.line_at(now) else {
-        tx.rollback().await?;
-        return Err(EnqueueError::not_taken(r, now));
-    };
-    match queue::enqueue(&mut tx, r, line, None, now).await {
-        Ok(id) => {
-            tx.commit().await?;
-            Ok(Queued::new(id, line))
-        }
-        Err(e) => {
-            tx.rollback().await?;
-            Err(EnqueueError::from_insert(&mut conn, r, e).await)
-        }
-    }
 }

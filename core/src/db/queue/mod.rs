@@ -1,5 +1,5 @@
-//! The reservation queue, by the life of a request: written (`enqueue.rs`,
-//! with `request.rs`), claimed by a worker (`claim.rs`), and decided
+//! The reservation queue, by the life of a request: written (`enqueue.rs`
+//! and `group.rs`, with `request.rs`), claimed by a worker (`claim.rs`), and decided
 //! (`completion.rs`), each write of the last two fenced by the claim's
 //! lease. The rows, the fence and the reads every stage shares are here.
 
@@ -15,11 +15,13 @@ use crate::domain::{
 mod claim;
 mod completion;
 mod enqueue;
+mod group;
 mod request;
 
 pub use claim::*;
 pub use completion::*;
 pub use enqueue::*;
+pub use group::*;
 pub use request::*;
 
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]

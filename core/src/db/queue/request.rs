@@ -5,8 +5,8 @@ use chrono::{DateTime, Utc};
 use crate::db::request_pools::RequestPool;
 use crate::db::request_seats::RequestSeat;
 use crate::domain::{
-    AccessCodeId, Admission, Asked, ConcertId, LineKey, MaxSeatsPerUser, QueueId, SaleWindow,
-    SeatId, UserId,
+    AccessCodeId, Admission, Asked, ConcertId, IdempotencyKey, LineKey, MaxSeatsPerUser, PoolName,
+    QueueId, SaleWindow, SeatId, UserId,
 };
 
 use super::*;
@@ -16,9 +16,15 @@ use super::*;
 pub struct NewRequest {
     pub user: UserId,
     pub concert: ConcertId,
-    /// Seats it names, or the best of a category: those are written alone
-    /// ([`enqueue`]), never in a group.
+    /// Seats it names, or the best of a category or area.
     pub asked: Asked,
+    /// The category or area a request by count named: resolved again to
+    /// its position where it is written, under the concert's line lock
+    /// (`asked` has the position as the API read it).
+    pub named: Option<PoolName>,
+    /// The client's `Idempotency-Key`: a second request with it finds the
+    /// first (see `find_by_idempotency_key`).
+    pub key: Option<IdempotencyKey>,
     /// Its concert's sale, which decides by the database's clock, when the
     /// request is written, whether it is too early, in the lottery, or
     /// behind everyone already in line.
@@ -29,7 +35,7 @@ pub struct NewRequest {
     /// reads it again).
     pub max_seats_per_user: MaxSeatsPerUser,
     /// The presale code it was taken with (checked and locked by the
-    /// caller's transaction); written alone, never in a group.
+    /// caller's transaction); written alone (`enqueue`), never in a group.
     pub access_code: Option<AccessCodeId>,
     pub trace: TraceContext,
 }
@@ -52,10 +58,16 @@ impl NewRequest {
         self.asked.count()
     }
 
-    /// The first seat it names: the key of a group's rows (a group holds
-    /// only requests that name seats).
+    /// The first seat it names (0 for a request by count).
     pub(super) fn first_seat(&self) -> SeatId {
         self.seats().first().copied().unwrap_or(SeatId(0))
+    }
+
+    /// What tells its row from the rest of its group's: its user, concert
+    /// and first seat (none for a request by count, of which a group
+    /// writes one a fan and concert at most).
+    pub(super) fn row_key(&self) -> RowKey {
+        (self.user, self.concert, self.seats().first().copied())
     }
 
     /// What its sale does with it at `now` (the database's clock).
@@ -104,6 +116,9 @@ impl NewRequest {
         }
     }
 }
+
+/// A group's row by its user, concert and first seat.
+pub(super) type RowKey = (UserId, ConcertId, Option<SeatId>);
 
 /// Hands out each group's `now`: the database's clock as the group read
 /// it, but never the same value twice in this process, so that a group can
