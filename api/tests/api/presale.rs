@@ -222,6 +222,44 @@ async fn during_the_presale_a_request_needs_a_valid_code_with_uses_and_seats_lef
     app.assert_invariants().await;
 }
 
+/// A request by count in the presale takes its code as an order of seats
+/// does: required, counted against the code's seats, spent once.
+#[tokio::test]
+async fn a_request_by_count_in_the_presale_spends_its_code_once() {
+    let app = spawn_app().await;
+    let categories = json!({"categories": [{"name": "Standard", "price": 0, "currency": "EUR"}]});
+    let (concert, _) = in_presale(&app, 6, categories).await;
+    let made = app.access_codes(concert, 1, 1, 2).await;
+    let code = made[0].1.as_str();
+    let (_, alice) = app.user("alice").await;
+    let ask = |count: u64, code: Option<&str>| {
+        let mut body = json!({"concertId": concert, "category": "Standard", "count": count});
+        if let Some(code) = code {
+            body["accessCode"] = json!(code);
+        }
+        app.post("/api/reservations", Some(&alice), body)
+    };
+    ask(2, None)
+        .await
+        .assert_problem(403, "ACCESS_CODE_REQUIRED");
+    ask(3, Some(code))
+        .await
+        .assert_problem(409, "ACCESS_CODE_USED");
+    assert_eq!(app.count("reservation_queue").await, 0, "nothing written");
+    let queued = ask(2, Some(code)).await;
+    assert_eq!(queued.assert_status(201)["status"], "PENDING");
+    assert_eq!(listed(&app, concert).await[0]["usesLeft"], 0);
+    ask(1, Some(code))
+        .await
+        .assert_problem(409, "ACCESS_CODE_USED");
+    app.drain().await;
+    let status = app
+        .queue_status(&alice, queued.body["queueId"].as_u64().unwrap())
+        .await;
+    assert_eq!(status["status"], "SUCCESS", "{status}");
+    app.assert_invariants().await;
+}
+
 #[tokio::test]
 async fn presale_requests_keep_their_order_and_general_sale_still_joins_the_lottery() {
     let app = spawn_app().await;
