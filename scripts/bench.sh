@@ -130,7 +130,7 @@ enqueue() {
 # the accepted rate and the p99 of the answers. Then flat out (wrk, 64
 # connections, 15 s, 200,000 users so that no request by count is a
 # second of its user's): exact, best available, standing, and exact with
-# an Idempotency-Key each.
+# an Idempotency-Key each. INTAKE_OPEN and INTAKE_FLAT name fewer kinds.
 intake_run() {
   local rate="$1" seconds="$2" url
   shift 2
@@ -148,7 +148,7 @@ intake() {
   local rate="${RATE:-3000}" seconds="${SECONDS_RUN:-15}" run kind
   echo "## intake by kind of request ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
   for run in 1 2; do
-    for kind in exact by-count mixed; do
+    for kind in ${INTAKE_OPEN:-exact by-count mixed}; do
       echo "intake at ${rate}/s offered, $kind (run $run):"
       case "$kind" in
         exact) intake_run "$rate" "$seconds" ;;
@@ -159,7 +159,7 @@ intake() {
   done
   enqueue_users=200000
   for run in 1 2; do
-    for kind in exact best standing keyed; do
+    for kind in ${INTAKE_FLAT:-exact best standing keyed}; do
       echo "flat out, $kind (run $run):"
       case "$kind" in
         exact | keyed) enqueue_lines=() ;;

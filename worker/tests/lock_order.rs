@@ -139,6 +139,7 @@ fn request(user: UserId, concert: ConcertId, wanted: &[SeatId]) -> NewRequest {
         max_seats_per_user: ticket_core::domain::MaxSeatsPerUser::parse(100).unwrap(),
         access_code: None,
         named: None,
+        pools_version: 0,
         key: None,
         trace: TraceContext::default(),
     }

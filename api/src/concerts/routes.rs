@@ -144,6 +144,7 @@ pub async fn update(
             // category is written, or named, between the checks below and
             // the commit.
             db::line::lock_lines(tx, &[id]).await?;
+            db::line::pools_changed(tx, id).await?;
         }
         if new_categories.is_some() {
             // Seats before the concert, in id order, as a deciding worker takes
@@ -221,6 +222,8 @@ pub async fn update(
         Ok::<_, ApiError>((concert, categories, areas))
     })
     .await?;
+    // Read again at this instance's next request (others within a second).
+    state.sales.forget(id);
     Ok(Json(ConcertResponse::new(
         concert,
         categories.as_ref(),

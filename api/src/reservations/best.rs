@@ -3,10 +3,10 @@
 //! `ticket_core::domain::allocation::best`).
 
 use ticket_core::db::{self, request_pools};
-use ticket_core::domain::{AskedPool, BestAsk, ConcertId, MaxSeatsPerOrder, PoolName};
+use ticket_core::domain::{AskedPool, BestAsk, ConcertId, PoolName};
 
-use crate::error::{ApiError, ApiResult};
-use crate::state::AppState;
+use crate::concerts::sale_windows::SaleTerms;
+use crate::error::ApiResult;
 
 /// The pool `named`, read with the concert's line locked, as a change of
 /// its categories or areas locks it: a place read before the lock may be
@@ -23,23 +23,19 @@ pub(crate) async fn pool_under_line_lock(
 }
 
 /// The ask for `count` places of the concert's category or area named in
-/// `pool`: 404 for a concert that does not exist, 400 naming the field for
-/// a category or area it does not have or a count outside 1 to its
-/// `maxSeatsPerOrder`.
-pub(super) async fn ask(
-    state: &AppState,
-    concert: ConcertId,
+/// `pool`, by its `terms`: 400 naming the field for a category or area it
+/// does not have or a count outside 1 to its `maxSeatsPerOrder`.
+pub(super) fn ask(
+    terms: &SaleTerms,
     pool: &PoolName,
     count: u64,
     allow_split: bool,
 ) -> ApiResult<BestAsk> {
-    let mut conn = state.pool.acquire().await?;
-    let Some(found) = db::concerts::find(&mut conn, concert).await? else {
-        return Err(ApiError::concert_not_found());
-    };
-    let position = request_pools::names_of(&mut conn, concert)
-        .await?
-        .pool(pool)?;
-    let max = MaxSeatsPerOrder::parse(u64::from(found.max_seats_per_order)).unwrap_or_default();
-    Ok(BestAsk::parse(position, count, allow_split, max)?)
+    let position = terms.pools.pool(pool)?;
+    Ok(BestAsk::parse(
+        position,
+        count,
+        allow_split,
+        terms.max_seats_per_order,
+    )?)
 }

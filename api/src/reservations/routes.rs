@@ -171,7 +171,7 @@ pub async fn enqueue(
 async fn asked(
     state: &AppState,
     req: &ReserveRequest,
-) -> ApiResult<(ConcertId, Asked, Option<PoolName>)> {
+) -> ApiResult<(ConcertId, Asked, Option<(PoolName, u32)>)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
     let pool = match (&req.category, &req.area) {
         (Some(category), None) => Some(PoolName::Category(category.clone())),
@@ -185,6 +185,7 @@ async fn asked(
             .into());
         }
     };
+    let mut pools_version = 0;
     let (concert, asked) = match (req.seat_id, &req.seat_ids, &pool) {
         (Some(seat), None, None) if !by_count => {
             let seats = SeatIds::one(SeatId(seat));
@@ -206,7 +207,11 @@ async fn asked(
                 return Err(FieldError::new("count", message).into());
             };
             let split = req.allow_split.unwrap_or(false);
-            let ask = super::best::ask(state, concert, pool, count, split).await?;
+            let Some(terms) = state.sales.of_existing(&state.pool, concert).await? else {
+                return Err(ApiError::concert_not_found());
+            };
+            let ask = super::best::ask(&terms, pool, count, split)?;
+            pools_version = terms.pools_version;
             (concert, Asked::Best(ask))
         }
         _ => {
@@ -220,7 +225,7 @@ async fn asked(
     if req.concert_id.is_some_and(|c| c != concert.get()) {
         return Err(FieldError::new("concertId", "is not the concert of these seats").into());
     }
-    Ok((concert, asked, pool))
+    Ok((concert, asked, pool.map(|named| (named, pools_version))))
 }
 
 /// What a caller asks for, checked.
@@ -228,9 +233,10 @@ struct Order {
     user: UserId,
     concert: ConcertId,
     asked: Asked,
-    /// The category or area a request by count named (named again where
-    /// it is written).
-    named: Option<PoolName>,
+    /// The category or area a request by count named, and the concert's
+    /// pools version its position was read at (named again where it is
+    /// written if that moved).
+    named: Option<(PoolName, u32)>,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
     access_code: Option<AccessCode>,
@@ -262,7 +268,8 @@ async fn place_uncounted(
         user: order.user,
         concert: order.concert,
         asked: order.asked,
-        named: order.named,
+        pools_version: order.named.as_ref().map_or(0, |(_, version)| *version),
+        named: order.named.map(|(named, _)| named),
         key,
         sale: order.sale,
         draw: LineKey::draw(),

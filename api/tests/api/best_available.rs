@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Reply, TestApp, spawn_app};
+use crate::helpers::{Reply, TestApp, spawn_app, start_server_with};
 
 /// Rows A–C of `width` seats: VIP is row A, Standard rows B and C.
 async fn concert(app: &TestApp, width: u32, extra: Value) -> u64 {
@@ -391,4 +391,42 @@ async fn racing_requests_by_count_and_by_seat_keep_the_line_order_under_four_wor
         *earlier = sum;
     }
     assert!(served >= 5, "only {served} requests by count were served");
+}
+
+/// An instance that read the concert's categories just before another
+/// instance moved them still asks for the category the fan named: the
+/// group that writes the request holds the line, sees the categories
+/// changed since, and names the pool again (VIP, row A, now first).
+#[tokio::test]
+async fn a_request_named_by_an_instance_that_missed_a_change_of_categories_gets_the_category_named()
+{
+    let here = spawn_app().await;
+    let there = TestApp::sharing_database(&here, start_server_with(here.pool.clone(), None).await);
+    let concert = concert(&here, 4, json!({})).await;
+    let (_, alice) = here.user("alice").await;
+    let (_, bob) = here.user("bob").await;
+    // Here the categories are read, and kept for a second.
+    ask(&here, &alice, best(concert, "Standard", 1))
+        .await
+        .assert_status(201);
+    here.drain().await;
+    there
+        .patch(
+            &format!("/api/concerts/{concert}"),
+            Some(&here.admin_token),
+            json!({"categories": [
+                {"name": "VIP", "price": 0, "currency": "EUR", "rows": ["A"]},
+                {"name": "Standard", "price": 0, "currency": "EUR"},
+            ]}),
+        )
+        .await
+        .assert_status(200);
+    let queued = queued(&here, &bob, best(concert, "VIP", 2)).await;
+    here.drain().await;
+    let seats = outcome(&here, &bob, queued).await.expect("VIP seats");
+    assert!(
+        seats.iter().all(|s| s.starts_with('A')),
+        "VIP is row A: {seats:?}"
+    );
+    here.assert_invariants().await;
 }

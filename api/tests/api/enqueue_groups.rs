@@ -28,6 +28,7 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
         max_seats_per_user: MaxSeatsPerUser::parse(100).unwrap(),
         access_code: None,
         named: None,
+        pools_version: 0,
         key: None,
         trace: TraceContext::default(),
     }

@@ -22,7 +22,8 @@ pub use fronts::*;
 pub use lottery::*;
 
 /// Locks the lines of `concerts` for the caller's transaction (making them
-/// on a concert's first request). Call before writing requests of those
+/// on a concert's first request), and returns each one's pools version
+/// (see [`pools_changed`]). Call before writing requests of those
 /// concerts, and [`rank_entered`] after: ids are given as the rows are
 /// inserted, so writers of one concert taking turns from before their
 /// INSERT to their commit is what makes ranks follow ids, which is line
@@ -30,31 +31,32 @@ pub use lottery::*;
 pub async fn lock_lines(
     conn: &mut MySqlConnection,
     concerts: &[ConcertId],
-) -> Result<(), sqlx::Error> {
+) -> Result<HashMap<ConcertId, u32>, sqlx::Error> {
     let mut concerts = concerts.to_vec();
     concerts.sort_unstable();
     concerts.dedup();
     let Some(list) = IdList::of(&concerts) else {
-        return Ok(());
+        return Ok(HashMap::new());
     };
     // Lines that exist are locked by a read, not an insert: an INSERT
     // checks its concert's row first (a shared lock, for the foreign key)
     // and only then finds the duplicate, and a writer holding that lock
     // while it waits for the line deadlocks with an operator's change of
     // categories, which holds the line and then locks the concert.
-    let found: Vec<(ConcertId,)> = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT concert_id FROM sale_lines WHERE concert_id IN ({list}) FOR UPDATE"
+    let found: Vec<(ConcertId, u32)> = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT concert_id, pools_version FROM sale_lines WHERE concert_id IN ({list}) FOR UPDATE"
     )))
     .bind_ids(&list)
     .fetch_all(&mut *conn)
     .traced("SELECT", "sale_lines")
     .await?;
+    let mut versions: HashMap<ConcertId, u32> = found.into_iter().collect();
     let missing: Vec<ConcertId> = concerts
         .into_iter()
-        .filter(|c| !found.iter().any(|(f,)| f == c))
+        .filter(|c| !versions.contains_key(c))
         .collect();
     let Some(list) = IdList::of(&missing) else {
-        return Ok(());
+        return Ok(versions);
     };
     // The padding repeats the last concert: one row, locked once.
     let values = list.to_string().replace('?', "(?)");
@@ -66,7 +68,38 @@ pub async fn lock_lines(
     .execute(conn)
     .traced("INSERT", "sale_lines")
     .await?;
+    versions.extend(missing.into_iter().map(|c| (c, 0)));
+    Ok(versions)
+}
+
+/// Counts a change of the concert's categories or standing areas; call
+/// with its line locked ([`lock_lines`]), in the change's transaction.
+pub async fn pools_changed(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE sale_lines SET pools_version = pools_version + 1 WHERE concert_id = ?")
+        .bind(concert)
+        .execute(conn)
+        .traced("UPDATE", "sale_lines")
+        .await?;
     Ok(())
+}
+
+/// How many changes of its categories and areas the concert has had, as
+/// the last commit left it: read before the names a request's pool is
+/// resolved by, so that a change between the two reads is seen as one.
+pub async fn pools_version(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<u32, sqlx::Error> {
+    let found: Option<(u32,)> =
+        sqlx::query_as("SELECT pools_version FROM sale_lines WHERE concert_id = ?")
+            .bind(concert)
+            .fetch_optional(conn)
+            .traced("SELECT", "sale_lines")
+            .await?;
+    Ok(found.map_or(0, |(v,)| v))
 }
 
 /// Locks the concert's line, if it has one, as [`lock_lines`] does: what

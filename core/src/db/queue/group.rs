@@ -67,8 +67,8 @@ pub async fn enqueue_many(
         }
         // Before anything else it locks: see `line::lock_lines`.
         let concerts = group.concerts();
-        crate::db::line::lock_lines(conn, &concerts).await?;
-        group.name_pools(conn).await?;
+        let versions = crate::db::line::lock_lines(conn, &concerts).await?;
+        group.name_pools(conn, &versions).await?;
         let seats = group.seats();
         if group.written.iter().any(|&i| requests[i].seats().len() > 1) {
             crate::db::seats::share_all(conn, &seats).await?;
@@ -177,15 +177,23 @@ impl<'r> Group<'r> {
         seats
     }
 
-    /// Names each request by count's pool again, with the lines locked; one
-    /// whose name the concert no longer has is left to be written alone
-    /// (which refuses it naming the field).
-    async fn name_pools(&mut self, conn: &mut MySqlConnection) -> Result<(), sqlx::Error> {
+    /// Names each request by count's pool again, with the lines locked,
+    /// where its concert's pools changed since the API read them (their
+    /// `versions` now); one whose name the concert no longer has is left to
+    /// be written alone (which refuses it naming the field).
+    async fn name_pools(
+        &mut self,
+        conn: &mut MySqlConnection,
+        versions: &HashMap<ConcertId, u32>,
+    ) -> Result<(), sqlx::Error> {
+        let moved = |r: &NewRequest| {
+            r.named.is_some() && versions.get(&r.concert).copied().unwrap_or(0) != r.pools_version
+        };
         let mut named_in: Vec<ConcertId> = self
             .written
             .iter()
             .map(|&i| &self.requests[i])
-            .filter(|r| r.named.is_some())
+            .filter(|r| moved(r))
             .map(|r| r.concert)
             .collect();
         named_in.sort_unstable();
@@ -197,7 +205,7 @@ impl<'r> Group<'r> {
             let Asked::Best(mut ask) = requests[i].asked else {
                 continue;
             };
-            if let Some(named) = &requests[i].named {
+            if let Some(named) = requests[i].named.as_ref().filter(|_| moved(&requests[i])) {
                 match names.get(&requests[i].concert).map(|n| n.pool(named)) {
                     Some(Ok(pool)) => ask.pool = pool,
                     _ => {

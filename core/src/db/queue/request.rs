@@ -22,6 +22,9 @@ pub struct NewRequest {
     /// its position where it is written, under the concert's line lock
     /// (`asked` has the position as the API read it).
     pub named: Option<PoolName>,
+    /// Its concert's pools version `asked` was resolved at (see
+    /// `line::lock_lines`): where it is no more, `named` is read again.
+    pub pools_version: u32,
     /// The client's `Idempotency-Key`: a second request with it finds the
     /// first (see `find_by_idempotency_key`).
     pub key: Option<IdempotencyKey>,
