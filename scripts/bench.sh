@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|profile|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -130,7 +130,8 @@ enqueue() {
 # the accepted rate and the p99 of the answers. Then flat out (wrk, 64
 # connections, 15 s, 200,000 users so that no request by count is a
 # second of its user's): exact, best available, standing, and exact with
-# an Idempotency-Key each. INTAKE_OPEN and INTAKE_FLAT name fewer kinds.
+# an Idempotency-Key each. INTAKE_OPEN and INTAKE_FLAT name fewer kinds
+# (none: that part is left out).
 intake_run() {
   local rate="$1" seconds="$2" url
   shift 2
@@ -154,6 +155,7 @@ intake() {
         exact) intake_run "$rate" "$seconds" ;;
         by-count) intake_run "$rate" "$seconds" --best-every 1 ;;
         mixed) intake_run "$rate" "$seconds" --best-every 2 ;;
+        none) ;;
       esac
     done
   done
@@ -165,10 +167,40 @@ intake() {
         exact | keyed) enqueue_lines=() ;;
         best) enqueue_lines=(--best-every 1 --no-areas) ;;
         standing) enqueue_lines=(--best-every 1 --areas-only) ;;
+        none) continue ;;
       esac
       enqueue_run TICKET_BENCH_KEYED=$([ "$kind" = keyed ] && echo 1 || echo 0)
     done
   done
+}
+
+# Where an exact enqueue's time goes (issue 59): perf samples of the whole
+# machine (API, database, wrk) while wrk sends exact requests flat out for
+# 15 s, by process, then the API's own by function (with its callers). The
+# database's share is what its commit and statements cost.
+enqueue_profile() {
+  ensure_wrk
+  command -v perf >/dev/null 2>&1 || scripts/debian.sh linux-perf
+  local url data="$work/perf.data"
+  echo "## where an exact enqueue's time goes ($(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs)"
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 20000 --seats 10000 \
+    --out "$work/lines")"
+  start_api "$url"
+  perf record -q -a -g -F 499 -o "$data" -- sleep 15 2>/dev/null &
+  local perf_pid=$!
+  TICKET_BENCH_LINES="$work/lines" TICKET_BENCH_THREADS=2 \
+    wrk -t2 -c64 -d15s --latency -s bench/wrk/enqueue.lua "$api_url" | grep -E "Requests/sec|99%|answers"
+  wait "$perf_pid" || true
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  echo "### CPU by process"
+  perf report -i "$data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
+  echo "### the API, by function (self time)"
+  perf report -i "$data" --no-children --comm ticket-api,tokio-runtime-w --sort sym --stdio -g none 2>/dev/null |
+    grep -E '^ +[0-9]' | head -40
+  echo "### the API, by function and its callees (children)"
+  perf report -i "$data" --children --comm ticket-api,tokio-runtime-w --sort sym --stdio -g none 2>/dev/null |
+    grep -E '^ +[0-9]' | grep -E 'ticket|sqlx|axum|hyper|serde|jsonwebtoken|ring|hmac|sha' | head -60
 }
 
 # Enqueue and two deciding workers at once over shuffled seats (every seat
@@ -706,6 +738,7 @@ case "$what" in
   drain) drain ;;
   enqueue) enqueue ;;
   intake) intake ;;
+  profile) enqueue_profile ;;
   latency) latency ;;
   cpu) cpu_per_request ;;
   steps) latency_steps ;;
@@ -735,5 +768,5 @@ case "$what" in
   mail) mail ;;
   storm) storm ;;
   all) drain; fairness; enqueue; mixed; latency; tracing_overhead ;;
-  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|storm|all]" >&2; exit 2 ;;
+  *) echo "usage: $0 [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|profile|open|open-polls|open-streams|open-availability|page|pow-page|door|mail|payments|seating-plan|best|standing|accounts|million|fans-open|many-concerts|storm|all]" >&2; exit 2 ;;
 esac

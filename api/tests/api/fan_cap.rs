@@ -134,6 +134,34 @@ async fn an_open_request_by_count_counts_when_an_exact_order_is_written_in_a_gro
     app.assert_invariants().await;
 }
 
+/// The other way round: a group of requests by count alone counts the
+/// seats the fan's open exact orders name.
+#[tokio::test]
+async fn an_open_exact_order_counts_when_a_request_by_count_is_written_in_a_group() {
+    let app = spawn_app().await;
+    let (concert, seats) = concert_with(
+        &app,
+        10,
+        json!({"categories": [{"name": "Standard", "price": 0, "currency": "EUR"}]}),
+    )
+    .await;
+    let (_, alice) = app.user("alice").await;
+    order(&app, &alice, &seats[0..3]).await.assert_status(201);
+    let by_count =
+        |count: u64| json!({"concertId": concert, "category": "Standard", "count": count});
+    // 3 seats asked for, not decided yet: 2 more would make 5 of 4.
+    let over = app
+        .post("/api/reservations", Some(&alice), by_count(2))
+        .await;
+    assert_over_the_cap(&over, 4, 3);
+    assert_eq!(app.count("reservation_queue").await, 1, "nothing written");
+    app.post("/api/reservations", Some(&alice), by_count(1))
+        .await
+        .assert_status(201);
+    app.drain().await;
+    app.assert_invariants().await;
+}
+
 #[tokio::test]
 async fn a_cancel_an_expired_hold_and_a_failed_request_give_the_seats_back() {
     let app = spawn_app().await;

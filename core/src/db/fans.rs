@@ -156,11 +156,11 @@ pub async fn open_and_held_of_fans(
         return Ok((Vec::new(), HashMap::new()));
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, {taken} \
+        "SELECT x.user_id, x.seat_id, x.queue_id, x.concert_id, CAST({taken} AS SIGNED) \
            FROM request_seats x FORCE INDEX (uq_request_seats_open) \
           WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
             AND x.open_seat_id IS NOT NULL",
-        taken = TAKEN_BY_FAN_OF_X,
+        taken = HELD_AND_BY_COUNT_OF_X,
     )));
     let rows: Vec<(UserId, SeatId, QueueId, ConcertId, i64)> = select
         .bind_ids(&list)
@@ -185,7 +185,7 @@ pub async fn open_and_held_of_fans(
 /// Of the fan of row `x` (its user in its concert): the seats they hold
 /// (before the hold's end by the database's clock) or have confirmed, and
 /// those their open requests by count ask for.
-const TAKEN_BY_FAN_OF_X: &str = "CAST((SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
+const HELD_AND_BY_COUNT_OF_X: &str = "(SELECT COUNT(*) FROM reservations r FORCE INDEX (idx_reservations_user) \
        JOIN reservation_seats rs ON rs.reservation_id = r.id \
       WHERE r.user_id = x.user_id AND r.concert_id = x.concert_id \
         AND (r.status = 'CONFIRMED' \
@@ -193,12 +193,18 @@ const TAKEN_BY_FAN_OF_X: &str = "CAST((SELECT COUNT(*) FROM reservations r FORCE
   + (SELECT COALESCE(SUM(p.seat_count), 0) FROM request_pools p \
        FORCE INDEX (uq_request_pools_open) \
       WHERE p.user_id = x.user_id AND p.concert_id = x.concert_id \
-        AND p.open_pool IS NOT NULL) AS SIGNED)";
+        AND p.open_pool IS NOT NULL)";
+
+/// Of the fan of row `x`: the seats their open requests name.
+const OPEN_SEATS_OF_X: &str = "(SELECT COUNT(*) FROM request_seats s FORCE INDEX (uq_request_seats_open) \
+      WHERE s.user_id = x.user_id AND s.concert_id = x.concert_id AND s.open_seat_id IS NOT NULL)";
 
 /// As [`open_and_held_of_fans`], for requests by count: every open pool of
 /// `users` in `concerts` (the fan, the pool's code, the request that has
-/// it open), and for each fan with one what they hold, have confirmed and
-/// ask for by count. Read only by a group that has requests by count.
+/// it open), and for each fan with one every seat they have: held,
+/// confirmed, and asked for by open requests, by count or by seat (a
+/// group without seats need not read those apart). Read only by a group
+/// that has requests by count.
 pub async fn open_pools_of_fans(
     conn: &mut MySqlConnection,
     users: &[UserId],
@@ -208,11 +214,13 @@ pub async fn open_pools_of_fans(
         return Ok((Vec::new(), HashMap::new()));
     };
     let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT x.user_id, CAST(x.open_pool AS UNSIGNED), x.queue_id, x.concert_id, {taken} \
+        "SELECT x.user_id, CAST(x.open_pool AS UNSIGNED), x.queue_id, x.concert_id, \
+                CAST({taken} + {open_seats} AS SIGNED) \
            FROM request_pools x FORCE INDEX (uq_request_pools_open) \
           WHERE x.user_id IN ({list}) AND x.concert_id IN ({concert_list}) \
             AND x.open_pool IS NOT NULL",
-        taken = TAKEN_BY_FAN_OF_X,
+        taken = HELD_AND_BY_COUNT_OF_X,
+        open_seats = OPEN_SEATS_OF_X,
     )));
     let rows: Vec<(UserId, u16, QueueId, ConcertId, i64)> = select
         .bind_ids(&list)

@@ -283,8 +283,11 @@ impl<'r> Group<'r> {
         let mut users: Vec<UserId> = self.written.iter().map(|&i| requests[i].user).collect();
         users.sort_unstable();
         users.dedup();
-        let (open_seats, mut fan_seats) =
-            fans::open_and_held_of_fans(conn, &users, concerts).await?;
+        let (open_seats, mut fan_seats) = if seat_rows.is_empty() {
+            (Vec::new(), HashMap::new())
+        } else {
+            fans::open_and_held_of_fans(conn, &users, concerts).await?
+        };
         let open: HashMap<(UserId, SeatId), QueueId> = open_seats
             .iter()
             .map(|o| ((o.user, o.seat), o.request))
@@ -293,8 +296,11 @@ impl<'r> Group<'r> {
             HashMap::new()
         } else {
             let (pools, taken) = fans::open_pools_of_fans(conn, &users, concerts).await?;
-            // The same count as the seats' read for a fan in both.
-            fan_seats.extend(taken);
+            // A fan with an open seat is counted by the seats' read, seat
+            // by seat (less those refused here); the others are whole here.
+            for (fan, seats) in taken {
+                fan_seats.entry(fan).or_insert(seats);
+            }
             pools.iter().map(|o| ((o.fan, o.pool), o.request)).collect()
         };
 
