@@ -196,10 +196,10 @@ enqueue_profile() {
   echo "### CPU by process"
   perf report -i "$data" --no-children --sort comm --stdio 2>/dev/null | grep -E '^ +[0-9]' | head -12
   echo "### the API, by function (self time)"
-  perf report -i "$data" --no-children --comm ticket-api,tokio-runtime-w --sort sym --stdio -g none 2>/dev/null |
+  perf report -i "$data" --no-children --comm tokio-rt-worker --sort sym --stdio -g none 2>/dev/null |
     grep -E '^ +[0-9]' | head -40
   echo "### the API, by function and its callees (children)"
-  perf report -i "$data" --children --comm ticket-api,tokio-runtime-w --sort sym --stdio -g none 2>/dev/null |
+  perf report -i "$data" --children --comm tokio-rt-worker --sort sym --stdio -g none 2>/dev/null |
     grep -E '^ +[0-9]' | grep -E 'ticket|sqlx|axum|hyper|serde|jsonwebtoken|ring|hmac|sha' | head -60
 }
 
