@@ -430,3 +430,33 @@ async fn a_request_named_by_an_instance_that_missed_a_change_of_categories_gets_
     );
     here.assert_invariants().await;
 }
+
+/// `check` names an open request by count whose pool its concert does not
+/// have (as a request written with a stale position would be).
+#[tokio::test]
+async fn check_names_an_open_request_for_a_category_the_concert_does_not_have() {
+    let app = spawn_app().await;
+    let concert = concert(&app, 4, json!({})).await;
+    let (_, alice) = app.user("alice").await;
+    let queued = queued(&app, &alice, best(concert, "VIP", 1)).await;
+    let violations = || async {
+        let mut conn = app.pool.acquire().await.unwrap();
+        ticket_core::db::invariants::check(&mut conn, chrono::Duration::minutes(5), 5, None)
+            .await
+            .unwrap()
+    };
+    assert_eq!(violations().await, []);
+    sqlx::query("UPDATE request_pools SET category = 7 WHERE queue_id = ?")
+        .bind(queued)
+        .execute(&app.pool)
+        .await
+        .unwrap();
+    let found = violations().await;
+    assert!(
+        found.iter().any(|v| v
+            .invariant
+            .contains("a category or standing area its concert does not have")
+            && v.rows == 1),
+        "{found:?}"
+    );
+}

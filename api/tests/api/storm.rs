@@ -8,7 +8,9 @@
 //! `TICKET_STORM_SEED` replays a seed (each run prints its own);
 //! `TICKET_STORM_OPERATIONS` sets the length (`scripts/bench.sh storm` runs
 //! a long one). Operations run a round of several at once, so a seed gives
-//! the same operations and the scheduler their interleaving.
+//! the same operations and the scheduler their interleaving. Reservation
+//! requests (by seat, by category, by area) go through the enqueue's group
+//! writes, a third with an `Idempotency-Key`, some sent twice (issue 59).
 //!
 //! Long because the storm is one story: its moves, its faults and its
 //! ledger read together.
@@ -351,6 +353,46 @@ fn provider_down() -> StripeClient {
     .unwrap()
 }
 
+/// A reservation request; a third of them as a careful client sends it,
+/// with an `Idempotency-Key`, half of those sent again as after a timeout:
+/// a request taken in line must be answered again with the same queue id,
+/// replayed, and nothing written twice.
+async fn reserve(
+    app: &TestApp,
+    fan: &str,
+    body: serde_json::Value,
+    rng: &mut Rng,
+    seed: u64,
+    tally: &mut Tally,
+) -> Reply {
+    if !rng.chance(33) {
+        return app.post("/api/reservations", Some(fan), body).await;
+    }
+    let send = || {
+        app.client
+            .post(format!("{}/api/reservations", app.base))
+            .bearer_auth(fan)
+            .header("Idempotency-Key", format!("storm-{seed}"))
+            .json(&body)
+            .send()
+    };
+    let first = TestApp::reply(send().await.unwrap()).await;
+    if first.status.as_u16() == 201 && rng.chance(50) {
+        let again = TestApp::reply(send().await.unwrap()).await;
+        let replayed = again.headers.get("idempotent-replayed").is_some();
+        if again.status.as_u16() != 201
+            || again.body["queueId"] != first.body["queueId"]
+            || !replayed
+        {
+            tally.broken.push(format!(
+                "a retry with key storm-{seed} was answered {} {} (first: {})",
+                again.status, again.body, first.body
+            ));
+        }
+    }
+    first
+}
+
 /// One operation, as the seed drew it.
 async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u64) -> Tally {
     let mut rng = Rng(seed);
@@ -369,18 +411,22 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
             let mut chosen: Vec<u64> = (0..seats).filter_map(|_| rng.pick(concert_seats)).collect();
             chosen.sort_unstable();
             chosen.dedup();
-            let reply = order(app, &fan, &chosen).await;
+            let reply = reserve(
+                app,
+                &fan,
+                json!({"seatIds": chosen}),
+                &mut rng,
+                seed,
+                &mut tally,
+            )
+            .await;
             accept(&mut tally, op, &reply);
         }
         Op::ReserveBest => {
             let category = if rng.chance(50) { "VIP" } else { "Standard" };
-            let reply = app
-                .post(
-                    "/api/reservations",
-                    Some(&fan),
-                    json!({"concertId": stage.seated, "category": category, "count": rng.below(2) + 1}),
-                )
-                .await;
+            let body =
+                json!({"concertId": stage.seated, "category": category, "count": rng.below(2) + 1});
+            let reply = reserve(app, &fan, body, &mut rng, seed, &mut tally).await;
             accept(&mut tally, op, &reply);
             if let Some(queued) = reply.body["queueId"].as_u64() {
                 stage
@@ -391,13 +437,9 @@ async fn run(app: &TestApp, stripe: &LocalStripe, stage: &Stage, op: Op, seed: u
             }
         }
         Op::ReserveStanding => {
-            let reply = app
-                .post(
-                    "/api/reservations",
-                    Some(&fan),
-                    json!({"concertId": stage.standing, "area": "Floor", "count": rng.below(2) + 1}),
-                )
-                .await;
+            let body =
+                json!({"concertId": stage.standing, "area": "Floor", "count": rng.below(2) + 1});
+            let reply = reserve(app, &fan, body, &mut rng, seed, &mut tally).await;
             accept(&mut tally, op, &reply);
         }
         Op::Decide => app.drain().await,

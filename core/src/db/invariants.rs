@@ -242,6 +242,14 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "an open request by count asks for a category or standing area its concert does not have",
+        "SELECT COUNT(*) FROM request_pools p WHERE p.is_open = 1 AND NOT EXISTS \
+           (SELECT 1 FROM price_categories c WHERE c.concert_id = p.concert_id AND c.position = p.category) \
+           AND NOT EXISTS \
+           (SELECT 1 FROM standing_areas a WHERE a.concert_id = p.concert_id AND a.position = p.area)",
+        &[],
+    ),
+    (
         "a request both names seats and asks by count",
         "SELECT COUNT(*) FROM request_pools p WHERE \
            EXISTS (SELECT 1 FROM request_seats x WHERE x.queue_id = p.queue_id)",
