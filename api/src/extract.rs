@@ -1,21 +1,75 @@
 //! Request extractors whose every rejection is a problem response: JSON
 //! bodies, path ids, query strings and the bearer token.
 //!
-//! A little over 400 lines because every extractor's rejection is mapped in
-//! one place, where a change to the problem format is made once.
+//! Long because every extractor's rejection is mapped in one place, where a
+//! change to the problem format is made once, beside what the caller's
+//! extractors read from any feature's state (`Auth`, `ClientAddresses`).
+
+use std::sync::Arc;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Request};
+use axum::extract::{FromRef, FromRequest, FromRequestParts, Request};
 use axum::http::header;
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 use ticket_core::domain::{Role, UserId};
 
+use crate::accounts::security::{Revocations, TokenKeys};
 use crate::error::{ApiError, ErrorCode, ProblemField};
-use crate::state::AppState;
+
+/// The most a route reads of a request body, unless it says otherwise
+/// ([`with_body_limit`]).
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// What a caller's bearer token is verified with: every feature's state
+/// has one (see [`with_auth!`]), so that its handlers take [`AuthUser`].
+#[derive(Clone)]
+pub struct Auth {
+    pub tokens: Arc<TokenKeys>,
+    /// Tokens voided before their expiry, followed from the database.
+    pub revocations: Arc<Revocations>,
+}
+
+/// Lets the handlers of a feature whose state has an `auth` field take
+/// [`AuthUser`] and [`Admin`].
+#[macro_export]
+macro_rules! with_auth {
+    ($state:ty) => {
+        impl axum::extract::FromRef<$state> for $crate::extract::Auth {
+            fn from_ref(state: &$state) -> Self {
+                state.auth.clone()
+            }
+        }
+    };
+}
+
+/// Where the client's address is found behind proxies, if it is.
+#[derive(Clone, Default)]
+pub struct ClientAddresses(pub Option<Arc<ProxyHeader>>);
+
+/// Where the client's address is found behind proxies: each proxy appends
+/// the address it received the connection from to `name` (as
+/// `X-Forwarded-For` works), so the client is the entry the outermost of the
+/// `trusted_proxies` appended. Entries further left are whatever the client
+/// sent and are never believed: a bot would rotate them to dodge its limits.
+#[derive(Debug, Clone)]
+pub struct ProxyHeader {
+    pub name: axum::http::HeaderName,
+    pub trusted_proxies: usize,
+}
+
+impl ProxyHeader {
+    pub fn client_in(&self, value: &str) -> Option<std::net::IpAddr> {
+        let entries: Vec<&str> = value.split(',').map(str::trim).collect();
+        // Fewer entries than proxies: the chain was shorter than configured,
+        // and the leftmost entry is the nearest thing to the client.
+        let index = entries.len().saturating_sub(self.trusted_proxies.max(1));
+        entries.get(index)?.parse().ok()
+    }
+}
 
 /// The most a route reads of a request body, when it is not the API's
-/// [`crate::routes::MAX_BODY_BYTES`]: its 413 says which.
+/// [`MAX_BODY_BYTES`]: its 413 says which.
 #[derive(Debug, Clone, Copy)]
 pub struct BodyLimit(pub usize);
 
@@ -129,7 +183,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for ApiJson<T> {
         let limit = req
             .extensions()
             .get::<BodyLimit>()
-            .map_or(crate::routes::MAX_BODY_BYTES, |limit| limit.0);
+            .map_or(MAX_BODY_BYTES, |limit| limit.0);
         let bytes = Bytes::from_request(req, state).await.map_err(|rejection| {
             if rejection.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
                 ApiError::new(
@@ -232,10 +286,13 @@ impl AuthUser {
     }
 }
 
-impl FromRequestParts<AppState> for AuthUser {
+impl<S: Send + Sync> FromRequestParts<S> for AuthUser
+where
+    Auth: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         // Verified (and its budget spent) on the way in
         // (routes::limit_every_caller); without it, the token is missing or
         // invalid, and what follows says which.
@@ -245,7 +302,7 @@ impl FromRequestParts<AppState> for AuthUser {
             .copied();
         let principal = match verified {
             Some(principal) => principal,
-            None => unverified(parts, state)?,
+            None => unverified(parts, &Auth::from_ref(state))?,
         };
         Ok(Self {
             id: principal.user,
@@ -258,7 +315,7 @@ impl FromRequestParts<AppState> for AuthUser {
 /// The caller of a request whose token was not verified on the way in.
 fn unverified(
     parts: &Parts,
-    state: &AppState,
+    auth: &Auth,
 ) -> Result<crate::accounts::security::Principal, ApiError> {
     let unauthorized = |detail| ApiError::new(ErrorCode::Unauthorized, detail);
     let header = parts
@@ -270,20 +327,20 @@ fn unverified(
         .ok()
         .and_then(|h| h.strip_prefix("Bearer "))
         .ok_or_else(|| unauthorized("the Authorization header must be 'Bearer <token>'"))?;
-    signed_in(state, token).map_err(unauthorized)
+    signed_in(auth, token).map_err(unauthorized)
 }
 
 /// Who a bearer token speaks for, if it is valid and not revoked; else why
 /// not.
 pub fn signed_in(
-    state: &AppState,
+    auth: &Auth,
     token: &str,
 ) -> Result<crate::accounts::security::Principal, &'static str> {
-    let principal = state
+    let principal = auth
         .tokens
         .verify(token.trim(), chrono::Utc::now())
         .map_err(|e| e.describe())?;
-    if state
+    if auth
         .revocations
         .is_revoked(principal.user, principal.issued_at_us)
     {
@@ -307,10 +364,13 @@ pub fn bearer(headers: &axum::http::HeaderMap) -> Option<&str> {
 #[derive(Debug, Clone, Copy)]
 pub struct Admin(pub AuthUser);
 
-impl FromRequestParts<AppState> for Admin {
+impl<S: Send + Sync> FromRequestParts<S> for Admin
+where
+    Auth: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         let user = AuthUser::from_request_parts(parts, state).await?;
         if user.is_admin() {
             Ok(Self(user))
@@ -333,10 +393,10 @@ impl ClientAddress {
     pub fn of(
         headers: &axum::http::HeaderMap,
         extensions: &axum::http::Extensions,
-        state: &AppState,
+        addresses: &ClientAddresses,
     ) -> Self {
-        let forwarded = state
-            .client_address_header
+        let forwarded = addresses
+            .0
             .as_deref()
             .and_then(|proxy| proxy.client_in(headers.get(&proxy.name)?.to_str().ok()?));
         let peer = || {
@@ -352,11 +412,15 @@ impl ClientAddress {
     }
 }
 
-impl FromRequestParts<AppState> for ClientAddress {
+impl<S: Send + Sync> FromRequestParts<S> for ClientAddress
+where
+    ClientAddresses: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        Ok(Self::of(&parts.headers, &parts.extensions, state))
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
+        let addresses = ClientAddresses::from_ref(state);
+        Ok(Self::of(&parts.headers, &parts.extensions, &addresses))
     }
 }
 

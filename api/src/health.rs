@@ -8,9 +8,16 @@ use ticket_core::db;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+/// What the probes read: the database, and whether it was ever reached.
+#[derive(Clone)]
+pub struct HealthState {
+    pub pool: sqlx::MySqlPool,
+    /// Set once the database has answered since start (see `/readyz`).
+    pub database_reached: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+pub fn router() -> Router<HealthState> {
     Router::new()
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
@@ -44,7 +51,7 @@ pub struct ReadyResponse {
 /// DATABASE_UNAVAILABLE with Retry-After, by the ingress's bare error.
 #[utoipa::path(get, path = "/readyz", tag = "operations",
     responses((status = 200, body = ReadyResponse), (status = 503, body = crate::error::Problem)))]
-pub async fn readyz(State(state): State<AppState>) -> ApiResult<Json<ReadyResponse>> {
+pub async fn readyz(State(state): State<HealthState>) -> ApiResult<Json<ReadyResponse>> {
     let database = match db::ping(&state.pool).await {
         Ok(()) => {
             state.database_reached.store(true, Ordering::Relaxed);

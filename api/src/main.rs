@@ -157,7 +157,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     .map(|name| axum::http::HeaderName::try_from(name.trim().to_ascii_lowercase()))
                     .transpose()
                     .context("TICKET_CLIENT_ADDRESS_HEADER is not a header name")?
-                    .map(|name| ticket_api::state::ProxyHeader {
+                    .map(|name| ticket_api::extract::ProxyHeader {
                         name,
                         trusted_proxies: usize::try_from(server.trusted_proxies).unwrap_or(1),
                     }),

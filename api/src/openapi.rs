@@ -11,7 +11,6 @@ use crate::concerts::{availability, routes as concerts, sale, seats};
 use crate::health;
 use crate::presale::routes as presale;
 use crate::reservations::{checkout, events as status_events, routes as reservations};
-use crate::state::AppState;
 
 #[derive(OpenApi)]
 #[openapi(
@@ -197,7 +196,7 @@ impl Modify for CommonProblems {
     }
 }
 
-pub fn router() -> Router<AppState> {
+pub fn router<S: Clone + Send + Sync + 'static>() -> Router<S> {
     Router::new().route(
         "/api/openapi.json",
         get(|| async { Json(ApiDoc::openapi()) }),

@@ -10,31 +10,36 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::error::{ApiError, ErrorCode};
-use crate::middleware;
-use crate::state::AppState;
+use axum::extract::FromRef;
 
-pub const MAX_BODY_BYTES: usize = 64 * 1024;
+use crate::error::{ApiError, ErrorCode};
+use crate::extract::MAX_BODY_BYTES;
+use crate::middleware::{self, Gate, observation::Observed};
+use crate::state::AppState;
 
 /// The public API; `/metrics` too when `with_metrics`. A request still
 /// unanswered after `request_timeout` (a slow body, a stuck query) gets 408.
 pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) -> Router {
+    let observed = Observed::from_ref(&state);
     let metrics = if with_metrics {
-        Router::new().route("/metrics", get(middleware::observation::metrics_endpoint))
+        Router::new()
+            .route("/metrics", get(middleware::observation::metrics_endpoint))
+            .with_state(observed.clone())
     } else {
         Router::new()
     };
+    // Each feature's routes with that feature's own state.
     Router::new()
-        .merge(crate::health::router())
-        .merge(crate::accounts::router())
-        .merge(crate::concerts::router())
-        .merge(crate::reservations::router())
-        .merge(crate::presale::router())
-        .merge(crate::proof_of_work::routes::router())
-        .merge(crate::waiting_list::router())
-        .merge(crate::tickets::router())
-        .merge(crate::check_in::router())
-        .merge(crate::payments::router())
+        .merge(crate::health::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::accounts::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::concerts::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::reservations::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::presale::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::proof_of_work::routes::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::waiting_list::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::tickets::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::check_in::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::payments::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::web::router(state.stripe.as_deref()))
         .merge(crate::openapi::router())
         .merge(metrics)
@@ -47,7 +52,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         })
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         .layer(from_fn_with_state(
-            state.clone(),
+            Gate::from_ref(&state),
             middleware::limit_every_caller,
         ))
         .layer(from_fn(move |request: Request, next: Next| {
@@ -60,10 +65,9 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         ))
         // Outermost, so that it sees every answer, timeouts and panics too.
         .layer(from_fn_with_state(
-            state.clone(),
+            observed,
             middleware::observation::observe,
         ))
-        .with_state(state)
 }
 
 /// `/metrics` alone, for a port of its own that only Prometheus reaches.
@@ -71,5 +75,5 @@ pub fn metrics_only(state: AppState) -> Router {
     Router::new()
         .route("/metrics", get(middleware::observation::metrics_endpoint))
         .fallback(|| async { ApiError::new(ErrorCode::RouteNotFound, "no such route") })
-        .with_state(state)
+        .with_state(Observed::from_ref(&state))
 }

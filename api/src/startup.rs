@@ -30,7 +30,7 @@ pub struct Settings {
     /// Groups of reservation requests written at the same time.
     pub enqueue_writers: usize,
     /// Where the client's address is found behind proxies.
-    pub client_address_header: Option<crate::state::ProxyHeader>,
+    pub client_address_header: Option<crate::extract::ProxyHeader>,
     /// Longest a connection may take to send a request's headers (and an
     /// idle keep-alive connection stays open).
     pub header_read_timeout: Duration,

@@ -7,12 +7,12 @@ use ticket_core::db;
 use ticket_core::domain::{NickName, Password};
 use utoipa::ToSchema;
 
+use crate::accounts::state::AccountsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, AuthUser, ClientAddress};
 use crate::middleware::limits::LoginKey;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<AccountsState> {
     Router::new()
         .route("/api/auth/login", post(login))
         .route("/api/auth/logout-all", post(logout_all))
@@ -42,7 +42,7 @@ pub struct LoginResponse {
               (status = 401, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem),
               (status = 429, body = Problem)))]
 pub async fn login(
-    State(state): State<AppState>,
+    State(state): State<AccountsState>,
     client: ClientAddress,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Json<LoginResponse>> {
@@ -78,7 +78,7 @@ pub async fn login(
     let user = user.ok_or_else(invalid)?;
     // Dated by the database's clock, which revocations are dated by too.
     let issued_at = db::now(&mut *state.pool.acquire().await?).await?;
-    let issued = state.tokens.issue(user.id, user.role, issued_at);
+    let issued = state.auth.tokens.issue(user.id, user.role, issued_at);
     Ok(Json(LoginResponse {
         access_token: issued.token,
         token_type: "Bearer",
@@ -92,10 +92,13 @@ pub async fn login(
 #[utoipa::path(post, path = "/api/auth/logout-all", tag = "auth", security(("bearer" = [])),
     responses((status = 204), (status = 401, body = Problem), (status = 429, body = Problem),
               (status = 503, body = Problem)))]
-pub async fn logout_all(State(state): State<AppState>, caller: AuthUser) -> ApiResult<StatusCode> {
+pub async fn logout_all(
+    State(state): State<AccountsState>,
+    caller: AuthUser,
+) -> ApiResult<StatusCode> {
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
     db::revocations::record(&mut conn, caller.id, now).await?;
-    state.revocations.apply(caller.id, now);
+    state.auth.revocations.apply(caller.id, now);
     Ok(StatusCode::NO_CONTENT)
 }

@@ -4,12 +4,13 @@
 pub mod auth;
 pub mod bootstrap;
 pub mod security;
+pub mod state;
 pub mod users;
 
 use axum::Router;
 
-use crate::state::AppState;
+use crate::accounts::state::AccountsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<AccountsState> {
     Router::new().merge(auth::router()).merge(users::router())
 }

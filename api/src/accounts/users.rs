@@ -16,11 +16,11 @@ use ticket_core::domain::{
 };
 use utoipa::ToSchema;
 
+use crate::accounts::state::AccountsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser, ClientAddress};
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<AccountsState> {
     Router::new()
         .route("/api/users", post(create))
         .route("/api/users/me", get(me))
@@ -210,7 +210,7 @@ impl TryFrom<UpdateUserRequest> for UserChanges {
     responses((status = 201, body = UserResponse), (status = 400, body = Problem), (status = 409, body = Problem),
               (status = 413, body = Problem), (status = 415, body = Problem), (status = 429, body = Problem)))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<AccountsState>,
     client: ClientAddress,
     ApiJson(req): ApiJson<CreateUserRequest>,
 ) -> ApiResult<impl IntoResponse> {
@@ -245,7 +245,10 @@ pub async fn create(
 /// The caller's own account.
 #[utoipa::path(get, path = "/api/users/me", tag = "users", security(("bearer" = [])),
     responses((status = 200, body = UserResponse), (status = 401, body = Problem), (status = 404, body = Problem)))]
-pub async fn me(State(state): State<AppState>, caller: AuthUser) -> ApiResult<Json<UserResponse>> {
+pub async fn me(
+    State(state): State<AccountsState>,
+    caller: AuthUser,
+) -> ApiResult<Json<UserResponse>> {
     let mut conn = state.pool.acquire().await?;
     Ok(Json(load(&mut conn, caller.id).await?.into()))
 }
@@ -255,7 +258,7 @@ pub async fn me(State(state): State<AppState>, caller: AuthUser) -> ApiResult<Js
     responses((status = 200, body = UserResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn show(
-    State(state): State<AppState>,
+    State(state): State<AccountsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<UserId>,
 ) -> ApiResult<Json<UserResponse>> {
@@ -275,7 +278,7 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
               (status = 429, body = Problem)))]
 pub async fn update(
-    State(state): State<AppState>,
+    State(state): State<AccountsState>,
     caller: AuthUser,
     client: ClientAddress,
     ApiPath(id): ApiPath<UserId>,
@@ -322,14 +325,14 @@ pub async fn update(
     })
     .await?;
     if hash.is_some() {
-        state.revocations.apply(id, now);
+        state.auth.revocations.apply(id, now);
     }
     Ok(Json(user.into()))
 }
 
 /// The account's present password, as a login checks it (same budget).
 async fn confirm_current_password(
-    state: &AppState,
+    state: &AccountsState,
     id: UserId,
     client: ClientAddress,
     current: Option<&str>,
@@ -368,7 +371,7 @@ async fn confirm_current_password(
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(state): State<AccountsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<UserId>,
 ) -> ApiResult<StatusCode> {
@@ -404,7 +407,7 @@ pub async fn remove(
         Ok::<_, ApiError>(now)
     })
     .await?;
-    state.revocations.apply(id, now);
+    state.auth.revocations.apply(id, now);
     Ok(StatusCode::NO_CONTENT)
 }
 

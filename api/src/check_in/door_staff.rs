@@ -2,14 +2,13 @@
 //! token, made by an admin, good for check-ins and the revoked list of that
 //! concert only), or an admin.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use ticket_core::db;
 use ticket_core::domain::{ConcertId, ScannerId};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::extract::{AuthUser, bearer};
-use crate::state::AppState;
+use crate::extract::{Auth, AuthUser, bearer};
 
 use super::known_scanners::{TOKEN_PREFIX, token_hash};
 
@@ -39,14 +38,28 @@ impl DoorStaff {
     }
 }
 
-impl FromRequestParts<AppState> for DoorStaff {
+/// What tells a scanner by its token: the scanners' table, and those this
+/// instance has seen (their requests' rate budget). A feature whose routes
+/// take [`DoorStaff`] has it in its state.
+#[derive(Clone)]
+pub struct Scanners {
+    pub pool: sqlx::MySqlPool,
+    pub known: std::sync::Arc<super::known_scanners::KnownScanners>,
+}
+
+impl<S: Send + Sync> FromRequestParts<S> for DoorStaff
+where
+    Auth: FromRef<S>,
+    Scanners: FromRef<S>,
+{
     type Rejection = ApiError;
 
-    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         if let Some(token) = bearer(&parts.headers).filter(|t| t.starts_with(TOKEN_PREFIX)) {
+            let scanners = Scanners::from_ref(state);
             // Read every time: a revoked scanner stops at once.
             let hash = token_hash(token);
-            let mut conn = state.pool.acquire().await?;
+            let mut conn = scanners.pool.acquire().await?;
             let scanner = db::check_ins::scanner_by_token(&mut conn, &hash)
                 .await?
                 .ok_or_else(|| {
@@ -55,7 +68,7 @@ impl FromRequestParts<AppState> for DoorStaff {
                         "the scanner token is unknown or was revoked",
                     )
                 })?;
-            state.known_scanners.remember(hash, scanner.id);
+            scanners.known.remember(hash, scanner.id);
             return Ok(Self::Scanner {
                 id: scanner.id,
                 concert: scanner.concert_id,

@@ -6,6 +6,7 @@ pub mod door_staff;
 pub mod known_scanners;
 pub mod routes;
 pub mod scanners;
+pub mod state;
 pub mod verdict;
 
 pub use routes::router;

@@ -13,11 +13,11 @@ use utoipa::ToSchema;
 use super::door_staff::DoorStaff;
 use super::scanners::{create_scanner, list_scanners, revoke_scanner};
 use super::verdict::{self, Admission};
+use crate::check_in::state::CheckInState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, with_body_limit};
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<CheckInState> {
     Router::new()
         .route(
             "/api/concerts/{id}/scanners",
@@ -54,7 +54,7 @@ pub struct CheckInRequest {
               (status = 403, body = Problem), (status = 409, body = Problem), (status = 410, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn check_in(
-    State(state): State<AppState>,
+    State(state): State<CheckInState>,
     staff: DoorStaff,
     ApiJson(req): ApiJson<CheckInRequest>,
 ) -> ApiResult<Json<Admission>> {
@@ -189,7 +189,7 @@ const CONFLICT_SCANS_SHOWN: u32 = 10;
               (status = 403, body = Problem), (status = 413, body = Problem, description = "Body larger than 512 KiB"),
               (status = 503, body = Problem)))]
 pub async fn check_in_batch(
-    State(state): State<AppState>,
+    State(state): State<CheckInState>,
     staff: DoorStaff,
     ApiJson(req): ApiJson<BatchRequest>,
 ) -> ApiResult<Json<BatchResponse>> {

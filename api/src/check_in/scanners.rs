@@ -14,9 +14,9 @@ use ticket_core::domain::{ConcertId, ScannerId};
 use utoipa::ToSchema;
 
 use super::known_scanners::{TOKEN_PREFIX, token_hash};
+use crate::check_in::state::CheckInState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath};
-use crate::state::AppState;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -77,7 +77,7 @@ impl From<db::check_ins::ScannerRow> for ScannerResponse {
     responses((status = 201, body = ScannerResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn create_scanner(
-    State(state): State<AppState>,
+    State(state): State<CheckInState>,
     _: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CreateScannerRequest>,
@@ -115,7 +115,7 @@ pub async fn create_scanner(
     responses((status = 200, body = Vec<ScannerResponse>), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem)))]
 pub async fn list_scanners(
-    State(state): State<AppState>,
+    State(state): State<CheckInState>,
     _: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<Vec<ScannerResponse>>> {
@@ -130,7 +130,7 @@ pub async fn list_scanners(
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem)))]
 pub async fn revoke_scanner(
-    State(state): State<AppState>,
+    State(state): State<CheckInState>,
     _: Admin,
     ApiPath((concert, scanner)): ApiPath<(ConcertId, ScannerId)>,
 ) -> ApiResult<StatusCode> {

@@ -10,8 +10,8 @@ use ticket_core::domain::ticket_code::TicketIdentity;
 use utoipa::ToSchema;
 
 use super::door_staff::DoorStaff;
+use crate::check_in::state::CheckInState;
 use crate::error::{ApiError, ApiResult, ErrorCode};
-use crate::state::AppState;
 
 /// Who was let in, as the door is shown it.
 #[derive(Serialize, ToSchema)]
@@ -52,8 +52,8 @@ pub fn invalid() -> ApiError {
 
 /// What the code says, if our keys signed it and (for a scanner) it is a
 /// ticket of the scanner's concert.
-pub fn verified(state: &AppState, staff: DoorStaff, code: &str) -> ApiResult<TicketIdentity> {
-    let keys = crate::tickets::routes::keys_of(state)?;
+pub fn verified(state: &CheckInState, staff: DoorStaff, code: &str) -> ApiResult<TicketIdentity> {
+    let keys = crate::tickets::routes::keys_of(state.ticket_keys.as_deref())?;
     let identity = keys.verify(code).map_err(|_| invalid())?;
     if staff.ensure_concert(identity.concert).is_err() {
         return Err(invalid());

@@ -10,11 +10,11 @@ use axum::response::Response;
 use axum::routing::get;
 use ticket_core::domain::ConcertId;
 
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::ApiPath;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new()
         .route("/api/concerts/{id}/availability", get(availability))
         .route("/api/concerts/{id}/seat-map", get(seat_map))
@@ -31,7 +31,7 @@ pub fn router() -> Router<AppState> {
               (status = 304, description = "unchanged since the ETag given"),
               (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn availability(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     headers: HeaderMap,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Response> {
@@ -57,7 +57,7 @@ pub async fn availability(
               (status = 304, description = "unchanged since the ETag given"),
               (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn seat_map(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     headers: HeaderMap,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Response> {

@@ -13,13 +13,14 @@ pub mod seat_directory;
 pub mod seat_map_cache;
 pub mod seating_plan;
 pub mod seats;
+pub mod state;
 pub mod view;
 
 use axum::Router;
 
-use crate::state::AppState;
+use crate::concerts::state::ConcertsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new()
         .merge(routes::router())
         .merge(availability::router())

@@ -10,12 +10,12 @@ use ticket_core::db;
 use ticket_core::domain::{ConcertId, FieldError};
 use utoipa::{IntoParams, ToSchema};
 
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Admin, ApiPath, ApiQuery};
 use crate::reservations::view::ReservationResponse;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new().route("/api/concerts/{id}/orders", get(search))
 }
 
@@ -69,7 +69,7 @@ pub struct Buyer {
               (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn search(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _admin: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<OrderQuery>,

@@ -8,14 +8,14 @@ use ticket_core::domain::{
     ConcertId, FieldError, HoldDuration, OpensAt, PageRequest, PresaleStartsAt, PriceCategories,
 };
 
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
-use crate::state::AppState;
 
 use super::input::{self, ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
 use super::view::{ConcertDetailResponse, ConcertPage, ConcertResponse};
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new()
         .route("/api/concerts", get(list).post(create))
         .route("/api/concerts/{id}", get(show).patch(update).delete(remove))
@@ -26,7 +26,7 @@ pub fn router() -> Router<AppState> {
     responses((status = 201, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiJson(req): ApiJson<CreateConcertRequest>,
 ) -> ApiResult<impl IntoResponse> {
@@ -73,7 +73,7 @@ pub async fn create(
 #[utoipa::path(get, path = "/api/concerts", tag = "concerts", params(PageQuery),
     responses((status = 200, body = ConcertPage), (status = 400, body = Problem)))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<ConcertPage>> {
     let page = PageRequest::parse(q.page, q.size)?;
@@ -105,7 +105,7 @@ pub async fn list(
 #[utoipa::path(get, path = "/api/concerts/{id}", tag = "concerts", params(("id" = u64, Path)),
     responses((status = 200, body = ConcertDetailResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn show(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<ConcertDetailResponse>> {
     // The page reads this on every visit: the counts come from the snapshot
@@ -130,7 +130,7 @@ pub async fn show(
     responses((status = 200, body = ConcertResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn update(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
@@ -237,7 +237,7 @@ pub async fn update(
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {

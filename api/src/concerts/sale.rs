@@ -13,11 +13,11 @@ use ticket_core::domain::ConcertId;
 use utoipa::ToSchema;
 
 use crate::concerts::availability_cache::SeatCounts;
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Admin, ApiPath};
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new().route("/api/concerts/{id}/sale", get(sale))
 }
 
@@ -56,7 +56,7 @@ pub struct DecisionTimes {
               (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn sale(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _admin: Admin,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<SaleBody>> {

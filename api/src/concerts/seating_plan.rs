@@ -12,9 +12,9 @@ use ticket_core::domain::ConcertId;
 use ticket_core::domain::seating_plan::{RawPlan, SeatingPlan};
 use utoipa::ToSchema;
 
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, with_body_limit};
-use crate::state::AppState;
 
 /// The largest plan taken, as sent and as kept: the column (MEDIUMTEXT)
 /// holds 16 MiB and one statement may carry 16 MiB (MariaDB's default
@@ -22,7 +22,7 @@ use crate::state::AppState;
 /// 100,000-seat plan with guids like `Stalls-12-34` takes about 11 MiB.
 pub const MAX_PLAN_BYTES: usize = 15 * 1024 * 1024;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new().route(
         "/api/concerts/{id}/seating-plan",
         with_body_limit(get(seating_plan).put(put_seating_plan), MAX_PLAN_BYTES),
@@ -51,7 +51,7 @@ pub struct SeatingPlanResult {
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
               (status = 413, body = Problem)))]
 pub async fn put_seating_plan(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(raw): ApiJson<RawPlan>,
@@ -120,7 +120,7 @@ pub async fn put_seating_plan(
     responses((status = 200, description = "the plan, in pretix's seating-plan.schema.json", content_type = "application/json"),
               (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn seating_plan(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<impl IntoResponse> {
     let mut conn = state.pool.acquire().await?;

@@ -11,11 +11,11 @@ use ticket_core::domain::{
 };
 use utoipa::{IntoParams, ToSchema};
 
+use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ConcertsState> {
     Router::new()
         .route("/api/concerts/{id}/seats", get(list))
         .route("/api/seats", post(create))
@@ -169,7 +169,7 @@ impl TryFrom<UpdateSeatRequest> for SeatChanges {
                   ("Link" = String, description = "RFC 8288 links to the first, prev, next and last pages"))),
               (status = 400, body = Problem), (status = 404, body = Problem), (status = 429, body = Problem)))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(filter): ApiQuery<SeatFilter>,
 ) -> ApiResult<impl IntoResponse> {
@@ -224,7 +224,7 @@ fn page_links(base: &str, page: PageRequest, total: u64) -> String {
 #[utoipa::path(get, path = "/api/seats/{id}", tag = "seats", params(("id" = u64, Path)),
     responses((status = 200, body = SeatResponse), (status = 400, body = Problem), (status = 404, body = Problem)))]
 pub async fn show(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<Json<SeatResponse>> {
     let mut conn = state.pool.acquire().await?;
@@ -239,7 +239,7 @@ pub async fn show(
     responses((status = 201, body = SeatResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiJson(req): ApiJson<CreateSeatRequest>,
 ) -> ApiResult<impl IntoResponse> {
@@ -279,7 +279,7 @@ pub async fn create(
     responses((status = 200, body = SeatResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn update(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiPath(id): ApiPath<SeatId>,
     ApiJson(req): ApiJson<UpdateSeatRequest>,
@@ -350,7 +350,7 @@ pub async fn update(
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
-    State(state): State<AppState>,
+    State(state): State<ConcertsState>,
     _: Admin,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {

@@ -1,4 +1,4 @@
-use crate::state::ProxyHeader;
+use crate::extract::ProxyHeader;
 
 fn proxies(trusted_proxies: usize) -> ProxyHeader {
     ProxyHeader {

@@ -12,7 +12,17 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
+use crate::extract::{Auth, ClientAddresses};
+
+/// What the limits on every caller reach.
+#[derive(Clone)]
+pub struct Gate {
+    pub auth: Auth,
+    pub limits: std::sync::Arc<limits::Limits>,
+    /// Scanners seen on this instance (their requests' rate budget).
+    pub known_scanners: std::sync::Arc<crate::check_in::known_scanners::KnownScanners>,
+    pub client_addresses: ClientAddresses,
+}
 
 pub(crate) async fn timeout(limit: Duration, request: Request, next: Next) -> Response {
     match tokio::time::timeout(limit, next.run(request)).await {
@@ -32,7 +42,7 @@ pub(crate) async fn timeout(limit: Duration, request: Request, next: Next) -> Re
 /// `/metrics` on this port is (a scrape reads the database); the metrics
 /// port of its own, which only Prometheus reaches, is not behind this.
 pub(crate) async fn limit_every_caller(
-    axum::extract::State(state): axum::extract::State<AppState>,
+    axum::extract::State(state): axum::extract::State<Gate>,
     mut request: Request,
     next: Next,
 ) -> Response {
@@ -47,7 +57,7 @@ pub(crate) async fn limit_every_caller(
         return next.run(request).await;
     }
     let caller = crate::extract::bearer(request.headers())
-        .and_then(|token| crate::extract::signed_in(&state, token).ok());
+        .and_then(|token| crate::extract::signed_in(&state.auth, token).ok());
     match caller {
         Some(principal) => {
             if let Err(refused) = state.limits.user_request(principal.user) {
@@ -63,8 +73,11 @@ pub(crate) async fn limit_every_caller(
             }
         }
         None => {
-            let client =
-                crate::extract::ClientAddress::of(request.headers(), request.extensions(), &state);
+            let client = crate::extract::ClientAddress::of(
+                request.headers(),
+                request.extensions(),
+                &state.client_addresses,
+            );
             if let Err(refused) = state.limits.anonymous_request(client.0) {
                 return refused.into_response();
             }

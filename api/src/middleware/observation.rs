@@ -13,10 +13,19 @@ use ticket_core::telemetry::propagation;
 use tracing::Instrument as _;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::state::AppState;
+use super::limits::Limits;
+use super::metrics::ApiMetrics;
+
+/// What the observation of every answer reaches.
+#[derive(Clone)]
+pub struct Observed {
+    pub pool: sqlx::MySqlPool,
+    pub metrics: std::sync::Arc<ApiMetrics>,
+    pub limits: std::sync::Arc<Limits>,
+}
 
 /// `GET /metrics`: Prometheus text format.
-pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
+pub async fn metrics_endpoint(State(state): State<Observed>) -> Response {
     (
         [(
             header::CONTENT_TYPE,
@@ -31,7 +40,7 @@ pub async fn metrics_endpoint(State(state): State<AppState>) -> Response {
 /// continues the caller's `traceparent`, and the request's count and latency.
 /// Unmatched paths are labelled `unmatched`, so that scanners cannot grow
 /// the label set.
-pub async fn observe(State(state): State<AppState>, request: Request, next: Next) -> Response {
+pub async fn observe(State(state): State<Observed>, request: Request, next: Next) -> Response {
     let started = Instant::now();
     let method = known_method(request.method());
     let route = request

@@ -16,9 +16,9 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath};
-use crate::state::AppState;
+use crate::payments::state::PaymentsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<PaymentsState> {
     Router::new()
         .route("/api/concerts/{id}/cancel", post(cancel))
         .route("/api/concerts/{id}/cancellation", get(progress))
@@ -58,7 +58,7 @@ pub struct CancellationResponse {
     responses((status = 202, body = CancellationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CancelConcertRequest>,
@@ -99,7 +99,7 @@ pub async fn cancel(
     responses((status = 200, body = CancellationResponse), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn progress(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<CancellationResponse>> {

@@ -5,9 +5,10 @@
 pub mod cancellation;
 pub mod refunds;
 pub mod routes;
+pub mod state;
 pub mod takings;
 
-pub fn router() -> axum::Router<crate::state::AppState> {
+pub fn router() -> axum::Router<crate::payments::state::PaymentsState> {
     routes::router()
         .merge(refunds::router())
         .merge(cancellation::router())

@@ -19,10 +19,10 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiPath, AuthUser, OptionalJson};
 use crate::payments::routes::RefundResponse;
+use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
-use crate::state::AppState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<PaymentsState> {
     Router::new()
         .route("/api/reservations/{id}/refund", post(refund_tickets))
         .route("/api/refunds/{id}/paid-back", post(paid_back))
@@ -44,7 +44,7 @@ pub struct PaidBackRequest {
     responses((status = 200, body = RefundResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn paid_back(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     _: Admin,
     ApiPath(id): ApiPath<RefundId>,
     OptionalJson(req): OptionalJson<PaidBackRequest>,
@@ -116,7 +116,7 @@ pub struct RefundResult {
     responses((status = 200, body = RefundResult), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn refund_tickets(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
     OptionalJson(req): OptionalJson<RefundRequest>,

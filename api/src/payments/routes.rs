@@ -19,13 +19,13 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, AuthUser, ClientAddress};
+use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
-use crate::state::AppState;
 
 /// Where Stripe delivers its events.
 pub const STRIPE_WEBHOOK: &str = "/api/payments/stripe/webhook";
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<PaymentsState> {
     Router::new()
         .route("/api/reservations/{id}/payment", post(pay))
         .route("/api/reservations/{id}/payments", get(payments_of))
@@ -49,7 +49,7 @@ pub struct PaymentsConfig {
 /// How fans pay on this box office: what the page needs to take a card.
 #[utoipa::path(get, path = "/api/payments/config", tag = "payments",
     responses((status = 200, body = PaymentsConfig)))]
-pub async fn config(State(state): State<AppState>) -> Json<PaymentsConfig> {
+pub async fn config(State(state): State<PaymentsState>) -> Json<PaymentsConfig> {
     Json(match state.stripe.as_deref() {
         Some(stripe) => PaymentsConfig {
             provider: Provider::Stripe.api_name(),
@@ -115,7 +115,7 @@ impl PaymentResponse {
               (status = 401, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn pay(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Response> {
@@ -258,7 +258,7 @@ pub struct PaymentsResponse {
     params(("id" = u64, Path)),
     responses((status = 200, body = PaymentsResponse), (status = 401, body = Problem), (status = 404, body = Problem)))]
 pub async fn payments_of(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<PaymentsResponse>> {
@@ -306,7 +306,7 @@ pub struct WebhookResponse {
     responses((status = 200, body = WebhookResponse), (status = 400, body = Problem), (status = 404, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn stripe_webhook(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     client: ClientAddress,
     headers: HeaderMap,
     body: Bytes,

@@ -13,9 +13,9 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{Admin, ApiPath, wants_csv};
-use crate::state::AppState;
+use crate::payments::state::PaymentsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<PaymentsState> {
     Router::new().route("/api/concerts/{id}/sales", get(sales))
 }
 
@@ -58,7 +58,7 @@ pub struct SalesResponse {
               (status = 200, description = "one line per sold order", content_type = "text/csv"),
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn sales(
-    State(state): State<AppState>,
+    State(state): State<PaymentsState>,
     _: Admin,
     ApiPath(id): ApiPath<ConcertId>,
     headers: HeaderMap,

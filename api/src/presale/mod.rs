@@ -4,5 +4,6 @@
 //! `reservations::alone`).
 
 pub mod routes;
+pub mod state;
 
 pub use routes::router;

@@ -10,9 +10,9 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{Admin, ApiJson, ApiPath, integral};
-use crate::state::AppState;
+use crate::presale::state::PresaleState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<PresaleState> {
     Router::new()
         .route("/api/concerts/{id}/access-codes", get(list).post(create))
         .route("/api/concerts/{id}/access-codes/{codeId}", delete(revoke))
@@ -84,7 +84,7 @@ impl From<access_codes::CodeUsage> for CodeResponse {
               (status = 400, body = Problem), (status = 401, body = Problem), (status = 403, body = Problem),
               (status = 404, body = Problem)))]
 pub async fn create(
-    State(state): State<AppState>,
+    State(state): State<PresaleState>,
     _: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
     headers: HeaderMap,
@@ -136,7 +136,7 @@ pub async fn create(
     responses((status = 200, body = Vec<CodeResponse>), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(state): State<PresaleState>,
     _: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<Vec<CodeResponse>>> {
@@ -156,7 +156,7 @@ pub async fn list(
     responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoke(
-    State(state): State<AppState>,
+    State(state): State<PresaleState>,
     _: Admin,
     ApiPath((concert, code)): ApiPath<(ConcertId, AccessCodeId)>,
 ) -> ApiResult<StatusCode> {

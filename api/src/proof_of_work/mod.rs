@@ -9,6 +9,7 @@
 //! and one hash.
 
 pub mod routes;
+pub mod state;
 
 use std::collections::BTreeMap;
 
@@ -25,15 +26,14 @@ use crate::error::{ApiError, ErrorCode};
 /// it, before anything else is written: a request refused later (a
 /// duplicate, a full cap) has spent its work all the same.
 pub async fn pay(
-    state: &crate::state::AppState,
+    challenges: &Challenges,
+    pool: &sqlx::MySqlPool,
     headers: &axum::http::HeaderMap,
     user: UserId,
     concert: ConcertId,
 ) -> Result<(), ApiError> {
-    let solved = state
-        .challenges
-        .check(headers.get("proof-of-work"), user, concert)?;
-    let mut conn = state.pool.acquire().await?;
+    let solved = challenges.check(headers.get("proof-of-work"), user, concert)?;
+    let mut conn = pool.acquire().await?;
     match ticket_core::db::spent_challenges::spend(
         &mut conn,
         concert,

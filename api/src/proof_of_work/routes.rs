@@ -7,9 +7,9 @@ use ticket_core::domain::{ConcertId, ProofOfWork};
 use super::CHALLENGE_LIFETIME;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
-use crate::state::AppState;
+use crate::proof_of_work::state::ProofOfWorkState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ProofOfWorkState> {
     Router::new().route("/api/concerts/{id}/challenge", get(challenge))
 }
 
@@ -23,7 +23,7 @@ pub fn router() -> Router<AppState> {
     responses((status = 200, description = "an ALTCHA PoW v2 challenge", body = serde_json::Value),
               (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem)))]
 pub async fn challenge(
-    State(state): State<AppState>,
+    State(state): State<ProofOfWorkState>,
     caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<altcha::Challenge>> {

@@ -26,9 +26,9 @@ use utoipa::ToSchema;
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser, OptionalJson, integral};
-use crate::state::AppState;
+use crate::reservations::state::ReservationsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ReservationsState> {
     Router::new()
         .route("/api/reservations/{id}/confirm", post(confirm))
         .route("/api/reservations/{id}/cancel", post(cancel_by_path))
@@ -72,7 +72,7 @@ pub struct CancelResponse {
               (status = 402, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem), (status = 415, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn confirm(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
     headers: HeaderMap,
@@ -166,7 +166,7 @@ pub async fn confirm(
     responses((status = 200, body = CancelResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 404, body = Problem), (status = 409, body = Problem), (status = 503, body = Problem)))]
 pub async fn cancel_by_path(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<CancelResponse>> {
@@ -180,7 +180,7 @@ pub async fn cancel_by_path(
     responses((status = 200, body = CancelResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn cancel(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiJson(req): ApiJson<CancelRequest>,
 ) -> ApiResult<Json<CancelResponse>> {
@@ -189,7 +189,7 @@ pub async fn cancel(
 }
 
 async fn cancel_reservation(
-    state: &AppState,
+    state: &ReservationsState,
     caller: AuthUser,
     id: ReservationId,
 ) -> ApiResult<Json<CancelResponse>> {
@@ -249,7 +249,7 @@ async fn cancel_reservation(
 /// taken at the box office).
 async fn owed_by(
     tx: &mut MySqlConnection,
-    state: &AppState,
+    state: &ReservationsState,
     caller: AuthUser,
     locked: &LockedReservation,
 ) -> ApiResult<Option<NewPayment>> {

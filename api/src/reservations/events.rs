@@ -25,11 +25,11 @@ use crate::concerts::sale_windows::SaleWindows;
 use crate::error::{ApiResult, Problem};
 use crate::extract::{ApiPath, AuthUser};
 use crate::reservations::line_watch::Progress;
+use crate::reservations::state::ReservationsState;
 use crate::reservations::stream_permits::StreamPermit;
-use crate::state::AppState;
 use std::sync::Arc;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ReservationsState> {
     Router::new().route("/api/reservations/status/{id}/events", get(events))
 }
 
@@ -72,7 +72,7 @@ pub struct PositionEvent {
               (status = 400, body = Problem), (status = 401, body = Problem), (status = 404, body = Problem),
               (status = 429, body = Problem), (status = 503, body = Problem)))]
 pub async fn events(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     headers: HeaderMap,
     ApiPath(id): ApiPath<QueueId>,
@@ -103,7 +103,7 @@ pub async fn events(
         pool: state.pool.clone(),
         row,
         token: caller.token,
-        revocations: state.revocations.clone(),
+        revocations: state.auth.revocations.clone(),
         recheck,
         _permit: permit,
     };

@@ -10,15 +10,16 @@ pub mod events;
 pub mod line_watch;
 pub mod request_rates;
 pub mod routes;
+pub mod state;
 pub mod status;
 pub mod stream_permits;
 pub mod view;
 
 use axum::Router;
 
-use crate::state::AppState;
+use crate::reservations::state::ReservationsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ReservationsState> {
     Router::new()
         .merge(routes::router())
         .merge(events::router())

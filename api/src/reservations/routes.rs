@@ -22,9 +22,9 @@ use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::enqueue_batcher::Queued;
-use crate::state::AppState;
+use crate::reservations::state::ReservationsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<ReservationsState> {
     Router::new()
         .route("/api/reservations", post(enqueue))
         .route("/api/reservations/status/{id}", get(status))
@@ -113,7 +113,7 @@ fn accepted(queued: Queued, replayed: bool) -> Response {
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn enqueue(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     headers: HeaderMap,
     ApiJson(req): ApiJson<ReserveRequest>,
@@ -135,7 +135,8 @@ pub async fn enqueue(
     let terms = state.sales.terms(&state.pool, concert).await?;
     terms.ensure_selling()?;
     if terms.proof_of_work.is_on() {
-        crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
+        crate::proof_of_work::pay(&state.challenges, &state.pool, &headers, caller.id, concert)
+            .await?;
     }
     let order = Order {
         user: caller.id,
@@ -169,7 +170,7 @@ pub async fn enqueue(
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
 /// a seat, seats, a category's best, or an area's places.
 async fn asked(
-    state: &AppState,
+    state: &ReservationsState,
     req: &ReserveRequest,
 ) -> ApiResult<(ConcertId, Asked, Option<(PoolName, u32)>)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
@@ -245,7 +246,7 @@ struct Order {
 /// Queues the request; `(queue id, replayed)`. A new one counts in the
 /// concert's requests per second.
 async fn place(
-    state: &AppState,
+    state: &ReservationsState,
     order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
@@ -259,7 +260,7 @@ async fn place(
 }
 
 async fn place_uncounted(
-    state: &AppState,
+    state: &ReservationsState,
     order: Order,
     key: Option<IdempotencyKey>,
     context: opentelemetry::Context,
@@ -295,7 +296,7 @@ async fn place_uncounted(
     responses((status = 200, body = QueueStatusResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 404, body = Problem)))]
 pub async fn status(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<QueueId>,
 ) -> ApiResult<Json<QueueStatusResponse>> {
@@ -319,7 +320,7 @@ pub async fn status(
     responses((status = 200, body = ReservationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 404, body = Problem)))]
 pub async fn show(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<ReservationResponse>> {
@@ -337,7 +338,7 @@ pub async fn show(
     params(PageQuery),
     responses((status = 200, body = Vec<ReservationResponse>), (status = 400, body = Problem), (status = 401, body = Problem)))]
 pub async fn mine(
-    State(state): State<AppState>,
+    State(state): State<ReservationsState>,
     caller: AuthUser,
     ApiQuery(q): ApiQuery<PageQuery>,
 ) -> ApiResult<Json<Vec<ReservationResponse>>> {

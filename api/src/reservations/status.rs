@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, ErrorCode};
 use crate::extract::AuthUser;
 use crate::reservations::line_watch::Place;
-use crate::state::AppState;
+use crate::reservations::state::ReservationsState;
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -62,7 +62,7 @@ impl LineFields {
     /// Open requests have a place (once the line has been read) and a hint;
     /// lottery requests wait for the opening instead.
     pub(crate) async fn of(
-        state: &AppState,
+        state: &ReservationsState,
         row: &queue::QueueRow,
         lottery_place: Option<u64>,
     ) -> ApiResult<Self> {
@@ -77,7 +77,7 @@ impl LineFields {
 
     /// A lottery request before its sale opens: no place yet.
     pub(crate) async fn waiting(
-        state: &AppState,
+        state: &ReservationsState,
         row: &queue::QueueRow,
     ) -> ApiResult<Option<Self>> {
         if !row.line_key.is_lottery() {

@@ -3,5 +3,6 @@
 //! since a time (what an offline scanner must refuse).
 
 pub mod routes;
+pub mod state;
 
 pub use routes::router;

@@ -14,9 +14,9 @@ use crate::check_in::door_staff::DoorStaff;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, ApiQuery, AuthUser};
 use crate::reservations::view::PlaceView;
-use crate::state::AppState;
+use crate::tickets::state::TicketsState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<TicketsState> {
     Router::new()
         .route("/api/reservations/{id}/tickets", get(of_reservation))
         .route("/api/tickets/{id}/qr.svg", get(qr))
@@ -51,8 +51,8 @@ pub struct TicketResponse {
     gate: Option<String>,
 }
 
-pub fn keys_of(state: &AppState) -> ApiResult<&TicketKeys> {
-    state.ticket_keys.as_deref().ok_or_else(|| {
+pub fn keys_of(keys: Option<&TicketKeys>) -> ApiResult<&TicketKeys> {
+    keys.ok_or_else(|| {
         ApiError::new(
             ErrorCode::TicketsUnavailable,
             "tickets are not set up on this server (TICKET_CODE_KEYS)",
@@ -85,11 +85,11 @@ impl TicketResponse {
     responses((status = 200, body = Vec<TicketResponse>), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 404, body = Problem), (status = 503, body = Problem)))]
 pub async fn of_reservation(
-    State(state): State<AppState>,
+    State(state): State<TicketsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<Vec<TicketResponse>>> {
-    let keys = keys_of(&state)?;
+    let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
     db::reservations::find(&mut conn, id, now)
@@ -113,11 +113,11 @@ pub async fn of_reservation(
               (status = 401, body = Problem), (status = 404, body = Problem), (status = 410, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn qr(
-    State(state): State<AppState>,
+    State(state): State<TicketsState>,
     caller: AuthUser,
     ApiPath(id): ApiPath<TicketId>,
 ) -> ApiResult<impl IntoResponse> {
-    let keys = keys_of(&state)?;
+    let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
     let ticket = db::tickets::find(&mut conn, id)
         .await?
@@ -179,10 +179,10 @@ pub struct PublicKey {
     responses((status = 200, body = KeysResponse), (status = 400, body = Problem), (status = 404, body = Problem),
               (status = 503, body = Problem)))]
 pub async fn keys(
-    State(state): State<AppState>,
+    State(state): State<TicketsState>,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<impl IntoResponse> {
-    let keys = keys_of(&state)?;
+    let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
     db::concerts::find(&mut conn, concert)
         .await?
@@ -235,7 +235,7 @@ const REVOKED_OVERLAP: chrono::TimeDelta = chrono::TimeDelta::seconds(60);
     responses((status = 200, body = RevokedResponse), (status = 400, body = Problem), (status = 401, body = Problem),
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoked(
-    State(state): State<AppState>,
+    State(state): State<TicketsState>,
     staff: DoorStaff,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<RevokedQuery>,

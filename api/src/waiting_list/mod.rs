@@ -3,5 +3,6 @@
 //! as a hold of theirs (the worker's `waiting_list` makes the offers).
 
 pub mod routes;
+pub mod state;
 
 pub use routes::router;

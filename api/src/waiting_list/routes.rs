@@ -17,9 +17,9 @@ use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
 use crate::reservations::alone::take_code;
 use crate::reservations::best::pool_under_line_lock;
 use crate::reservations::view::ReservationResponse;
-use crate::state::AppState;
+use crate::waiting_list::state::WaitingListState;
 
-pub fn router() -> Router<AppState> {
+pub fn router() -> Router<WaitingListState> {
     Router::new()
         .route(
             "/api/concerts/{id}/waiting-list",
@@ -99,7 +99,7 @@ pub struct WaitingListEntryResponse {
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem),
               (status = 409, body = Problem)))]
 pub async fn join(
-    State(state): State<AppState>,
+    State(state): State<WaitingListState>,
     caller: AuthUser,
     headers: HeaderMap,
     ApiPath(concert): ApiPath<ConcertId>,
@@ -143,7 +143,8 @@ pub async fn join(
         }
     }
     if terms.proof_of_work.is_on() {
-        crate::proof_of_work::pay(&state, &headers, caller.id, concert).await?;
+        crate::proof_of_work::pay(&state.challenges, &state.pool, &headers, caller.id, concert)
+            .await?;
     }
     if waiting_list::has_free_seat(&mut conn, concert, wants).await? {
         return Err(ApiError::new(
@@ -198,7 +199,7 @@ pub async fn join(
     params(("id" = u64, Path)),
     responses((status = 204), (status = 401, body = Problem), (status = 404, body = Problem)))]
 pub async fn leave(
-    State(state): State<AppState>,
+    State(state): State<WaitingListState>,
     caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
@@ -218,7 +219,7 @@ pub async fn leave(
     responses((status = 200, body = WaitingListEntryResponse), (status = 401, body = Problem),
               (status = 404, body = Problem)))]
 pub async fn me(
-    State(state): State<AppState>,
+    State(state): State<WaitingListState>,
     caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<WaitingListEntryResponse>> {
@@ -302,7 +303,7 @@ pub struct ListedEntryResponse {
     responses((status = 200, body = Vec<ListedEntryResponse>), (status = 400, body = Problem),
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn list(
-    State(state): State<AppState>,
+    State(state): State<WaitingListState>,
     _: Admin,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<ListPage>,

@@ -20,12 +20,13 @@ use axum::routing::get;
 
 use crate::cached_body::CachedBody;
 use crate::error::{ApiError, ErrorCode};
-use crate::state::AppState;
 
 pub use csp::content_security_policy;
 
 /// The page, under the policy that `stripe` (when payments are on) calls for.
-pub fn router(stripe: Option<&ticket_core::payments::Stripe>) -> Router<AppState> {
+pub fn router<S: Clone + Send + Sync + 'static>(
+    stripe: Option<&ticket_core::payments::Stripe>,
+) -> Router<S> {
     let policy = Arc::new(content_security_policy(stripe));
     let for_assets = policy.clone();
     Router::new()

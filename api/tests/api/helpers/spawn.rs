@@ -103,7 +103,7 @@ pub fn test_settings(admin: Option<(NickName, Password)>, limits: LimitSettings)
         max_concurrent_hashes: 0,
         limits,
         enqueue_writers: 1,
-        client_address_header: Some(ticket_api::state::ProxyHeader {
+        client_address_header: Some(ticket_api::extract::ProxyHeader {
             name: axum::http::HeaderName::from_static("x-forwarded-for"),
             trusted_proxies: 1,
         }),
