@@ -117,25 +117,6 @@ pub async fn of_requests(
         .collect())
 }
 
-/// The seats each of `users` asks for by count in open requests.
-pub async fn open_seats_of_users(
-    conn: &mut MySqlConnection,
-    users: &[UserId],
-) -> Result<Vec<(UserId, u64)>, sqlx::Error> {
-    let Some(list) = IdList::of(users) else {
-        return Ok(Vec::new());
-    };
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT user_id, CAST(seat_count AS UNSIGNED) FROM request_pools FORCE INDEX (uq_request_pools_open) \
-         WHERE open_pool IS NOT NULL AND user_id IN ({list})"
-    )));
-    select
-        .bind_ids(&list)
-        .fetch_all(conn)
-        .traced("SELECT", "request_pools")
-        .await
-}
-
 /// The fan's open request for `pool` of `concert`, if any (what a
 /// QUEUE_DUPLICATED answer points to).
 pub async fn find_open(

@@ -56,40 +56,31 @@ pub async fn insert(
         .rows_affected())
 }
 
-/// Every open seat of `users`: (user, seat, the request that has it open).
-/// Through (user, open seat): statistics taken while few requests were open
-/// made the optimizer read every open request through the seats' line.
-pub async fn open_of_users(
-    conn: &mut MySqlConnection,
-    users: &[UserId],
-) -> Result<Vec<(UserId, SeatId, QueueId)>, sqlx::Error> {
-    let Some(list) = IdList::of(users) else {
-        return Ok(Vec::new());
-    };
-    let select = sqlx::query_as(AssertSqlSafe(format!(
-        "SELECT user_id, seat_id, queue_id FROM request_seats FORCE INDEX (uq_request_seats_open) \
-         WHERE open_seat_id IS NOT NULL AND user_id IN ({list})"
-    )));
-    select
-        .bind_ids(&list)
-        .fetch_all(conn)
-        .traced("SELECT", "request_seats")
-        .await
-}
-
-/// How many open seats each of `users` has; users without any are absent.
+/// How many open seats each of `users` has, by seat or by count (users
+/// without any may be absent). One statement, a subquery of each kind per
+/// user: the group writer reads it holding its concert's line, so a second
+/// round trip would lengthen every group's turn.
 pub async fn open_counts(
     conn: &mut MySqlConnection,
     users: &[UserId],
 ) -> Result<HashMap<UserId, u64>, sqlx::Error> {
-    let mut counts = HashMap::new();
-    for (user, ..) in open_of_users(conn, users).await? {
-        *counts.entry(user).or_default() += 1;
-    }
-    for (user, seats) in super::request_pools::open_seats_of_users(conn, users).await? {
-        *counts.entry(user).or_default() += seats;
-    }
-    Ok(counts)
+    let Some(list) = IdList::of(users) else {
+        return Ok(HashMap::new());
+    };
+    let select = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT u.id, CAST( \
+            (SELECT COUNT(*) FROM request_seats s FORCE INDEX (uq_request_seats_open) \
+              WHERE s.user_id = u.id AND s.open_seat_id IS NOT NULL) \
+          + (SELECT COALESCE(SUM(p.seat_count), 0) FROM request_pools p FORCE INDEX (uq_request_pools_open) \
+              WHERE p.user_id = u.id AND p.open_pool IS NOT NULL) AS UNSIGNED) \
+           FROM users u WHERE u.id IN ({list})"
+    )));
+    let rows: Vec<(UserId, u64)> = select
+        .bind_ids(&list)
+        .fetch_all(conn)
+        .traced("SELECT", "request_seats")
+        .await?;
+    Ok(rows.into_iter().filter(|(_, open)| *open > 0).collect())
 }
 
 /// The user's open request that names any of `seats`, if any (what a
