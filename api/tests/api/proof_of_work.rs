@@ -157,3 +157,40 @@ async fn without_proof_of_work_nothing_is_asked() {
     bad.assert_problem(400, "VALIDATION_ERROR");
     assert_eq!(bad.error_fields(), ["proofOfWork"]);
 }
+
+/// A request by count pays as a request by seat does: refused without a
+/// solution, taken with one, the solution spent.
+#[tokio::test]
+async fn a_request_by_count_pays_with_a_solved_challenge_once() {
+    let app = spawn_app().await;
+    let concert = app
+        .concert(json!({
+            "rows": 1, "seatsPerRow": 6, "proofOfWork": 1,
+            "categories": [{"name": "Standard", "price": 0, "currency": "EUR"}],
+        }))
+        .await["id"]
+        .as_u64()
+        .unwrap();
+    let (_, alice) = app.user("alice").await;
+    let ask = |proof: Option<String>| {
+        let mut request = app
+            .client
+            .post(format!("{}/api/reservations", app.base))
+            .bearer_auth(&alice)
+            .json(&json!({"concertId": concert, "category": "Standard", "count": 2}));
+        if let Some(proof) = proof {
+            request = request.header("Proof-Of-Work", proof);
+        }
+        async move { TestApp::reply(request.send().await.unwrap()).await }
+    };
+    ask(None).await.assert_problem(400, "CHALLENGE_REQUIRED");
+    assert_eq!(app.count("reservation_queue").await, 0);
+    let proof = solved(&challenge(&app, &alice, concert).await);
+    ask(Some(proof.clone())).await.assert_status(201);
+    app.drain().await;
+    // Spent: the same solution again is refused.
+    ask(Some(proof))
+        .await
+        .assert_problem(400, "CHALLENGE_INVALID");
+    assert_eq!(app.count("reservation_queue").await, 1);
+}
