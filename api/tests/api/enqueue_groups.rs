@@ -34,6 +34,21 @@ fn order(user: UserId, seats: &[SeatId]) -> NewRequest {
     }
 }
 
+/// Writes `group` as the batcher does, in a transaction of its own.
+async fn write_group(app: &crate::helpers::TestApp, group: &[NewRequest]) -> queue::Enqueued {
+    let mut conn = app.pool.acquire().await.unwrap();
+    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
+    let written = queue::enqueue_many(
+        &mut tx,
+        group,
+        queue::GroupTime::at(queue::GroupClock::new().after(ticket_core::testing::now())),
+    )
+    .await
+    .unwrap();
+    tx.commit().await.unwrap();
+    written
+}
+
 /// `count` of the category named `name` in `concert`, as the API read its
 /// position (`pool`) before the group locked the line.
 fn by_count(
@@ -124,17 +139,7 @@ async fn a_group_writes_requests_by_count_and_keyed_ones_beside_exact_seats() {
         keyed(in_concert(request(alice, seats[9])), "k-1"),
         keyed(in_concert(request(alice, seats[10])), "k-1"), // the key again
     ];
-    let mut conn = app.pool.acquire().await.unwrap();
-    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let clock = queue::GroupClock::new();
-    let written = queue::enqueue_many(
-        &mut tx,
-        &group,
-        queue::GroupTime::at(clock.after(ticket_core::testing::now())),
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    let written = write_group(&app, &group).await;
     let o = &written.outcomes;
     let (Outcome::Queued(bobs_vip), Outcome::Queued(bobs_seat), Outcome::Queued(alices_keyed)) =
         (o[1], o[5], o[6])
@@ -224,16 +229,7 @@ async fn a_group_refuses_its_bad_requests_alone_and_writes_the_rest() {
         request(gone, seats[2]),         // deleted since its token was issued
         request(alice, seats[3]),
     ];
-    let clock = queue::GroupClock::new();
-    let mut tx = sqlx::Connection::begin(&mut *conn).await.unwrap();
-    let written = queue::enqueue_many(
-        &mut tx,
-        &group,
-        queue::GroupTime::at(clock.after(ticket_core::testing::now())),
-    )
-    .await
-    .unwrap();
-    tx.commit().await.unwrap();
+    let written = write_group(&app, &group).await;
     let o = &written.outcomes;
     let (Outcome::Queued(bobs), Outcome::Queued(alices)) = (o[1], o[5]) else {
         panic!("{o:?}")

@@ -10,7 +10,7 @@ use ticket_worker::holds::HoldSweeper;
 use tokio::sync::Barrier;
 
 use crate::helpers::{
-    Reply, TestApp, concert_with, executable, order, spawn_app, start_server_with,
+    Reply, TestApp, concert_with, executable, order, send_all_at_once, spawn_app, start_server_with,
 };
 
 /// The seats `user` holds (before the hold's end) or has confirmed.
@@ -316,27 +316,19 @@ async fn one_fans_requests_by_count_through_two_instances_never_pass_the_cap() {
             json!({"concertId": concert, "category": "Circle", "count": 2}),
             json!({"concertId": concert, "area": "Floor", "count": 2}),
         ];
-        let barrier = Arc::new(Barrier::new(asks.len()));
-        let sends: Vec<_> = asks
+        let sends = asks
             .into_iter()
             .enumerate()
             .map(|(i, ask)| {
                 let app = if i % 2 == 0 { &here } else { &there };
-                let request = app
-                    .client
+                app.client
                     .post(format!("{}/api/reservations", app.base))
                     .bearer_auth(&fan)
-                    .json(&ask);
-                let barrier = barrier.clone();
-                tokio::spawn(async move {
-                    barrier.wait().await;
-                    TestApp::reply(request.send().await.unwrap()).await
-                })
+                    .json(&ask)
             })
             .collect();
         let mut queued = Vec::new();
-        for send in sends {
-            let reply = send.await.unwrap();
+        for reply in send_all_at_once(sends).await {
             match reply.status.as_u16() {
                 201 => queued.push(reply.body["queueId"].as_u64().unwrap()),
                 _ => {

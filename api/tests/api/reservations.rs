@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use ticket_worker::Mode;
 use tokio::sync::Barrier;
 
-use crate::helpers::{TestApp, spawn_app, start_server_with};
+use crate::helpers::{TestApp, send_all_at_once, spawn_app, start_server_with};
 
 #[tokio::test]
 async fn a_request_is_queued_then_decided() {
@@ -294,27 +294,19 @@ async fn one_key_sent_at_once_to_two_instances_is_one_request_by_seat_or_by_coun
             0 => json!({"seatId": seat}),
             _ => best(1),
         };
-        let barrier = Arc::new(Barrier::new(8));
-        let sends: Vec<_> = (0..8)
+        let sends = (0..8)
             .map(|i| {
                 let app = if i % 2 == 0 { &here } else { &there };
-                let request = app
-                    .client
+                app.client
                     .post(format!("{}/api/reservations", app.base))
                     .bearer_auth(&token)
                     .header("Idempotency-Key", &key)
-                    .json(&body);
-                let barrier = barrier.clone();
-                tokio::spawn(async move {
-                    barrier.wait().await;
-                    TestApp::reply(request.send().await.unwrap()).await
-                })
+                    .json(&body)
             })
             .collect();
         let mut ids = std::collections::HashSet::new();
         let mut replayed = 0;
-        for send in sends {
-            let reply = send.await.unwrap();
+        for reply in send_all_at_once(sends).await {
             ids.insert(reply.assert_status(201)["queueId"].as_u64().unwrap());
             replayed += usize::from(reply.headers.contains_key("idempotent-replayed"));
         }

@@ -248,31 +248,16 @@ impl TestApp {
     /// Sends every `(token, body)` reservation request at the same moment;
     /// the replies in the order given.
     pub async fn request_all_at_once(&self, requests: Vec<(String, Value)>) -> Vec<Reply> {
-        let barrier = Arc::new(Barrier::new(requests.len()));
-        let tasks: Vec<_> = requests
+        let built = requests
             .into_iter()
             .map(|(token, body)| {
-                let client = self.client.clone();
-                let url = format!("{}/api/reservations", self.base);
-                let barrier = barrier.clone();
-                tokio::spawn(async move {
-                    barrier.wait().await;
-                    let response = client
-                        .post(url)
-                        .bearer_auth(token)
-                        .json(&body)
-                        .send()
-                        .await
-                        .unwrap();
-                    TestApp::reply(response).await
-                })
+                self.client
+                    .post(format!("{}/api/reservations", self.base))
+                    .bearer_auth(token)
+                    .json(&body)
             })
             .collect();
-        let mut replies = Vec::new();
-        for task in tasks {
-            replies.push(task.await.unwrap());
-        }
-        replies
+        send_all_at_once(built).await
     }
 
     /// As many new users as `seats`, each asking for one of them, all at
@@ -373,4 +358,25 @@ impl TestApp {
                 .unwrap();
         rows.into_iter().collect()
     }
+}
+
+/// Sends every request at the same moment (to any instances); the replies
+/// in the order given.
+pub async fn send_all_at_once(requests: Vec<reqwest::RequestBuilder>) -> Vec<Reply> {
+    let barrier = Arc::new(Barrier::new(requests.len()));
+    let tasks: Vec<_> = requests
+        .into_iter()
+        .map(|request| {
+            let barrier = barrier.clone();
+            tokio::spawn(async move {
+                barrier.wait().await;
+                TestApp::reply(request.send().await.unwrap()).await
+            })
+        })
+        .collect();
+    let mut replies = Vec::new();
+    for task in tasks {
+        replies.push(task.await.unwrap());
+    }
+    replies
 }

@@ -14,7 +14,7 @@ mod workers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
 #[allow(unused_imports)]
-pub use data::{concert_with, order, won};
+pub use data::{concert_with, order, send_all_at_once, won};
 #[allow(unused_imports)]
 pub use http::*;
 #[allow(unused_imports)]
