@@ -26,7 +26,7 @@ pub(super) async fn place(
     let mut conn = pool.acquire().await?;
     let key = request.key.clone();
     if let Some(key) = &key
-        && let Some(replayed) = replay(&mut conn, &request, key).await?
+        && let Some(replayed) = replay(&mut conn, request.user, &request.asked, key).await?
     {
         return Ok((replayed, true));
     }
@@ -56,7 +56,8 @@ pub(super) async fn place(
                 // key it broke): answer as the first, if it was the same request.
                 if let Some(key) = &key
                     && db::violated_unique_key(&e).is_some()
-                    && let Some(replayed) = replay(&mut conn, &request, key).await?
+                    && let Some(replayed) =
+                        replay(&mut conn, request.user, &request.asked, key).await?
                 {
                     return Ok((replayed, true));
                 }
@@ -129,17 +130,18 @@ async fn write(
     Ok(Ok(Queued::new(id, line)))
 }
 
-/// The request written before with `key`, if the same request; 409
+/// The request `user` wrote before with `key`, if it asked the same; 409
 /// IDEMPOTENCY_KEY_REUSED when the key named other seats.
-async fn replay(
+pub(super) async fn replay(
     conn: &mut sqlx::MySqlConnection,
-    request: &queue::NewRequest,
+    user: UserId,
+    asked: &Asked,
     key: &IdempotencyKey,
 ) -> ApiResult<Option<Queued>> {
-    let Some(original) = queue::find_by_idempotency_key(conn, request.user, key).await? else {
+    let Some(original) = queue::find_by_idempotency_key(conn, user, key).await? else {
         return Ok(None);
     };
-    let same = match &request.asked {
+    let same = match asked {
         Asked::Seats(seats) => {
             let named = request_seats::of_requests(conn, &[original.id]).await?;
             named.get(&original.id).map(Vec::as_slice) == Some(seats.as_slice())

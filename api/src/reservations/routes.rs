@@ -18,6 +18,7 @@ use utoipa::ToSchema;
 use super::alone;
 use super::status::{LineFields, QueueStatusResponse, own_request};
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
+use crate::concerts::sale_windows::SaleTerms;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
@@ -129,20 +130,30 @@ pub async fn enqueue(
         Some(Ok(code)) => Some(code),
         Some(Err(_)) => return Err(ApiError::access_code_invalid()),
     };
-    let (concert, asked, named) = asked(&state, &req).await?;
+    let (concert, asked, named, terms) = asked(&state, &req).await?;
     // Whether the sale takes the request yet, and in the lottery or behind
     // the line, is decided when it is written, by the database's clock.
-    let terms = state.sales.terms(&state.pool, concert).await?;
-    terms.ensure_selling()?;
-    if terms.proof_of_work.is_on() {
-        crate::proof_of_work::pay(&state.challenges, &state.pool, &headers, caller.id, concert)
-            .await?;
+    let terms = match terms {
+        Some(terms) => terms,
+        None => state.sales.terms(&state.pool, concert).await?,
+    };
+    let admitted = async {
+        terms.ensure_selling()?;
+        if terms.proof_of_work.is_on() {
+            crate::proof_of_work::pay(&state.challenges, &state.pool, &headers, caller.id, concert)
+                .await?;
+        }
+        Ok::<_, ApiError>(())
+    };
+    if let Err(refused) = admitted.await {
+        return replayed_or(&state, caller.id, &asked, key.as_ref(), refused).await;
     }
     let order = Order {
         user: caller.id,
         concert,
         asked,
         named,
+        pools_version: terms.pools_version,
         sale: terms.window,
         max_seats_per_user: terms.max_seats_per_user,
         access_code,
@@ -167,12 +178,34 @@ pub async fn enqueue(
     placed.map(|(queued, replayed)| accepted(queued, replayed))
 }
 
+/// A request refused before it is written (its show cancelled since, its
+/// proof of work spent) may be a client's retry of one taken before with
+/// its key: that one is answered again, as a replay always is; else the
+/// refusal.
+async fn replayed_or(
+    state: &ReservationsState,
+    user: UserId,
+    asked: &Asked,
+    key: Option<&IdempotencyKey>,
+    refused: ApiError,
+) -> ApiResult<Response> {
+    let Some(key) = key else {
+        return Err(refused);
+    };
+    let mut conn = state.pool.acquire().await?;
+    match alone::replay(&mut conn, user, asked, key).await? {
+        Some(queued) => Ok(accepted(queued, true)),
+        None => Err(refused),
+    }
+}
+
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
-/// a seat, seats, a category's best, or an area's places.
+/// a seat, seats, a category's best, or an area's places. A request by
+/// count comes with its concert's terms, read to name its pool.
 async fn asked(
     state: &ReservationsState,
     req: &ReserveRequest,
-) -> ApiResult<(ConcertId, Asked, Option<(PoolName, u32)>)> {
+) -> ApiResult<(ConcertId, Asked, Option<PoolName>, Option<SaleTerms>)> {
     let by_count = req.count.is_some() || req.allow_split.is_some();
     let pool = match (&req.category, &req.area) {
         (Some(category), None) => Some(PoolName::Category(category.clone())),
@@ -186,7 +219,7 @@ async fn asked(
             .into());
         }
     };
-    let mut pools_version = 0;
+    let mut read_terms = None;
     let (concert, asked) = match (req.seat_id, &req.seat_ids, &pool) {
         (Some(seat), None, None) if !by_count => {
             let seats = SeatIds::one(SeatId(seat));
@@ -212,7 +245,7 @@ async fn asked(
                 return Err(ApiError::concert_not_found());
             };
             let ask = super::best::ask(&terms, pool, count, split)?;
-            pools_version = terms.pools_version;
+            read_terms = Some(terms);
             (concert, Asked::Best(ask))
         }
         _ => {
@@ -226,7 +259,7 @@ async fn asked(
     if req.concert_id.is_some_and(|c| c != concert.get()) {
         return Err(FieldError::new("concertId", "is not the concert of these seats").into());
     }
-    Ok((concert, asked, pool.map(|named| (named, pools_version))))
+    Ok((concert, asked, pool, read_terms))
 }
 
 /// What a caller asks for, checked.
@@ -234,10 +267,11 @@ struct Order {
     user: UserId,
     concert: ConcertId,
     asked: Asked,
-    /// The category or area a request by count named, and the concert's
-    /// pools version its position was read at (named again where it is
-    /// written if that moved).
-    named: Option<(PoolName, u32)>,
+    /// The category or area a request by count named (named again where
+    /// it is written if the concert's pools moved since `pools_version`).
+    named: Option<PoolName>,
+    /// The concert's pools version its terms were read at.
+    pools_version: u32,
     sale: SaleWindow,
     max_seats_per_user: MaxSeatsPerUser,
     access_code: Option<AccessCode>,
@@ -269,8 +303,8 @@ async fn place_uncounted(
         user: order.user,
         concert: order.concert,
         asked: order.asked,
-        pools_version: order.named.as_ref().map_or(0, |(_, version)| *version),
-        named: order.named.map(|(named, _)| named),
+        named: order.named,
+        pools_version: order.pools_version,
         key,
         sale: order.sale,
         draw: LineKey::draw(),

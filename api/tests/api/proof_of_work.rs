@@ -194,3 +194,45 @@ async fn a_request_by_count_pays_with_a_solved_challenge_once() {
         .assert_problem(400, "CHALLENGE_INVALID");
     assert_eq!(app.count("reservation_queue").await, 1);
 }
+
+/// A careful client's retry (same `Idempotency-Key`, same body, the same
+/// spent solution) is answered with the request it already has, not
+/// refused for its work; and so after the show was cancelled meanwhile.
+#[tokio::test]
+async fn a_keyed_retry_is_replayed_though_its_work_is_spent_or_its_show_cancelled() {
+    let app = spawn_app().await;
+    let (concert, seats) = app
+        .concert_and_seats(json!({"rows": 1, "seatsPerRow": 2, "proofOfWork": 1}))
+        .await;
+    let (_, alice) = app.user("alice").await;
+    let proof = solved(&challenge(&app, &alice, concert).await);
+    let send = |proof: &str| {
+        let request = app
+            .client
+            .post(format!("{}/api/reservations", app.base))
+            .bearer_auth(&alice)
+            .header("Idempotency-Key", "retry-1")
+            .header("Proof-Of-Work", proof)
+            .json(&json!({"seatIds": [seats[0]]}));
+        async move { TestApp::reply(request.send().await.unwrap()).await }
+    };
+    let first = send(&proof).await;
+    let queue_id = first.assert_status(201)["queueId"].clone();
+    let again = send(&proof).await;
+    assert_eq!(again.assert_status(201)["queueId"], queue_id);
+    assert_eq!(again.headers.get("idempotent-replayed").unwrap(), "true");
+    app.post(
+        &format!("/api/concerts/{concert}/cancel"),
+        Some(&app.admin_token),
+        json!({"reason": "the band is ill"}),
+    )
+    .await
+    .assert_status(202);
+    let after = send(&proof).await;
+    assert_eq!(after.assert_status(201)["queueId"], queue_id);
+    // Without a key there is nothing to replay: the refusal stands.
+    order(&app, &alice, seats[0], Some(&proof))
+        .await
+        .assert_problem(409, "CONCERT_CANCELLED");
+    assert_eq!(app.count("reservation_queue").await, 1);
+}

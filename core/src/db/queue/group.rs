@@ -69,9 +69,8 @@ pub async fn enqueue_many(
         let concerts = group.concerts();
         let versions = crate::db::line::lock_lines(conn, &concerts).await?;
         group.name_pools(conn, &versions).await?;
-        let seats = group.seats();
         if group.written.iter().any(|&i| requests[i].seats().len() > 1) {
-            crate::db::seats::share_all(conn, &seats).await?;
+            crate::db::seats::share_all(conn, &group.seats()).await?;
         }
         let settled = group.write(conn, &concerts).await?;
         Ok(group.finish(settled))
