@@ -10,7 +10,7 @@ use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db;
-use ticket_core::domain::{FieldError, MaxSeatsPerUser, QueueId, SaleWindow};
+use ticket_core::domain::{FieldError, MaxSeatsPerUser, Permission, QueueId, SaleWindow};
 use utoipa::ToSchema;
 
 use crate::fresh_cache::Unanswered;
@@ -129,6 +129,15 @@ pub enum ErrorCode {
     CategoriesInUse,
     /// The concert has no seating plan (its seats are rows × seatsPerRow).
     SeatingPlanNotFound,
+    /// The caller's role on the organizer does not give the permission the
+    /// route needs (named in `permission`).
+    PermissionRequired,
+    /// No organizer of that id the caller may see.
+    OrganizerNotFound,
+    /// Another organizer has this slug.
+    OrganizerSlugDuplicated,
+    /// The change would leave the organizer without an owner.
+    LastOwner,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -153,9 +162,8 @@ impl ErrorCode {
             PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Forbidden | AccessCodeRequired | AccessCodeInvalid | RefundNotAllowed => {
-                StatusCode::FORBIDDEN
-            }
+            Forbidden | PermissionRequired | AccessCodeRequired | AccessCodeInvalid
+            | RefundNotAllowed => StatusCode::FORBIDDEN,
             RouteNotFound
             | UserNotFound
             | ConcertNotFound
@@ -168,7 +176,8 @@ impl ErrorCode {
             | ScannerNotFound
             | PaymentsNotConfigured
             | RefundNotFound
-            | SeatingPlanNotFound => StatusCode::NOT_FOUND,
+            | SeatingPlanNotFound
+            | OrganizerNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -194,7 +203,9 @@ impl ErrorCode {
             | TicketNotRefundable
             | SeatsAlreadyRequested
             | AreasAlreadyRequested
-            | CategoriesInUse => StatusCode::CONFLICT,
+            | CategoriesInUse
+            | OrganizerSlugDuplicated
+            | LastOwner => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -266,6 +277,10 @@ pub struct Problem {
     /// With `ALREADY_CHECKED_IN`: the gate it was admitted at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub gate: Option<String>,
+    /// With `PERMISSION_REQUIRED`: the permission the route needs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, example = "REFUND")]
+    pub permission: Option<&'static str>,
 }
 
 #[derive(Debug)]
@@ -293,6 +308,8 @@ enum Extra {
     UserLimit(MaxSeatsPerUser, u64),
     /// An `ALREADY_CHECKED_IN`'s admission: when, and at which gate.
     CheckedIn(DateTime<Utc>, Option<String>),
+    /// A `PERMISSION_REQUIRED`'s permission.
+    Permission(Permission),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -367,6 +384,23 @@ impl ApiError {
         }
     }
 
+    /// 403 `PERMISSION_REQUIRED`: the caller's role lacks `permission`.
+    pub fn permission_required(permission: Permission) -> Self {
+        Self {
+            extra: Extra::Permission(permission),
+            ..Self::new(
+                ErrorCode::PermissionRequired,
+                format!(
+                    "this action needs the permission {permission}, which your role does not give"
+                ),
+            )
+        }
+    }
+
+    pub fn organizer_not_found() -> Self {
+        Self::new(ErrorCode::OrganizerNotFound, "no such organizer")
+    }
+
     pub fn forbidden() -> Self {
         Self::new(ErrorCode::Forbidden, "you may not act on this resource")
     }
@@ -417,6 +451,10 @@ impl From<sqlx::Error> for ApiError {
             Some("uq_request_seats_open") => Some((
                 ErrorCode::QueueDuplicated,
                 "you already have a pending request for this seat",
+            )),
+            Some("uq_organizers_slug") => Some((
+                ErrorCode::OrganizerSlugDuplicated,
+                "another organizer has this slug",
             )),
             Some("uq_waiting_list_waiting") => Some((
                 ErrorCode::AlreadyOnWaitingList,
@@ -472,8 +510,12 @@ impl IntoResponse for ApiError {
                 tracing::warn!(code = ?self.code, error = format!("{source:#}"), "request failed");
             }
         }
+        let permission = match self.extra {
+            Extra::Permission(p) => Some(p.as_str()),
+            _ => None,
+        };
         let (queue_id, sale, user_limit, retry_after, checked_in) = match self.extra {
-            Extra::None => (None, None, None, None, None),
+            Extra::None | Extra::Permission(_) => (None, None, None, None, None),
             Extra::RetryAfter(seconds) => (None, None, None, Some(seconds), None),
             Extra::Queued(id) => (Some(id), None, None, None, None),
             Extra::Sale(sale) => (None, Some(sale), None, None, None),
@@ -495,6 +537,7 @@ impl IntoResponse for ApiError {
             seats_taken: user_limit.map(|(_, taken)| taken),
             checked_in_at,
             gate,
+            permission,
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();

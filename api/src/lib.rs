@@ -13,6 +13,7 @@ pub mod fresh_cache;
 pub mod health;
 pub mod middleware;
 pub mod openapi;
+pub mod organizers;
 pub mod payments;
 pub mod presale;
 pub mod proof_of_work;

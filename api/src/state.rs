@@ -19,6 +19,7 @@ use crate::middleware::Gate;
 use crate::middleware::limits::Limits;
 use crate::middleware::metrics::ApiMetrics;
 use crate::middleware::observation::Observed;
+use crate::organizers::state::OrganizersState;
 use crate::payments::state::PaymentsState;
 use crate::presale::state::PresaleState;
 use crate::proof_of_work::state::ProofOfWorkState;
@@ -175,6 +176,15 @@ impl FromRef<AppState> for PaymentsState {
             stripe: app.stripe.clone(),
             sales: app.sales.clone(),
             client_addresses: app.client_addresses(),
+        }
+    }
+}
+
+impl FromRef<AppState> for OrganizersState {
+    fn from_ref(app: &AppState) -> Self {
+        Self {
+            pool: app.pool.clone(),
+            auth: app.auth(),
         }
     }
 }

@@ -1,39 +1,54 @@
 //! Who may check people in: a scanner of the concert (its own bearer
-//! token, made by an admin, good for check-ins and the revoked list of that
-//! concert only), or an admin.
+//! token, made by its organizer's staff, good for check-ins and the revoked
+//! list of that concert only), or a member whose role gives CHECK_IN on the
+//! concert's organizer (or the platform's admin).
 
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::request::Parts;
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, ScannerId};
+use ticket_core::domain::{ConcertId, Permission, ScannerId};
 
 use crate::error::{ApiError, ErrorCode};
 use crate::extract::{Auth, AuthUser, bearer};
+use crate::organizers::access::{On, permit_on};
 
 use super::known_scanners::{TOKEN_PREFIX, token_hash};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum DoorStaff {
-    Scanner { id: ScannerId, concert: ConcertId },
-    Admin,
+    Scanner {
+        id: ScannerId,
+        concert: ConcertId,
+    },
+    /// A person logged in: an organizer's member or the platform's admin.
+    Member(AuthUser),
 }
 
 impl DoorStaff {
-    /// A scanner works the door of its own concert only.
-    pub fn ensure_concert(self, concert: ConcertId) -> Result<(), ApiError> {
+    /// A scanner works the door of its own concert only; a member, the
+    /// doors their role gives CHECK_IN on.
+    pub async fn ensure_concert(
+        self,
+        pool: &sqlx::MySqlPool,
+        concert: ConcertId,
+    ) -> Result<(), ApiError> {
         match self {
             Self::Scanner { concert: own, .. } if own != concert => Err(ApiError::new(
                 ErrorCode::Forbidden,
                 "this scanner works another concert's door",
             )),
-            _ => Ok(()),
+            Self::Scanner { .. } => Ok(()),
+            Self::Member(user) => {
+                permit_on(pool, user, On::Concert(concert), Permission::CheckIn).await?;
+                Ok(())
+            }
         }
     }
 
     pub fn scanner(self) -> Option<ScannerId> {
         match self {
             Self::Scanner { id, .. } => Some(id),
-            Self::Admin => None,
+            Self::Member(_) => None,
         }
     }
 }
@@ -75,8 +90,10 @@ where
             });
         }
         let user = AuthUser::from_request_parts(parts, state).await?;
-        if user.is_admin() {
-            Ok(Self::Admin)
+        // A fan is refused before the body is read, as before organizers.
+        let mut conn = Scanners::from_ref(state).pool.acquire().await?;
+        if user.is_admin() || db::organizers::is_member(&mut conn, user.id).await? {
+            Ok(Self::Member(user))
         } else {
             Err(ApiError::forbidden())
         }

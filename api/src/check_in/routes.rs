@@ -59,7 +59,7 @@ pub async fn check_in(
     ApiJson(req): ApiJson<CheckInRequest>,
 ) -> ApiResult<Json<Admission>> {
     let gate = gate_of(&req.gate)?;
-    let identity = match verdict::verified(&state, staff, &req.code) {
+    let identity = match verdict::verified(&state, staff, &req.code).await {
         Ok(identity) => identity,
         Err(refused) => {
             state
@@ -217,7 +217,7 @@ pub async fn check_in_batch(
             results.push(result);
             continue;
         }
-        let Ok(identity) = verdict::verified(&state, staff, &raw.code) else {
+        let Ok(identity) = verdict::verified(&state, staff, &raw.code).await else {
             results.push(result);
             continue;
         };

@@ -10,13 +10,14 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, ScannerId};
+use ticket_core::domain::{ConcertId, Permission, ScannerId};
 use utoipa::ToSchema;
 
 use super::known_scanners::{TOKEN_PREFIX, token_hash};
 use crate::check_in::state::CheckInState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, AuthUser};
+use crate::organizers::access::{On, permit_on};
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -78,10 +79,17 @@ impl From<db::check_ins::ScannerRow> for ScannerResponse {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn create_scanner(
     State(state): State<CheckInState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CreateScannerRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageScanners,
+    )
+    .await?;
     let name = ticket_core::domain::parse_text("name", &req.name, 80)?;
     let mut seed = [0u8; 32];
     getrandom::getrandom(&mut seed).map_err(|e| ApiError::internal(anyhow::anyhow!("{e}")))?;
@@ -116,9 +124,16 @@ pub async fn create_scanner(
               (status = 403, body = Problem)))]
 pub async fn list_scanners(
     State(state): State<CheckInState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<Vec<ScannerResponse>>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageScanners,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     let scanners = db::check_ins::scanners_of(&mut conn, concert).await?;
     Ok(Json(scanners.into_iter().map(Into::into).collect()))
@@ -131,9 +146,16 @@ pub async fn list_scanners(
               (status = 404, body = Problem)))]
 pub async fn revoke_scanner(
     State(state): State<CheckInState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath((concert, scanner)): ApiPath<(ConcertId, ScannerId)>,
 ) -> ApiResult<StatusCode> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageScanners,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
     if !db::check_ins::revoke_scanner(&mut conn, concert, scanner, now).await? {

@@ -10,8 +10,8 @@ use ticket_core::domain::price::CategoryInput;
 use ticket_core::domain::standing_area::AreaInput;
 use ticket_core::domain::{
     ConcertDate, ConcertTitle, FieldError, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OfferDuration, OpensAt, PresaleStartsAt, PriceCategories, ProofOfWork,
-    RefundableUntil, SeatLayout, StandingAreas, Venue, VenueTimeZone, keep,
+    MaxSeatsPerUser, OfferDuration, OpensAt, OrganizerId, PresaleStartsAt, PriceCategories,
+    ProofOfWork, RefundableUntil, SeatLayout, StandingAreas, Venue, VenueTimeZone, keep,
 };
 use utoipa::ToSchema;
 
@@ -20,6 +20,10 @@ use crate::extract::integral;
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct CreateConcertRequest {
+    /// The organizer that runs it. Absent: the caller's one organizer (the
+    /// platform's admin: the installation's first organizer).
+    #[serde(default, deserialize_with = "integral::optional")]
+    organizer_id: Option<u64>,
     #[schema(
         min_length = 1,
         max_length = 200,
@@ -283,6 +287,7 @@ fn categories(
 
 /// A valid new concert.
 pub struct NewConcert {
+    pub(super) organizer: Option<OrganizerId>,
     pub(super) title: ConcertTitle,
     pub(super) venue: Venue,
     pub(super) date: ConcertDate,
@@ -299,6 +304,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
 
     fn try_from(req: CreateConcertRequest) -> Result<Self, Self::Error> {
         let mut errors = Vec::new();
+        let organizer = req.organizer_id.map(OrganizerId);
         // Missing ones are field errors like any other, all at once.
         let title = keep(
             required("title", req.title.as_deref()).and_then(ConcertTitle::parse),
@@ -404,6 +410,7 @@ impl TryFrom<CreateConcertRequest> for NewConcert {
                 Some(presale_starts_at),
                 Some(refundable_until),
             ) if errors.is_empty() => Ok(Self {
+                organizer,
                 title,
                 venue,
                 date,

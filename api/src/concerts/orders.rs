@@ -7,12 +7,13 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db;
-use ticket_core::domain::{ConcertId, FieldError};
+use ticket_core::domain::{ConcertId, FieldError, Permission};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Admin, ApiPath, ApiQuery};
+use crate::extract::{ApiPath, ApiQuery, AuthUser};
+use crate::organizers::access::{On, permit_on};
 use crate::reservations::view::ReservationResponse;
 
 pub fn router() -> Router<ConcertsState> {
@@ -70,10 +71,17 @@ pub struct Buyer {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn search(
     State(state): State<ConcertsState>,
-    _admin: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<OrderQuery>,
 ) -> ApiResult<Json<Vec<FoundOrder>>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::FindOrders,
+    )
+    .await?;
     let text = searched(&query.q)?;
     let mut conn = state.pool.acquire().await?;
     if db::concerts::find(&mut conn, concert).await?.is_none() {

@@ -5,12 +5,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use ticket_core::db::{self, concerts::ConcertRow, whole};
 use ticket_core::domain::{
-    ConcertId, FieldError, HoldDuration, OpensAt, PageRequest, PresaleStartsAt, PriceCategories,
+    ConcertId, FieldError, HoldDuration, OpensAt, OrganizerId, PageRequest, Permission,
+    PresaleStartsAt, PriceCategories,
 };
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, PageQuery};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, PageQuery};
+use crate::organizers::access::{On, permit, permit_on};
 
 use super::input::{self, ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
 use super::view::{ConcertDetailResponse, ConcertPage, ConcertResponse};
@@ -27,16 +29,28 @@ pub fn router() -> Router<ConcertsState> {
               (status = 403, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
 pub async fn create(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiJson(req): ApiJson<CreateConcertRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let mut new = NewConcert::try_from(req)?;
     new.settings.time_zone = new.time_zone.unwrap_or(state.time_zone);
     let mut conn = state.pool.acquire().await?;
+    let organizer = match new.organizer {
+        Some(organizer) => organizer,
+        None => organizer_of(&mut conn, caller).await?,
+    };
+    permit(
+        &mut conn,
+        caller,
+        On::Organizer(organizer),
+        Permission::EditConcerts,
+    )
+    .await?;
     let (id, concert) = whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;
         let id = db::concerts::insert_with_seats(
             tx,
+            organizer,
             &new.title,
             &new.venue,
             new.date,
@@ -66,6 +80,25 @@ pub async fn create(
             new.areas.as_ref(),
         )),
     ))
+}
+
+/// A new concert's organizer when the request names none: the caller's
+/// only one, or the installation's first for the platform's admin.
+async fn organizer_of(conn: &mut db::Conn, caller: AuthUser) -> ApiResult<OrganizerId> {
+    let theirs = db::organizers::of_user(conn, caller.id, false).await?;
+    match theirs.as_slice() {
+        [one] => Ok(one.id),
+        [] if caller.is_admin() => Ok(db::organizers::DEFAULT),
+        [] => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "this action is for the members of an organizer",
+        )),
+        _ => Err(FieldError::new(
+            "organizerId",
+            "is required: you are a member of several organizers",
+        )
+        .into()),
+    }
 }
 
 /// Concerts, the soonest show first (shows played last, the latest first),
@@ -131,10 +164,17 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn update(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(id),
+        Permission::EditConcerts,
+    )
+    .await?;
     let ConcertChanges(changes, new_categories, new_areas) = ConcertChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
@@ -238,9 +278,16 @@ pub async fn update(
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(id),
+        Permission::EditConcerts,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         // Seats first, in id order, then the concert: the order a deciding

@@ -9,13 +9,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-use ticket_core::domain::ConcertId;
+use ticket_core::domain::{ConcertId, Permission};
 use utoipa::ToSchema;
 
 use crate::concerts::availability_cache::SeatCounts;
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Admin, ApiPath};
+use crate::extract::{ApiPath, AuthUser};
+use crate::organizers::access::{On, permit_on};
 
 pub fn router() -> Router<ConcertsState> {
     Router::new().route("/api/concerts/{id}/sale", get(sale))
@@ -57,9 +58,10 @@ pub struct DecisionTimes {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn sale(
     State(state): State<ConcertsState>,
-    _admin: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<SaleBody>> {
+    permit_on(&state.pool, caller, On::Concert(id), Permission::ViewSale).await?;
     let snapshot = state
         .availability
         .get(&state.pool, id)

@@ -8,13 +8,14 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use ticket_core::db::{self, whole};
-use ticket_core::domain::ConcertId;
 use ticket_core::domain::seating_plan::{RawPlan, SeatingPlan};
+use ticket_core::domain::{ConcertId, Permission};
 use utoipa::ToSchema;
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, with_body_limit};
+use crate::extract::{ApiJson, ApiPath, AuthUser, with_body_limit};
+use crate::organizers::access::{On, permit_on};
 
 /// The largest plan taken, as sent and as kept: the column (MEDIUMTEXT)
 /// holds 16 MiB and one statement may carry 16 MiB (MariaDB's default
@@ -52,10 +53,17 @@ pub struct SeatingPlanResult {
               (status = 413, body = Problem)))]
 pub async fn put_seating_plan(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(raw): ApiJson<RawPlan>,
 ) -> ApiResult<Json<SeatingPlanResult>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(id),
+        Permission::EditConcerts,
+    )
+    .await?;
     // Kept as given (pretix's own fields, in its order) for GET.
     let stored =
         serde_json::to_string(&raw).map_err(|e| ApiError::internal(anyhow::Error::from(e)))?;

@@ -6,14 +6,15 @@ use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, seats::SeatRow, whole};
 use ticket_core::domain::{
-    ConcertId, FieldError, PageRequest, PriceCategories, ReservationStatus, SeatId, SeatNumber,
-    SeatStatus, keep,
+    ConcertId, FieldError, PageRequest, Permission, PriceCategories, ReservationStatus, SeatId,
+    SeatNumber, SeatStatus, keep,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, integral};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::organizers::access::{On, permit_on};
 
 pub fn router() -> Router<ConcertsState> {
     Router::new()
@@ -240,9 +241,16 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn create(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiJson(req): ApiJson<CreateSeatRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(ConcertId(req.concert_id)),
+        Permission::EditConcerts,
+    )
+    .await?;
     let number = SeatNumber::parse(&req.seat_number)?;
     let concert = ConcertId(req.concert_id);
     let mut conn = state.pool.acquire().await?;
@@ -280,10 +288,11 @@ pub async fn create(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn update(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<SeatId>,
     ApiJson(req): ApiJson<UpdateSeatRequest>,
 ) -> ApiResult<Json<SeatResponse>> {
+    permit_on(&state.pool, caller, On::Seat(id), Permission::EditConcerts).await?;
     let changes = SeatChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let seat = whole::run(&mut conn, async |tx| {
@@ -351,9 +360,10 @@ pub async fn update(
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
     State(state): State<ConcertsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {
+    permit_on(&state.pool, caller, On::Seat(id), Permission::EditConcerts).await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         // Seat before concert: the order in which a whole concert is deleted

@@ -13,6 +13,8 @@ use super::availability_cache::SeatCounts;
 #[serde(rename_all = "camelCase")]
 pub struct ConcertResponse {
     id: u64,
+    /// The organizer that runs it.
+    organizer_id: u64,
     title: String,
     venue: String,
     concert_date: DateTime<Utc>,
@@ -187,6 +189,7 @@ impl ConcertResponse {
                 refundable_until: name(c.refundable_until),
             },
             id: c.id.get(),
+            organizer_id: c.organizer_id.get(),
             title: c.title,
             venue: c.venue,
             concert_date: c.concert_date,

@@ -11,11 +11,12 @@ use axum::{Json, Router};
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, concerts, whole};
-use ticket_core::domain::{ConcertId, FieldError};
+use ticket_core::domain::{ConcertId, FieldError, Permission};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath};
+use crate::extract::{ApiJson, ApiPath, AuthUser};
+use crate::organizers::access::{On, permit_on};
 use crate::payments::state::PaymentsState;
 
 pub fn router() -> Router<PaymentsState> {
@@ -59,10 +60,11 @@ pub struct CancellationResponse {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn cancel(
     State(state): State<PaymentsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CancelConcertRequest>,
 ) -> ApiResult<(StatusCode, Json<CancellationResponse>)> {
+    permit_on(&state.pool, caller, On::Concert(id), Permission::CancelShow).await?;
     let reason = req
         .reason
         .as_deref()
@@ -100,9 +102,10 @@ pub async fn cancel(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn progress(
     State(state): State<PaymentsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<Json<CancellationResponse>> {
+    permit_on(&state.pool, caller, On::Concert(id), Permission::CancelShow).await?;
     let mut conn = state.pool.acquire().await?;
     Ok(Json(read(&mut conn, id).await?))
 }

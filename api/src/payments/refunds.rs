@@ -12,12 +12,15 @@ use ticket_core::db::reservations::LockedReservation;
 use ticket_core::db::{self, concerts, whole};
 use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::payment::{Provider, RefundReason, RefundStatus};
-use ticket_core::domain::{PaymentReference, RefundId, ReservationId, ReservationStatus, TicketId};
+use ticket_core::domain::{
+    PaymentReference, Permission, RefundId, ReservationId, ReservationStatus, TicketId,
+};
 use ticket_core::payments::refund;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiPath, AuthUser, OptionalJson};
+use crate::extract::{ApiPath, AuthUser, OptionalJson};
+use crate::organizers::access::{On, permit_on};
 use crate::payments::routes::RefundResponse;
 use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
@@ -45,10 +48,11 @@ pub struct PaidBackRequest {
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn paid_back(
     State(state): State<PaymentsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<RefundId>,
     OptionalJson(req): OptionalJson<PaidBackRequest>,
 ) -> ApiResult<Json<RefundResponse>> {
+    permit_on(&state.pool, caller, On::Refund(id), Permission::Refund).await?;
     let reference = req
         .payment_reference
         .as_deref()

@@ -8,11 +8,12 @@ use axum::routing::get;
 use axum::{Json, Router};
 use serde::Serialize;
 use ticket_core::db::{concerts, prices, takings};
-use ticket_core::domain::{ConcertId, ReservationId};
+use ticket_core::domain::{ConcertId, Permission, ReservationId};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, Problem};
-use crate::extract::{Admin, ApiPath, wants_csv};
+use crate::extract::{ApiPath, AuthUser, wants_csv};
+use crate::organizers::access::{On, permit_on};
 use crate::payments::state::PaymentsState;
 
 pub fn router() -> Router<PaymentsState> {
@@ -59,10 +60,17 @@ pub struct SalesResponse {
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn sales(
     State(state): State<PaymentsState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(id): ApiPath<ConcertId>,
     headers: HeaderMap,
 ) -> ApiResult<Response> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(id),
+        Permission::ReadTakings,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     concerts::find(&mut conn, id)
         .await?

@@ -5,11 +5,12 @@ use axum::routing::{delete, get};
 use axum::{Json, Router};
 use serde::{Deserialize, Serialize};
 use ticket_core::db::{self, access_codes, whole};
-use ticket_core::domain::{AccessCode, AccessCodeId, CodeBatch, ConcertId};
+use ticket_core::domain::{AccessCode, AccessCodeId, CodeBatch, ConcertId, Permission};
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, integral};
+use crate::extract::{ApiJson, ApiPath, AuthUser, integral};
+use crate::organizers::access::{On, permit_on};
 use crate::presale::state::PresaleState;
 
 pub fn router() -> Router<PresaleState> {
@@ -85,11 +86,18 @@ impl From<access_codes::CodeUsage> for CodeResponse {
               (status = 404, body = Problem)))]
 pub async fn create(
     State(state): State<PresaleState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<CreateCodesRequest>,
 ) -> ApiResult<Response> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageAccessCodes,
+    )
+    .await?;
     let batch = CodeBatch::parse(req.count, req.uses_per_code, req.seats_per_code)?;
     let codes = (0..batch.count)
         .map(|_| AccessCode::generate())
@@ -137,9 +145,16 @@ pub async fn create(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn list(
     State(state): State<PresaleState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
 ) -> ApiResult<Json<Vec<CodeResponse>>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageAccessCodes,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     if db::concerts::find(&mut conn, concert).await?.is_none() {
         return Err(ApiError::concert_not_found());
@@ -157,9 +172,16 @@ pub async fn list(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoke(
     State(state): State<PresaleState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath((concert, code)): ApiPath<(ConcertId, AccessCodeId)>,
 ) -> ApiResult<StatusCode> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageAccessCodes,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
     if !access_codes::revoke(&mut conn, concert, code, now).await? {

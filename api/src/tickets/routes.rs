@@ -240,7 +240,7 @@ pub async fn revoked(
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<RevokedQuery>,
 ) -> ApiResult<Json<RevokedResponse>> {
-    staff.ensure_concert(concert)?;
+    staff.ensure_concert(&state.pool, concert).await?;
     let since = match query.since.as_deref() {
         Some(raw) => DateTime::parse_from_rfc3339(raw)
             .map(|t| t.with_timezone(&Utc))

@@ -8,12 +8,13 @@ use ticket_core::db::{self, request_pools, waiting_list, whole};
 use ticket_core::domain::allocation::Fan;
 use ticket_core::domain::{
     AccessCode, Admission, ConcertId, FieldError, MaxSeatsPerOrder, MaxSeatsPerUser, PageRequest,
-    PoolName, WaitingSeats,
+    Permission, PoolName, WaitingSeats,
 };
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::organizers::access::{On, permit_on};
 use crate::reservations::alone::take_code;
 use crate::reservations::best::pool_under_line_lock;
 use crate::reservations::view::ReservationResponse;
@@ -304,10 +305,17 @@ pub struct ListedEntryResponse {
               (status = 401, body = Problem), (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn list(
     State(state): State<WaitingListState>,
-    _: Admin,
+    caller: AuthUser,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiQuery(query): ApiQuery<ListPage>,
 ) -> ApiResult<Json<Vec<ListedEntryResponse>>> {
+    permit_on(
+        &state.pool,
+        caller,
+        On::Concert(concert),
+        Permission::ManageWaitingList,
+    )
+    .await?;
     let page = PageRequest::parse_within(query.page, query.size, PageRequest::SEATS)?;
     let mut conn = state.pool.acquire().await?;
     if db::concerts::find(&mut conn, concert).await?.is_none() {

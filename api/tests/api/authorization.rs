@@ -23,6 +23,8 @@ async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
         "tickets",
         "scanners",
         "check_ins",
+        "organizers",
+        "organizer_members",
     ] {
         let row: (String, Option<i64>) =
             sqlx::query_as(sqlx::AssertSqlSafe(format!("CHECKSUM TABLE {table}")))
@@ -48,6 +50,8 @@ fn template(path: &str) -> String {
                 "{codeId}"
             } else if i > 0 && segments[i - 1] == "scanners" {
                 "{scannerId}"
+            } else if i > 0 && segments[i - 1] == "members" {
+                "{userId}"
             } else {
                 "{id}"
             }
@@ -397,6 +401,49 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             403,
             "FORBIDDEN",
         ),
+        // Organizers are made by the platform's admin; a fan is no member.
+        (
+            Method::POST,
+            "/api/organizers".into(),
+            Some(json!({"name": "Mine", "slug": "mine"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            "/api/organizers/1".into(),
+            None,
+            404,
+            "ORGANIZER_NOT_FOUND",
+        ),
+        (
+            Method::PATCH,
+            "/api/organizers/1".into(),
+            Some(json!({"name": "Taken over"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            "/api/organizers/1/members".into(),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::PUT,
+            format!("/api/organizers/1/members/{alice_id}"),
+            Some(json!({"role": "OWNER"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/organizers/1/members/{alice_id}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
     ];
     // Every operation of the OpenAPI document is either tried above or has
     // nothing of another user's to reach; a new route fails this test until
@@ -409,6 +456,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "POST /api/users",
         "GET /api/users/me",
         "GET /api/users/me/reservations",
+        // The caller's own organizers.
+        "GET /api/organizers",
         "GET /api/concerts",
         "GET /api/concerts/{id}",
         "GET /api/concerts/{id}/seats",

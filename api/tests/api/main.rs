@@ -25,6 +25,7 @@ mod memory;
 mod metrics;
 mod money_trail;
 mod openapi;
+mod organizers;
 mod otlp;
 mod page;
 mod payments;

@@ -9,8 +9,13 @@ use std::collections::BTreeMap;
 use ticket_core::testing::TestDatabase;
 
 /// Tables whose rows belong to no one concert, and why.
-const NOT_A_SALES: [(&str, &str); 4] = [
+const NOT_A_SALES: [(&str, &str); 6] = [
     ("concerts", "the concert itself: its id is the sharding key"),
+    ("organizers", "a promoter runs many concerts"),
+    (
+        "organizer_members",
+        "a promoter's team, for all its concerts",
+    ),
     ("users", "accounts: a fan buys at many concerts"),
     ("token_revocations", "an account's ended sessions"),
     ("_sqlx_migrations", "the schema's own history"),

@@ -10,13 +10,15 @@ use sqlx::{MySqlConnection, QueryBuilder};
 
 use crate::domain::{
     ConcertDate, ConcertId, ConcertTitle, HoldDuration, LotteryWindow, MaxSeatsPerOrder,
-    MaxSeatsPerUser, OfferDuration, OpensAt, PageRequest, PresaleStartsAt, ProofOfWork,
-    RefundableUntil, SaleWindow, SeatLayout, SeatStatus, Venue, VenueTimeZone,
+    MaxSeatsPerUser, OfferDuration, OpensAt, OrganizerId, PageRequest, PresaleStartsAt,
+    ProofOfWork, RefundableUntil, SaleWindow, SeatLayout, SeatStatus, Venue, VenueTimeZone,
 };
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ConcertRow {
     pub id: ConcertId,
+    /// Who runs it (issue 60).
+    pub organizer_id: OrganizerId,
     pub title: String,
     pub venue: String,
     pub concert_date: DateTime<Utc>,
@@ -54,7 +56,7 @@ impl ConcertRow {
     }
 }
 
-const COLUMNS: &str = "id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
+const COLUMNS: &str = "id, organizer_id, title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
                        max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
                        proof_of_work, waiting_list_offer_seconds, refundable_until, cancelled_at, \
                        cancel_reason, time_zone, created_at, updated_at";
@@ -93,6 +95,7 @@ const SEAT_INSERT_CHUNK: usize = 2_000;
 /// a concert never exists with only part of its seats.
 pub async fn insert_with_seats(
     conn: &mut MySqlConnection,
+    organizer: OrganizerId,
     title: &ConcertTitle,
     venue: &Venue,
     date: ConcertDate,
@@ -102,11 +105,12 @@ pub async fn insert_with_seats(
 ) -> Result<ConcertId, sqlx::Error> {
     async move {
         let done = sqlx::query(
-            "INSERT INTO concerts (title, venue, concert_date, seat_count, hold_seconds, max_seats_per_order, \
-             max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, proof_of_work, \
-             waiting_list_offer_seconds, refundable_until, time_zone, created_at, updated_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO concerts (organizer_id, title, venue, concert_date, seat_count, hold_seconds, \
+             max_seats_per_order, max_seats_per_user, opens_at, presale_starts_at, lottery_window_seconds, \
+             proof_of_work, waiting_list_offer_seconds, refundable_until, time_zone, created_at, updated_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
+        .bind(organizer)
         .bind(title.as_str())
         .bind(venue.as_str())
         .bind(date.get().naive_utc())

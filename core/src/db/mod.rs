@@ -22,6 +22,7 @@ pub mod kept;
 pub mod line;
 pub mod mails;
 pub mod orders;
+pub mod organizers;
 pub mod outbox;
 pub mod payments;
 pub mod prices;

@@ -46,6 +46,10 @@ id_type!(
     ConcertId
 );
 id_type!(
+    /// Primary key of `organizers`.
+    OrganizerId
+);
+id_type!(
     /// Primary key of `seats`.
     SeatId
 );

@@ -23,6 +23,7 @@ mod seat;
 pub mod seating_plan;
 pub mod standing_area;
 mod status;
+mod team;
 pub mod ticket_code;
 pub mod time_zone;
 mod user;
@@ -32,8 +33,8 @@ pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, GridSeat, SeatLayout, Venue};
 pub use email::EmailAddress;
 pub use ids::{
-    AccessCodeId, ConcertId, PaymentId, QueueId, RefundId, ReservationId, ScannerId, SeatId,
-    TicketId, UserId,
+    AccessCodeId, ConcertId, OrganizerId, PaymentId, QueueId, RefundId, ReservationId, ScannerId,
+    SeatId, TicketId, UserId,
 };
 pub use language::Language;
 pub use line_position::{LineFront, LinePart, LineRank};
@@ -53,6 +54,7 @@ pub use sale::{
 pub use seat::SeatNumber;
 pub use standing_area::StandingAreas;
 pub use status::{QueueStatus, ReservationStatus, Role, SeatStatus};
+pub use team::{MemberRole, OrganizerName, OrganizerSlug, Permission};
 pub use time_zone::VenueTimeZone;
 pub use user::{NickName, Password};
 pub use waiting_list::{OfferDuration, WaitingSeats};

@@ -49,6 +49,7 @@ pub async fn concert(
     let now = db::now(&mut *conn).await?;
     let id = db::concerts::insert_with_seats(
         &mut *conn,
+        db::organizers::DEFAULT,
         &title,
         &venue,
         date,

@@ -1,0 +1,9 @@
+//! Organizers (promoters, venues) own concerts; their members' roles say
+//! what each may do (issue 60). Every operator route asks `access::permit`.
+
+pub mod access;
+pub mod routes;
+pub mod state;
+mod view;
+
+pub use routes::router;

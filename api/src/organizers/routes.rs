@@ -1,0 +1,251 @@
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::{get, put};
+use axum::{Json, Router};
+use serde::Deserialize;
+use ticket_core::db::{self, organizers, whole};
+use ticket_core::domain::{
+    ConcertId, FieldError, MemberRole, OrganizerId, OrganizerName, OrganizerSlug, Permission,
+    UserId,
+};
+use utoipa::ToSchema;
+
+use super::access::{On, permit};
+use super::state::OrganizersState;
+use super::view::{MemberResponse, OrganizerResponse};
+use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
+use crate::extract::{Admin, ApiJson, ApiPath, AuthUser};
+
+pub fn router() -> Router<OrganizersState> {
+    Router::new()
+        .route("/api/organizers", get(list).post(create))
+        .route("/api/organizers/{id}", get(show).patch(update))
+        .route("/api/organizers/{id}/members", get(members))
+        .route(
+            "/api/organizers/{id}/members/{userId}",
+            put(set_member).delete(remove_member),
+        )
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CreateOrganizerRequest {
+    /// 1–100 characters.
+    #[schema(example = "Seoul Live")]
+    name: String,
+    /// 2–50 lower-case letters, digits and hyphens; unique.
+    #[schema(example = "seoul-live")]
+    slug: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UpdateOrganizerRequest {
+    name: Option<String>,
+    slug: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct SetMemberRequest {
+    /// OWNER, MANAGER, BOX_OFFICE, DOOR or FINANCE.
+    #[schema(example = "DOOR")]
+    role: String,
+    /// Limits the role to these concerts of the organizer; absent or
+    /// empty: every concert.
+    #[serde(default)]
+    concert_ids: Vec<u64>,
+}
+
+/// Creates an organizer (the platform's admin). It has no members until
+/// the admin gives it an owner.
+#[utoipa::path(post, path = "/api/organizers", tag = "organizers", security(("bearer" = [])),
+    request_body = CreateOrganizerRequest,
+    responses((status = 201, body = OrganizerResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 409, body = Problem)))]
+pub async fn create(
+    State(state): State<OrganizersState>,
+    Admin(caller): Admin,
+    ApiJson(req): ApiJson<CreateOrganizerRequest>,
+) -> ApiResult<impl IntoResponse> {
+    let name = OrganizerName::parse(&req.name);
+    let slug = OrganizerSlug::parse(&req.slug);
+    let (name, slug) = match (name, slug) {
+        (Ok(name), Ok(slug)) => (name, slug),
+        (name, slug) => {
+            let errors: Vec<FieldError> = [name.err(), slug.err()].into_iter().flatten().collect();
+            return Err(errors.into());
+        }
+    };
+    let mut conn = state.pool.acquire().await?;
+    let organizer = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        let id = organizers::insert(tx, &name, &slug, now).await?;
+        organizers::find(tx, id, caller.id)
+            .await?
+            .ok_or_else(ApiError::organizer_not_found)
+    })
+    .await?;
+    let location = format!("/api/organizers/{}", organizer.id);
+    Ok((
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(OrganizerResponse::from(organizer)),
+    ))
+}
+
+/// The organizers the caller is a member of, with their role in each
+/// (every organizer for the platform's admin).
+#[utoipa::path(get, path = "/api/organizers", tag = "organizers", security(("bearer" = [])),
+    responses((status = 200, body = Vec<OrganizerResponse>), (status = 401, body = Problem)))]
+pub async fn list(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+) -> ApiResult<Json<Vec<OrganizerResponse>>> {
+    let mut conn = state.pool.acquire().await?;
+    let rows = organizers::of_user(&mut conn, caller.id, caller.is_admin()).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// One organizer, to its members (and the platform's admin).
+#[utoipa::path(get, path = "/api/organizers/{id}", tag = "organizers", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = OrganizerResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 404, body = Problem)))]
+pub async fn show(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<OrganizerId>,
+) -> ApiResult<Json<OrganizerResponse>> {
+    let mut conn = state.pool.acquire().await?;
+    organizers::find(&mut conn, id, caller.id)
+        .await?
+        .filter(|o| o.role.is_some() || caller.is_admin())
+        .map(|o| Json(o.into()))
+        .ok_or_else(ApiError::organizer_not_found)
+}
+
+/// Renames an organizer or changes its slug (MANAGE_TEAM).
+#[utoipa::path(patch, path = "/api/organizers/{id}", tag = "organizers", security(("bearer" = [])),
+    params(("id" = u64, Path)), request_body = UpdateOrganizerRequest,
+    responses((status = 200, body = OrganizerResponse), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn update(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<OrganizerId>,
+    ApiJson(req): ApiJson<UpdateOrganizerRequest>,
+) -> ApiResult<Json<OrganizerResponse>> {
+    let name = req.name.as_deref().map(OrganizerName::parse).transpose();
+    let slug = req.slug.as_deref().map(OrganizerSlug::parse).transpose();
+    let (name, slug) = match (name, slug) {
+        (Ok(name), Ok(slug)) => (name, slug),
+        (name, slug) => {
+            let errors: Vec<FieldError> = [name.err(), slug.err()].into_iter().flatten().collect();
+            return Err(errors.into());
+        }
+    };
+    let mut conn = state.pool.acquire().await?;
+    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    let organizer = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        organizers::update(tx, id, name.as_ref(), slug.as_ref(), now).await?;
+        organizers::find(tx, id, caller.id)
+            .await?
+            .ok_or_else(ApiError::organizer_not_found)
+    })
+    .await?;
+    Ok(Json(organizer.into()))
+}
+
+/// The organizer's members and their roles (MANAGE_TEAM).
+#[utoipa::path(get, path = "/api/organizers/{id}/members", tag = "organizers", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = Vec<MemberResponse>), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn members(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+    ApiPath(id): ApiPath<OrganizerId>,
+) -> ApiResult<Json<Vec<MemberResponse>>> {
+    let mut conn = state.pool.acquire().await?;
+    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    let rows = organizers::members(&mut conn, id).await?;
+    Ok(Json(rows.into_iter().map(Into::into).collect()))
+}
+
+/// Gives an account a role on the organizer, or changes a member's
+/// (MANAGE_TEAM); with `concertIds`, only on those of its concerts. The
+/// organizer always keeps an owner.
+#[utoipa::path(put, path = "/api/organizers/{id}/members/{userId}", tag = "organizers", security(("bearer" = [])),
+    params(("id" = u64, Path), ("userId" = u64, Path)), request_body = SetMemberRequest,
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn set_member(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+    ApiPath((id, user)): ApiPath<(OrganizerId, UserId)>,
+    ApiJson(req): ApiJson<SetMemberRequest>,
+) -> ApiResult<StatusCode> {
+    let role = MemberRole::parse(&req.role)?;
+    let mut concerts: Vec<ConcertId> = req.concert_ids.iter().copied().map(ConcertId).collect();
+    concerts.sort_unstable();
+    concerts.dedup();
+    if concerts.len() > 1000 {
+        return Err(FieldError::new("concertIds", "must name at most 1000 concerts").into());
+    }
+    let mut conn = state.pool.acquire().await?;
+    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    whole::run(&mut conn, async |tx| {
+        if db::users::find(tx, user).await?.is_none() {
+            return Err(ApiError::user_not_found());
+        }
+        if organizers::count_own_concerts(tx, id, &concerts).await? != concerts.len() {
+            return Err(
+                FieldError::new("concertIds", "must name concerts of this organizer").into(),
+            );
+        }
+        let owners = organizers::lock_owners(tx, id).await?;
+        if role != MemberRole::Owner && owners == [user] {
+            return Err(last_owner());
+        }
+        let now = db::now(tx).await?;
+        organizers::set_member(tx, id, user, role, &concerts, now).await?;
+        Ok::<_, ApiError>(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Removes a member from the organizer (MANAGE_TEAM); never its last owner.
+#[utoipa::path(delete, path = "/api/organizers/{id}/members/{userId}", tag = "organizers", security(("bearer" = [])),
+    params(("id" = u64, Path), ("userId" = u64, Path)),
+    responses((status = 204), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
+pub async fn remove_member(
+    State(state): State<OrganizersState>,
+    caller: AuthUser,
+    ApiPath((id, user)): ApiPath<(OrganizerId, UserId)>,
+) -> ApiResult<StatusCode> {
+    let mut conn = state.pool.acquire().await?;
+    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    whole::run(&mut conn, async |tx| {
+        if organizers::lock_owners(tx, id).await? == [user] {
+            return Err(last_owner());
+        }
+        if !organizers::remove_member(tx, id, user).await? {
+            return Err(ApiError::user_not_found());
+        }
+        Ok::<_, ApiError>(())
+    })
+    .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+fn last_owner() -> ApiError {
+    ApiError::new(
+        ErrorCode::LastOwner,
+        "an organizer keeps at least one owner: make another member its owner first",
+    )
+}

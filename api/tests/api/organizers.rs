@@ -1,0 +1,479 @@
+//! Organizers and the roles of their members (issue 60): each role does
+//! what its job needs and nothing else, another organizer's concerts do not
+//! exist for a member, a fan is refused as before, and an organizer always
+//! keeps an owner.
+
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use crate::helpers::*;
+
+/// An organizer made by the platform's admin, with `owner` as its owner.
+async fn organizer(app: &TestApp, slug: &str, owner: u64) -> u64 {
+    let made = app
+        .post(
+            "/api/organizers",
+            Some(&app.admin_token),
+            json!({"name": format!("Promoter {slug}"), "slug": slug}),
+        )
+        .await;
+    let id = made.assert_status(201)["id"].as_u64().unwrap();
+    set_role(app, &app.admin_token, id, owner, json!({"role": "OWNER"}))
+        .await
+        .assert_status(204);
+    id
+}
+
+async fn set_role(app: &TestApp, token: &str, organizer: u64, user: u64, body: Value) -> Reply {
+    app.request(
+        Method::PUT,
+        &format!("/api/organizers/{organizer}/members/{user}"),
+        Some(token),
+        Some(body),
+    )
+    .await
+}
+
+/// The status and code of a refusal (or just the status).
+fn outcome(reply: &Reply) -> (u16, String) {
+    let code = reply.body["code"].as_str().unwrap_or("").to_owned();
+    (reply.status.as_u16(), code)
+}
+
+#[tokio::test]
+async fn each_role_does_what_its_job_needs_and_nothing_else() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (door_id, door) = app.user("door").await;
+    let (finance_id, finance) = app.user("finance").await;
+    let (manager_id, manager) = app.user("manager").await;
+    let (rival_id, rival) = app.user("rival").await;
+    let (_, fan) = app.user("fan").await;
+    let seoul = organizer(&app, "seoul-live", owner_id).await;
+    organizer(&app, "rival-live", rival_id).await;
+    for (user, role) in [
+        (door_id, "DOOR"),
+        (finance_id, "FINANCE"),
+        (manager_id, "MANAGER"),
+    ] {
+        set_role(&app, &owner, seoul, user, json!({"role": role}))
+            .await
+            .assert_status(204);
+    }
+    // The owner's one organizer is taken when the concert names none.
+    let body = json!({"title": "Seoul Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
+    let concert = app.post("/api/concerts", Some(&owner), body).await;
+    let concert = concert.assert_status(201).clone();
+    assert_eq!(concert["organizerId"], seoul);
+    let id = concert["id"].as_u64().unwrap();
+    let house = app.concert(json!({})).await;
+    assert_eq!(
+        house["organizerId"], 1,
+        "the admin's go to the first organizer"
+    );
+
+    let patch = json!({"title": "Seoul Night II"});
+    let cancel = json!({"reason": "storm"});
+    let scanner = json!({"name": "Gate 1"});
+    let cases: Vec<(&str, &str, Method, String, Option<Value>, (u16, &str))> = vec![
+        (
+            "door",
+            door.as_str(),
+            Method::POST,
+            format!("/api/concerts/{id}/scanners"),
+            Some(scanner.clone()),
+            (201, ""),
+        ),
+        (
+            "door",
+            door.as_str(),
+            Method::PATCH,
+            format!("/api/concerts/{id}"),
+            Some(patch.clone()),
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "door",
+            door.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/sales"),
+            None,
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "door",
+            door.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/orders?q=a"),
+            None,
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "finance",
+            finance.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/sales"),
+            None,
+            (200, ""),
+        ),
+        (
+            "finance",
+            finance.as_str(),
+            Method::POST,
+            format!("/api/concerts/{id}/cancel"),
+            Some(cancel.clone()),
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "finance",
+            finance.as_str(),
+            Method::POST,
+            format!("/api/concerts/{id}/scanners"),
+            Some(scanner.clone()),
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "manager",
+            manager.as_str(),
+            Method::PATCH,
+            format!("/api/concerts/{id}"),
+            Some(patch.clone()),
+            (200, ""),
+        ),
+        (
+            "manager",
+            manager.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/sales"),
+            None,
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        (
+            "manager",
+            manager.as_str(),
+            Method::GET,
+            format!("/api/organizers/{seoul}/members"),
+            None,
+            (403, "PERMISSION_REQUIRED"),
+        ),
+        // Another organizer's concerts do not exist for its members.
+        (
+            "rival",
+            rival.as_str(),
+            Method::PATCH,
+            format!("/api/concerts/{id}"),
+            Some(patch.clone()),
+            (404, "CONCERT_NOT_FOUND"),
+        ),
+        (
+            "rival",
+            rival.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/sales"),
+            None,
+            (404, "CONCERT_NOT_FOUND"),
+        ),
+        (
+            "rival",
+            rival.as_str(),
+            Method::GET,
+            format!("/api/organizers/{seoul}"),
+            None,
+            (404, "ORGANIZER_NOT_FOUND"),
+        ),
+        (
+            "owner",
+            owner.as_str(),
+            Method::GET,
+            format!("/api/concerts/{}/sales", house["id"]),
+            None,
+            (404, "CONCERT_NOT_FOUND"),
+        ),
+        // A fan is refused as before organizers.
+        (
+            "fan",
+            fan.as_str(),
+            Method::PATCH,
+            format!("/api/concerts/{id}"),
+            Some(patch.clone()),
+            (403, "FORBIDDEN"),
+        ),
+        (
+            "fan",
+            fan.as_str(),
+            Method::GET,
+            format!("/api/concerts/{id}/sales"),
+            None,
+            (403, "FORBIDDEN"),
+        ),
+        (
+            "owner",
+            owner.as_str(),
+            Method::POST,
+            format!("/api/concerts/{id}/cancel"),
+            Some(cancel.clone()),
+            (202, ""),
+        ),
+    ];
+    let mut wrong = Vec::new();
+    for (who, token, method, path, body, (status, code)) in cases {
+        let reply = app.request(method.clone(), &path, Some(token), body).await;
+        let got = outcome(&reply);
+        let expected_code = if code.is_empty() {
+            got.1.as_str()
+        } else {
+            code
+        };
+        if got.0 != status || got.1 != expected_code {
+            wrong.push(format!(
+                "{who} {method} {path}: {got:?}, expected ({status}, {code:?})"
+            ));
+        }
+        if code == "PERMISSION_REQUIRED" && reply.body["permission"].as_str().is_none() {
+            wrong.push(format!(
+                "{who} {method} {path}: the permission is not named"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    let refused = app
+        .request(
+            Method::PATCH,
+            &format!("/api/concerts/{id}"),
+            Some(&door),
+            Some(patch),
+        )
+        .await;
+    assert_eq!(refused.body["permission"], "EDIT_CONCERTS");
+}
+
+#[tokio::test]
+async fn an_organizer_always_keeps_an_owner() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (second_id, _) = app.user("second").await;
+    let org = organizer(&app, "keeps-one", owner_id).await;
+    let members = format!("/api/organizers/{org}/members");
+    let demote = set_role(&app, &owner, org, owner_id, json!({"role": "MANAGER"})).await;
+    assert_eq!(outcome(&demote), (409, "LAST_OWNER".into()));
+    let leave = app
+        .delete(&format!("{members}/{owner_id}"), Some(&owner))
+        .await;
+    assert_eq!(outcome(&leave), (409, "LAST_OWNER".into()));
+    set_role(&app, &owner, org, second_id, json!({"role": "OWNER"}))
+        .await
+        .assert_status(204);
+    set_role(&app, &owner, org, owner_id, json!({"role": "FINANCE"}))
+        .await
+        .assert_status(204);
+    // No longer an owner: the team is not theirs to change.
+    let listed = app.get(&members, Some(&owner)).await;
+    assert_eq!(outcome(&listed), (403, "PERMISSION_REQUIRED".into()));
+    let listed = app.get(&members, Some(&app.admin_token)).await;
+    let roles: Vec<(u64, String)> = listed
+        .assert_status(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["userId"].as_u64().unwrap(),
+                m["role"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        [(owner_id, "FINANCE".into()), (second_id, "OWNER".into())]
+    );
+    let mine = app.get("/api/organizers", Some(&owner)).await;
+    assert_eq!(mine.assert_status(200)[0]["role"], "FINANCE");
+}
+
+#[tokio::test]
+async fn a_role_limited_to_some_concerts_reaches_only_those() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (door_id, door) = app.user("door").await;
+    let org = organizer(&app, "limited", owner_id).await;
+    let body = json!({"title": "One", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00", "organizerId": org});
+    let one = app
+        .post("/api/concerts", Some(&owner), body.clone())
+        .await
+        .assert_status(201)["id"]
+        .clone();
+    let two = app
+        .post("/api/concerts", Some(&owner), body)
+        .await
+        .assert_status(201)["id"]
+        .clone();
+    let house = app.concert(json!({})).await["id"].clone();
+    let outside = set_role(
+        &app,
+        &owner,
+        org,
+        door_id,
+        json!({"role": "DOOR", "concertIds": [one, house]}),
+    )
+    .await;
+    assert_eq!(outcome(&outside), (400, "VALIDATION_ERROR".into()));
+    set_role(
+        &app,
+        &owner,
+        org,
+        door_id,
+        json!({"role": "DOOR", "concertIds": [one]}),
+    )
+    .await
+    .assert_status(204);
+    let scanner = json!({"name": "Gate"});
+    app.post(
+        &format!("/api/concerts/{one}/scanners"),
+        Some(&door),
+        scanner.clone(),
+    )
+    .await
+    .assert_status(201);
+    let other = app
+        .post(
+            &format!("/api/concerts/{two}/scanners"),
+            Some(&door),
+            scanner,
+        )
+        .await;
+    assert_eq!(outcome(&other), (404, "CONCERT_NOT_FOUND".into()));
+    let listed = app
+        .get(&format!("/api/organizers/{org}/members"), Some(&owner))
+        .await;
+    let door_row = listed
+        .assert_status(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["userId"] == door_id)
+        .unwrap()
+        .clone();
+    assert_eq!(door_row["concertIds"], json!([one]));
+}
+
+#[tokio::test]
+async fn organizers_are_made_by_the_admin_with_checked_names() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (_, fan) = app.user("fan").await;
+    let made = organizer(&app, "checked", owner_id).await;
+    let cases = [
+        (
+            Some(&fan),
+            json!({"name": "Mine", "slug": "mine"}),
+            (403, "FORBIDDEN"),
+        ),
+        (
+            Some(&app.admin_token),
+            json!({"name": "Dup", "slug": "checked"}),
+            (409, "ORGANIZER_SLUG_DUPLICATED"),
+        ),
+        (
+            Some(&app.admin_token),
+            json!({"name": "Bad", "slug": "Not A Slug"}),
+            (400, "VALIDATION_ERROR"),
+        ),
+        (
+            Some(&app.admin_token),
+            json!({"name": " ", "slug": "blank-name"}),
+            (400, "VALIDATION_ERROR"),
+        ),
+        (
+            Some(&app.admin_token),
+            json!({"name": "x", "slug": "xx", "extra": 1}),
+            (400, "VALIDATION_ERROR"),
+        ),
+    ];
+    for (token, body, (status, code)) in cases {
+        let reply = app
+            .post("/api/organizers", token.map(String::as_str), body.clone())
+            .await;
+        assert_eq!(outcome(&reply), (status, code.to_owned()), "{body}");
+    }
+    let count: (i64,) = sqlx::query_as("SELECT COUNT(*) FROM organizers")
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        count.0, 2,
+        "the first organizer and the one made: nothing else written"
+    );
+    let renamed = app
+        .patch(
+            &format!("/api/organizers/{made}"),
+            Some(&owner),
+            json!({"name": "Renamed"}),
+        )
+        .await;
+    assert_eq!(renamed.assert_status(200)["name"], "Renamed");
+    assert_eq!(renamed.body["role"], "OWNER");
+    let theirs = app.get("/api/organizers", Some(&fan)).await;
+    assert_eq!(theirs.assert_status(200), &json!([]));
+    let all = app.get("/api/organizers", Some(&app.admin_token)).await;
+    assert_eq!(all.assert_status(200).as_array().unwrap().len(), 2);
+}
+
+/// The migration on a database holding data from before organizers: its
+/// concerts become the first organizer's and its admins that organizer's
+/// owners; a fan stays a fan.
+#[tokio::test]
+async fn an_installation_from_before_organizers_keeps_its_concerts_and_admins() {
+    use ticket_core::db::MIGRATOR;
+    use ticket_core::testing::TestDatabase;
+    let db = TestDatabase::create().await;
+    let pool = db.pool(4).await;
+    MIGRATOR.run_to(20261222000001, &pool).await.unwrap();
+    for (nick, role) in [("boss", "ADMIN"), ("second", "ADMIN"), ("fan", "USER")] {
+        sqlx::query(
+            "INSERT INTO users (nickname, password_hash, role, created_at, updated_at) \
+             VALUES (?, 'x', ?, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+        )
+        .bind(nick)
+        .bind(role)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    for title in ["Old show", "Older show"] {
+        sqlx::query(
+            "INSERT INTO concerts (title, venue, concert_date, created_at, updated_at) \
+             VALUES (?, 'Hall', '2099-01-01', UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))",
+        )
+        .bind(title)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    MIGRATOR.run(&pool).await.unwrap();
+    let owners: Vec<(String, String)> = sqlx::query_as(
+        "SELECT u.nickname, m.role FROM organizer_members m JOIN users u ON u.id = m.user_id \
+         WHERE m.organizer_id = 1 ORDER BY u.nickname",
+    )
+    .fetch_all(&pool)
+    .await
+    .unwrap();
+    assert_eq!(
+        owners,
+        [
+            ("boss".into(), "OWNER".into()),
+            ("second".into(), "OWNER".into())
+        ]
+    );
+    let concerts: Vec<(u64,)> = sqlx::query_as("SELECT organizer_id FROM concerts ORDER BY id")
+        .fetch_all(&pool)
+        .await
+        .unwrap();
+    assert_eq!(concerts, [(1,), (1,)]);
+    let name: (String,) = sqlx::query_as("SELECT slug FROM organizers WHERE id = 1")
+        .fetch_one(&pool)
+        .await
+        .unwrap();
+    assert_eq!(name.0, "box-office");
+    drop(pool);
+    drop(db);
+}

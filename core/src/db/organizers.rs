@@ -1,0 +1,340 @@
+//! Organizers, their members, and what a caller is on a concert's organizer:
+//! the one read every operator route's permission check makes.
+
+use chrono::{DateTime, Utc};
+use sqlx::MySqlConnection;
+
+use super::{BindIds as _, IdList, Traced as _};
+use crate::domain::{
+    ConcertId, MemberRole, OrganizerId, OrganizerName, OrganizerSlug, RefundId, SeatId, UserId,
+};
+use sqlx::AssertSqlSafe;
+
+/// The organizer the migration made for an installation's existing
+/// concerts and admins (`20261223000001_organizers.sql`).
+pub const DEFAULT: OrganizerId = OrganizerId(1);
+
+/// An organizer as stored, with the caller's role in it when asked for.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct OrganizerRow {
+    pub id: OrganizerId,
+    pub name: String,
+    pub slug: String,
+    pub created_at: DateTime<Utc>,
+    pub role: Option<MemberRole>,
+}
+
+/// A caller's standing on one organizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, sqlx::FromRow)]
+pub struct Membership {
+    pub organizer: OrganizerId,
+    /// None: not a member of it.
+    pub role: Option<MemberRole>,
+    /// False for a member whose role is limited to concerts other than
+    /// the one asked about.
+    pub covers: bool,
+}
+
+/// Stores a new organizer; its id. The slug's uniqueness is the
+/// database's (`uq_organizers_slug`).
+pub async fn insert(
+    conn: &mut MySqlConnection,
+    name: &OrganizerName,
+    slug: &OrganizerSlug,
+    now: DateTime<Utc>,
+) -> Result<OrganizerId, sqlx::Error> {
+    let done = sqlx::query(
+        "INSERT INTO organizers (name, slug, created_at, updated_at) VALUES (?, ?, ?, ?)",
+    )
+    .bind(name.as_str())
+    .bind(slug.as_str())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(conn)
+    .traced("INSERT", "organizers")
+    .await?;
+    Ok(OrganizerId(done.last_insert_id()))
+}
+
+/// Changes an organizer's name or slug (found first by the caller).
+pub async fn update(
+    conn: &mut MySqlConnection,
+    id: OrganizerId,
+    name: Option<&OrganizerName>,
+    slug: Option<&OrganizerSlug>,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "UPDATE organizers SET name = COALESCE(?, name), slug = COALESCE(?, slug), updated_at = ? \
+         WHERE id = ?",
+    )
+    .bind(name.map(OrganizerName::as_str))
+    .bind(slug.map(OrganizerSlug::as_str))
+    .bind(now.naive_utc())
+    .bind(id)
+    .execute(conn)
+    .traced("UPDATE", "organizers")
+    .await?;
+    Ok(())
+}
+
+/// One organizer, with `user`'s role in it.
+pub async fn find(
+    conn: &mut MySqlConnection,
+    id: OrganizerId,
+    user: UserId,
+) -> Result<Option<OrganizerRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT o.id, o.name, o.slug, o.created_at, m.role FROM organizers o \
+         LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? WHERE o.id = ?",
+    )
+    .bind(user)
+    .bind(id)
+    .fetch_optional(conn)
+    .traced("SELECT", "organizers")
+    .await
+}
+
+/// The organizers `user` is a member of, with the role, by id; every
+/// organizer when `all` (the platform's admin).
+pub async fn of_user(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    all: bool,
+) -> Result<Vec<OrganizerRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT o.id, o.name, o.slug, o.created_at, m.role FROM organizers o \
+         LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? \
+         WHERE ? OR m.user_id IS NOT NULL ORDER BY o.id LIMIT 1000",
+    )
+    .bind(user)
+    .bind(all)
+    .fetch_all(conn)
+    .traced("SELECT", "organizers")
+    .await
+}
+
+/// Makes `user` a member of `organizer` with `role` (for every concert).
+pub async fn add_member(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    user: UserId,
+    role: MemberRole,
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO organizer_members (organizer_id, user_id, role, limited, created_at, updated_at) \
+         VALUES (?, ?, ?, 0, ?, ?)",
+    )
+    .bind(organizer)
+    .bind(user)
+    .bind(role)
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(conn)
+    .traced("INSERT", "organizer_members")
+    .await?;
+    Ok(())
+}
+
+/// What `user` is on the organizer of `concert`; None when there is no
+/// such concert.
+pub async fn on_concert(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    concert: ConcertId,
+) -> Result<Option<Membership>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT c.organizer_id AS organizer, m.role, \
+                COALESCE(m.limited = 0 OR EXISTS (SELECT 1 FROM member_concerts mc \
+                   WHERE mc.organizer_id = c.organizer_id AND mc.user_id = m.user_id \
+                     AND mc.concert_id = c.id), 0) AS covers \
+         FROM concerts c LEFT JOIN organizer_members m ON m.organizer_id = c.organizer_id AND m.user_id = ? \
+         WHERE c.id = ?",
+    )
+    .bind(user)
+    .bind(concert)
+    .fetch_optional(conn)
+    .traced("SELECT", "organizer_members")
+    .await
+}
+
+/// What `user` is on `organizer`; None when there is no such organizer.
+/// A limited member covers the organizer itself (not its other concerts).
+pub async fn on_organizer(
+    conn: &mut MySqlConnection,
+    user: UserId,
+    organizer: OrganizerId,
+) -> Result<Option<Membership>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT o.id AS organizer, m.role, COALESCE(m.limited = 0, 0) AS covers \
+         FROM organizers o LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? \
+         WHERE o.id = ?",
+    )
+    .bind(user)
+    .bind(organizer)
+    .fetch_optional(conn)
+    .traced("SELECT", "organizer_members")
+    .await
+}
+
+/// The concert a seat belongs to.
+pub async fn concert_of_seat(
+    conn: &mut MySqlConnection,
+    seat: SeatId,
+) -> Result<Option<ConcertId>, sqlx::Error> {
+    sqlx::query_scalar("SELECT concert_id FROM seats WHERE id = ?")
+        .bind(seat)
+        .fetch_optional(conn)
+        .traced("SELECT", "seats")
+        .await
+}
+
+/// The concert a refund gives money back for.
+pub async fn concert_of_refund(
+    conn: &mut MySqlConnection,
+    refund: RefundId,
+) -> Result<Option<ConcertId>, sqlx::Error> {
+    sqlx::query_scalar("SELECT concert_id FROM refunds WHERE id = ?")
+        .bind(refund)
+        .fetch_optional(conn)
+        .traced("SELECT", "refunds")
+        .await
+}
+
+/// Whether `user` is a member of any organizer (an operator, not a fan).
+pub async fn is_member(conn: &mut MySqlConnection, user: UserId) -> Result<bool, sqlx::Error> {
+    let found: Option<u64> =
+        sqlx::query_scalar("SELECT organizer_id FROM organizer_members WHERE user_id = ? LIMIT 1")
+            .bind(user)
+            .fetch_optional(conn)
+            .traced("SELECT", "organizer_members")
+            .await?;
+    Ok(found.is_some())
+}
+
+/// A member as listed to the team's owners.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct MemberRow {
+    pub user_id: UserId,
+    pub nickname: String,
+    pub role: MemberRole,
+    pub limited: bool,
+    /// Comma-separated ids of the concerts a limited role covers.
+    pub concert_ids: Option<String>,
+}
+
+/// The organizer's members, by user id.
+pub async fn members(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+) -> Result<Vec<MemberRow>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT m.user_id, u.nickname, m.role, m.limited, \
+                (SELECT GROUP_CONCAT(mc.concert_id ORDER BY mc.concert_id) FROM member_concerts mc \
+                  WHERE mc.organizer_id = m.organizer_id AND mc.user_id = m.user_id) AS concert_ids \
+         FROM organizer_members m JOIN users u ON u.id = m.user_id \
+         WHERE m.organizer_id = ? ORDER BY m.user_id LIMIT 10000",
+    )
+    .bind(organizer)
+    .fetch_all(conn)
+    .traced("SELECT", "organizer_members")
+    .await
+}
+
+/// The organizer's owners, locked until the transaction ends: a change
+/// that would leave it none is refused under this lock.
+pub async fn lock_owners(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+) -> Result<Vec<UserId>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT user_id FROM organizer_members WHERE organizer_id = ? AND role = 'OWNER' \
+         ORDER BY user_id FOR UPDATE",
+    )
+    .bind(organizer)
+    .fetch_all(conn)
+    .traced("SELECT", "organizer_members")
+    .await
+}
+
+/// Sets `user`'s role on `organizer` (a member already or not), limited
+/// to `concerts` when some are given (each checked to be the organizer's
+/// by the caller). Call inside a transaction.
+pub async fn set_member(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    user: UserId,
+    role: MemberRole,
+    concerts: &[ConcertId],
+    now: DateTime<Utc>,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO organizer_members (organizer_id, user_id, role, limited, created_at, updated_at) \
+         VALUES (?, ?, ?, ?, ?, ?) \
+         ON DUPLICATE KEY UPDATE role = VALUES(role), limited = VALUES(limited), updated_at = VALUES(updated_at)",
+    )
+    .bind(organizer)
+    .bind(user)
+    .bind(role)
+    .bind(!concerts.is_empty())
+    .bind(now.naive_utc())
+    .bind(now.naive_utc())
+    .execute(&mut *conn)
+    .traced("INSERT", "organizer_members")
+    .await?;
+    sqlx::query("DELETE FROM member_concerts WHERE organizer_id = ? AND user_id = ?")
+        .bind(organizer)
+        .bind(user)
+        .execute(&mut *conn)
+        .traced("DELETE", "member_concerts")
+        .await?;
+    for concert in concerts {
+        sqlx::query(
+            "INSERT INTO member_concerts (organizer_id, user_id, concert_id) VALUES (?, ?, ?)",
+        )
+        .bind(organizer)
+        .bind(user)
+        .bind(concert)
+        .execute(&mut *conn)
+        .traced("INSERT", "member_concerts")
+        .await?;
+    }
+    Ok(())
+}
+
+/// Removes `user` from `organizer`; false when they were no member.
+pub async fn remove_member(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    user: UserId,
+) -> Result<bool, sqlx::Error> {
+    let done = sqlx::query("DELETE FROM organizer_members WHERE organizer_id = ? AND user_id = ?")
+        .bind(organizer)
+        .bind(user)
+        .execute(conn)
+        .traced("DELETE", "organizer_members")
+        .await?;
+    Ok(done.rows_affected() > 0)
+}
+
+/// How many of `concerts` (distinct) belong to `organizer`.
+pub async fn count_own_concerts(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    concerts: &[ConcertId],
+) -> Result<usize, sqlx::Error> {
+    let ids: Vec<u64> = concerts.iter().map(|c| c.get()).collect();
+    let Some(list) = IdList::of(&ids) else {
+        return Ok(0);
+    };
+    let (counted,): (i64,) = sqlx::query_as(AssertSqlSafe(format!(
+        "SELECT COUNT(*) FROM concerts WHERE organizer_id = ? AND id IN ({list})"
+    )))
+    .bind(organizer)
+    .bind_ids(&list)
+    .fetch_one(conn)
+    .traced("SELECT", "concerts")
+    .await?;
+    Ok(usize::try_from(counted).unwrap_or(0))
+}
