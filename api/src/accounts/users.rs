@@ -401,6 +401,12 @@ pub async fn remove(
                 },
             ));
         }
+        if db::organizers::solely_owned_by(tx, id).await?.is_some() {
+            return Err(ApiError::new(
+                ErrorCode::LastOwner,
+                "this account is the only owner of an organizer: make another member its owner first",
+            ));
+        }
         let now = db::now(tx).await?;
         db::users::delete_with_history(tx, id, now).await?;
         db::revocations::record(tx, id, now).await?;

@@ -48,17 +48,14 @@ pub async fn create(
     .await?;
     let (id, concert) = whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;
-        let id = db::concerts::insert_with_seats(
-            tx,
+        let billing = db::concerts::Billing {
             organizer,
-            &new.title,
-            &new.venue,
-            new.date,
-            new.layout,
-            new.settings,
-            now,
-        )
-        .await?;
+            title: &new.title,
+            venue: &new.venue,
+            date: new.date,
+        };
+        let id =
+            db::concerts::insert_with_seats(tx, billing, new.layout, new.settings, now).await?;
         if let Some(categories) = &new.categories {
             // Nobody sees the new seats before the commit: no lock to take first.
             db::prices::replace(tx, id, categories).await?;

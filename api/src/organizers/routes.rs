@@ -7,7 +7,7 @@ use serde::Deserialize;
 use ticket_core::db::{self, organizers, whole};
 use ticket_core::domain::{
     ConcertId, FieldError, MemberRole, OrganizerId, OrganizerName, OrganizerSlug, Permission,
-    UserId,
+    UserId, keep,
 };
 use utoipa::ToSchema;
 
@@ -69,14 +69,11 @@ pub async fn create(
     Admin(caller): Admin,
     ApiJson(req): ApiJson<CreateOrganizerRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let name = OrganizerName::parse(&req.name);
-    let slug = OrganizerSlug::parse(&req.slug);
-    let (name, slug) = match (name, slug) {
-        (Ok(name), Ok(slug)) => (name, slug),
-        (name, slug) => {
-            let errors: Vec<FieldError> = [name.err(), slug.err()].into_iter().flatten().collect();
-            return Err(errors.into());
-        }
+    let mut errors = Vec::new();
+    let name = keep(OrganizerName::parse(&req.name), &mut errors);
+    let slug = keep(OrganizerSlug::parse(&req.slug), &mut errors);
+    let (Some(name), Some(slug)) = (name, slug) else {
+        return Err(errors.into());
     };
     let mut conn = state.pool.acquire().await?;
     let organizer = whole::run(&mut conn, async |tx| {
@@ -137,15 +134,7 @@ pub async fn update(
     ApiPath(id): ApiPath<OrganizerId>,
     ApiJson(req): ApiJson<UpdateOrganizerRequest>,
 ) -> ApiResult<Json<OrganizerResponse>> {
-    let name = req.name.as_deref().map(OrganizerName::parse).transpose();
-    let slug = req.slug.as_deref().map(OrganizerSlug::parse).transpose();
-    let (name, slug) = match (name, slug) {
-        (Ok(name), Ok(slug)) => (name, slug),
-        (name, slug) => {
-            let errors: Vec<FieldError> = [name.err(), slug.err()].into_iter().flatten().collect();
-            return Err(errors.into());
-        }
-    };
+    let (name, slug) = named(req.name.as_deref(), req.slug.as_deref())?;
     let mut conn = state.pool.acquire().await?;
     permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
     let organizer = whole::run(&mut conn, async |tx| {
@@ -241,6 +230,21 @@ pub async fn remove_member(
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// The name and slug given, parsed; every bad one said at once.
+fn named(
+    name: Option<&str>,
+    slug: Option<&str>,
+) -> ApiResult<(Option<OrganizerName>, Option<OrganizerSlug>)> {
+    let mut errors = Vec::new();
+    let name = keep(name.map(OrganizerName::parse).transpose(), &mut errors).flatten();
+    let slug = keep(slug.map(OrganizerSlug::parse).transpose(), &mut errors).flatten();
+    if errors.is_empty() {
+        Ok((name, slug))
+    } else {
+        Err(errors.into())
+    }
 }
 
 fn last_owner() -> ApiError {

@@ -11,6 +11,18 @@ use sqlx::MySqlPool;
 
 use crate::helpers::{TestApp, spawn_app, won};
 
+/// `user` becomes a DOOR member of the first organizer for `concert` only.
+async fn works_the_door(app: &TestApp, user: u64, concert: u64) {
+    app.request(
+        reqwest::Method::PUT,
+        &format!("/api/organizers/1/members/{user}"),
+        Some(&app.admin_token),
+        Some(json!({"role": "DOOR", "concertIds": [concert]})),
+    )
+    .await
+    .assert_status(204);
+}
+
 /// Tables whose foreign keys lead to `table`, directly or through others.
 async fn referring_to(pool: &MySqlPool, table: &str, transitively: bool) -> BTreeSet<String> {
     let edges: Vec<(String, String)> = sqlx::query_as(
@@ -138,6 +150,8 @@ async fn an_account_with_every_kind_of_history_can_leave() {
         uploaded.assert_status(200)["results"][0]["status"],
         "TICKET_VOID"
     );
+    // Worked the door of that concert for the first organizer.
+    works_the_door(&app, fan, concert).await;
     app.access_codes(concert, 1, 1, 2).await;
     sqlx::query("UPDATE access_codes SET user_id = ? WHERE concert_id = ?")
         .bind(fan)
@@ -287,6 +301,7 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
     app.access_codes(concert, 1, 1, 2).await;
     scanner_token(&app, concert).await;
     let (fan, _) = app.user("fan").await;
+    works_the_door(&app, fan, concert).await;
     // What no request has made yet but may exist without one: a list, a
     // fan on it, a lottery's count, a challenge spent on a refused request,
     // a seating plan.

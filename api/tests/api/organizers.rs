@@ -34,6 +34,17 @@ async fn set_role(app: &TestApp, token: &str, organizer: u64, user: u64, body: V
     .await
 }
 
+/// Who asks (a name for the message, a token), what, and the answer owed:
+/// a status and a code (empty: any).
+type Case<'a> = (
+    &'a str,
+    &'a str,
+    Method,
+    String,
+    Option<Value>,
+    (u16, &'a str),
+);
+
 /// The status and code of a refusal (or just the status).
 fn outcome(reply: &Reply) -> (u16, String) {
     let code = reply.body["code"].as_str().unwrap_or("").to_owned();
@@ -75,7 +86,7 @@ async fn each_role_does_what_its_job_needs_and_nothing_else() {
     let patch = json!({"title": "Seoul Night II"});
     let cancel = json!({"reason": "storm"});
     let scanner = json!({"name": "Gate 1"});
-    let cases: Vec<(&str, &str, Method, String, Option<Value>, (u16, &str))> = vec![
+    let cases: Vec<Case> = vec![
         (
             "door",
             door.as_str(),
@@ -260,6 +271,11 @@ async fn an_organizer_always_keeps_an_owner() {
         .delete(&format!("{members}/{owner_id}"), Some(&owner))
         .await;
     assert_eq!(outcome(&leave), (409, "LAST_OWNER".into()));
+    // Nor does its account go while it is the only owner.
+    let gone = app
+        .delete(&format!("/api/users/{owner_id}"), Some(&owner))
+        .await;
+    assert_eq!(outcome(&gone), (409, "LAST_OWNER".into()));
     set_role(&app, &owner, org, second_id, json!({"role": "OWNER"}))
         .await
         .assert_status(204);

@@ -91,14 +91,20 @@ impl Settings {
 /// 65,535 placeholders a prepared statement may have.
 const SEAT_INSERT_CHUNK: usize = 2_000;
 
+/// What a new concert is billed as: who runs it, what, where and when.
+#[derive(Debug, Clone, Copy)]
+pub struct Billing<'a> {
+    pub organizer: OrganizerId,
+    pub title: &'a ConcertTitle,
+    pub venue: &'a Venue,
+    pub date: ConcertDate,
+}
+
 /// Inserts the concert and all its seats. Call inside a transaction so that
 /// a concert never exists with only part of its seats.
 pub async fn insert_with_seats(
     conn: &mut MySqlConnection,
-    organizer: OrganizerId,
-    title: &ConcertTitle,
-    venue: &Venue,
-    date: ConcertDate,
+    billing: Billing<'_>,
     layout: SeatLayout,
     settings: Settings,
     now: DateTime<Utc>,
@@ -110,10 +116,10 @@ pub async fn insert_with_seats(
              proof_of_work, waiting_list_offer_seconds, refundable_until, time_zone, created_at, updated_at) \
              VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         )
-        .bind(organizer)
-        .bind(title.as_str())
-        .bind(venue.as_str())
-        .bind(date.get().naive_utc())
+        .bind(billing.organizer)
+        .bind(billing.title.as_str())
+        .bind(billing.venue.as_str())
+        .bind(billing.date.get().naive_utc())
         .bind(layout.seat_count())
         .bind(settings.hold.seconds())
         .bind(settings.max_seats_per_order.get())

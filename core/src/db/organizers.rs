@@ -258,6 +258,28 @@ pub async fn lock_owners(
     .await
 }
 
+/// An organizer `user` is the only owner of, if any. Locks the owners of
+/// every organizer `user` owns until the transaction ends, so that two
+/// owners leaving at once cannot both go.
+pub async fn solely_owned_by(
+    conn: &mut MySqlConnection,
+    user: UserId,
+) -> Result<Option<OrganizerId>, sqlx::Error> {
+    let owners: Vec<(OrganizerId, UserId)> = sqlx::query_as(
+        "SELECT o.organizer_id, o.user_id FROM organizer_members o \
+         JOIN organizer_members m ON m.organizer_id = o.organizer_id AND m.user_id = ? AND m.role = 'OWNER' \
+         WHERE o.role = 'OWNER' ORDER BY o.organizer_id, o.user_id FOR UPDATE",
+    )
+    .bind(user)
+    .fetch_all(conn)
+    .traced("SELECT", "organizer_members")
+    .await?;
+    Ok(owners
+        .iter()
+        .map(|(organizer, _)| *organizer)
+        .find(|organizer| owners.iter().filter(|(o, _)| o == organizer).count() == 1))
+}
+
 /// Sets `user`'s role on `organizer` (a member already or not), limited
 /// to `concerts` when some are given (each checked to be the organizer's
 /// by the caller). Call inside a transaction.

@@ -211,6 +211,9 @@ pub async fn delete_with_history(
             "DELETE FROM request_pools WHERE user_id = ?",
             "DELETE FROM reservation_queue WHERE user_id = ?",
             "DELETE FROM mails WHERE user_id = ?",
+            // Working for an organizer ends with the account (the limits
+            // of a role go with it: member_concerts cascades).
+            "DELETE FROM organizer_members WHERE user_id = ?",
             // Entries that led to no reservation; an offer's entry stays
             // with the reservation it made, whichever way the account goes.
             "DELETE FROM waiting_list_entries WHERE user_id = ? AND reservation_id IS NULL",

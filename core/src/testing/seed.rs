@@ -47,12 +47,15 @@ pub async fn concert(
     let title = ConcertTitle::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
     let venue = Venue::parse("seeded").map_err(|e| sqlx::Error::Protocol(e.to_string()))?;
     let now = db::now(&mut *conn).await?;
+    let billing = db::concerts::Billing {
+        organizer: db::organizers::DEFAULT,
+        title: &title,
+        venue: &venue,
+        date,
+    };
     let id = db::concerts::insert_with_seats(
         &mut *conn,
-        db::organizers::DEFAULT,
-        &title,
-        &venue,
-        date,
+        billing,
         layout,
         db::concerts::Settings::default(),
         now,
