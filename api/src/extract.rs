@@ -43,6 +43,19 @@ macro_rules! with_auth {
     };
 }
 
+/// Lets a feature state that holds `client_addresses` give them to
+/// [`ClientAddress`] and the audit's `Staff`.
+#[macro_export]
+macro_rules! with_client_addresses {
+    ($state:ty) => {
+        impl axum::extract::FromRef<$state> for $crate::extract::ClientAddresses {
+            fn from_ref(state: &$state) -> Self {
+                state.client_addresses.clone()
+            }
+        }
+    };
+}
+
 /// Where the client's address is found behind proxies, if it is.
 #[derive(Clone, Default)]
 pub struct ClientAddresses(pub Option<Arc<ProxyHeader>>);

@@ -33,6 +33,7 @@ use crate::reservations::{checkout, events as status_events, routes as reservati
         crate::organizers::routes::create, crate::organizers::routes::list, crate::organizers::routes::show,
         crate::organizers::routes::update, crate::organizers::routes::members,
         crate::organizers::routes::set_member, crate::organizers::routes::remove_member,
+        crate::organizers::trail::audit,
         crate::proof_of_work::routes::challenge,
         crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,

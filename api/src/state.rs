@@ -146,6 +146,7 @@ impl FromRef<AppState> for ConcertsState {
         Self {
             pool: app.pool.clone(),
             auth: app.auth(),
+            client_addresses: app.client_addresses(),
             sales: app.sales.clone(),
             line: app.line.clone(),
             availability: app.availability.clone(),
@@ -160,6 +161,7 @@ impl FromRef<AppState> for CheckInState {
         Self {
             pool: app.pool.clone(),
             auth: app.auth(),
+            client_addresses: app.client_addresses(),
             known_scanners: app.known_scanners.clone(),
             ticket_keys: app.ticket_keys.clone(),
             metrics: app.metrics.clone(),
@@ -185,6 +187,7 @@ impl FromRef<AppState> for OrganizersState {
         Self {
             pool: app.pool.clone(),
             auth: app.auth(),
+            client_addresses: app.client_addresses(),
         }
     }
 }
@@ -194,6 +197,7 @@ impl FromRef<AppState> for PresaleState {
         Self {
             pool: app.pool.clone(),
             auth: app.auth(),
+            client_addresses: app.client_addresses(),
         }
     }
 }

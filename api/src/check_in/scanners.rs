@@ -18,6 +18,9 @@ use crate::check_in::state::CheckInState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed};
+use serde_json::{Value, json};
+use ticket_core::db::whole;
 
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -79,13 +82,13 @@ impl From<db::check_ins::ScannerRow> for ScannerResponse {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn create_scanner(
     State(state): State<CheckInState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(concert): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CreateScannerRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(concert),
         Permission::ManageScanners,
     )
@@ -98,9 +101,20 @@ pub async fn create_scanner(
     db::concerts::find(&mut conn, concert)
         .await?
         .ok_or_else(ApiError::concert_not_found)?;
-    let now = db::now(&mut conn).await?;
-    let id =
-        db::check_ins::create_scanner(&mut conn, concert, &name, &token_hash(&token), now).await?;
+    let (id, now) = whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        let id =
+            db::check_ins::create_scanner(tx, concert, &name, &token_hash(&token), now).await?;
+        let did = Did {
+            action: "scanner.create",
+            concert: Some(concert),
+            target: Some(format!("scanner {id}")),
+            changes: &changed(Value::Null, json!({"name": name})),
+        };
+        staff.record(tx, grant, did).await?;
+        Ok::<_, ApiError>((id, now))
+    })
+    .await?;
     let pairing = pairing_code(concert, &token);
     Ok((
         StatusCode::CREATED,
@@ -146,23 +160,33 @@ pub async fn list_scanners(
               (status = 404, body = Problem)))]
 pub async fn revoke_scanner(
     State(state): State<CheckInState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath((concert, scanner)): ApiPath<(ConcertId, ScannerId)>,
 ) -> ApiResult<StatusCode> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(concert),
         Permission::ManageScanners,
     )
     .await?;
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    if !db::check_ins::revoke_scanner(&mut conn, concert, scanner, now).await? {
-        return Err(ApiError::new(
-            ErrorCode::ScannerNotFound,
-            "no such live scanner for this concert",
-        ));
-    }
+    whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        if !db::check_ins::revoke_scanner(tx, concert, scanner, now).await? {
+            return Err(ApiError::new(
+                ErrorCode::ScannerNotFound,
+                "no such live scanner for this concert",
+            ));
+        }
+        let did = Did {
+            action: "scanner.revoke",
+            concert: Some(concert),
+            target: Some(format!("scanner {scanner}")),
+            changes: &changed(json!({"revoked": false}), json!({"revoked": true})),
+        };
+        staff.record(tx, grant, did).await
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

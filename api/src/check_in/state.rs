@@ -13,6 +13,8 @@ use crate::middleware::metrics::ApiMetrics;
 pub struct CheckInState {
     pub pool: MySqlPool,
     pub auth: Auth,
+    /// Where a caller's address is read (recorded with what staff do).
+    pub client_addresses: crate::extract::ClientAddresses,
     /// Scanners seen on this instance (their requests' rate budget).
     pub known_scanners: Arc<super::known_scanners::KnownScanners>,
     /// What ticket codes are verified with; None: not set up.
@@ -21,6 +23,7 @@ pub struct CheckInState {
 }
 
 crate::with_auth!(CheckInState);
+crate::with_client_addresses!(CheckInState);
 
 impl axum::extract::FromRef<CheckInState> for super::door_staff::Scanners {
     fn from_ref(state: &CheckInState) -> Self {

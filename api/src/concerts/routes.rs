@@ -13,6 +13,8 @@ use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, PageQuery};
 use crate::organizers::access::{On, permit, permit_on};
+use crate::organizers::audit::{Did, Staff, changed, seen};
+use serde_json::Value;
 
 use super::input::{self, ConcertChanges, CreateConcertRequest, NewConcert, UpdateConcertRequest};
 use super::view::{ConcertDetailResponse, ConcertPage, ConcertResponse};
@@ -29,7 +31,7 @@ pub fn router() -> Router<ConcertsState> {
               (status = 403, body = Problem), (status = 413, body = Problem), (status = 415, body = Problem)))]
 pub async fn create(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiJson(req): ApiJson<CreateConcertRequest>,
 ) -> ApiResult<impl IntoResponse> {
     let mut new = NewConcert::try_from(req)?;
@@ -37,11 +39,11 @@ pub async fn create(
     let mut conn = state.pool.acquire().await?;
     let organizer = match new.organizer {
         Some(organizer) => organizer,
-        None => organizer_of(&mut conn, caller).await?,
+        None => organizer_of(&mut conn, staff.caller).await?,
     };
-    permit(
+    let grant = permit(
         &mut conn,
-        caller,
+        staff.caller,
         On::Organizer(organizer),
         Permission::EditConcerts,
     )
@@ -64,6 +66,15 @@ pub async fn create(
             db::standing_areas::replace(tx, id, areas, new.categories.as_ref(), now).await?;
         }
         let concert = load(tx, id).await?;
+        let shown =
+            ConcertResponse::new(concert.clone(), new.categories.as_ref(), new.areas.as_ref());
+        let did = Did {
+            action: "concert.create",
+            concert: Some(id),
+            target: None,
+            changes: &changed(Value::Null, seen(&shown)),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>((id, concert))
     })
     .await?;
@@ -161,13 +172,13 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn update(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(id),
         Permission::EditConcerts,
     )
@@ -188,9 +199,14 @@ pub async fn update(
             // them: no decision reads a price halfway through the change.
             db::concerts::lock_seats(tx, id).await?;
         }
-        if db::concerts::lock(tx, id).await?.is_none() {
+        let Some(before) = db::concerts::lock(tx, id).await? else {
             return Err(ApiError::concert_not_found());
-        }
+        };
+        let before = ConcertResponse::new(
+            before,
+            db::prices::of_concert(tx, id).await?.as_ref(),
+            Some(&db::standing_areas::of_concert(tx, id).await?),
+        );
         if let Some(categories) = &new_categories {
             // Open requests by count and waiting fans name a category by its
             // place: moved or renamed, they would be asked of another one.
@@ -256,6 +272,14 @@ pub async fn update(
         )?;
         HoldDuration::parse(u64::from(concert.hold_seconds))?
             .allowed_with_prices(categories.as_ref().is_some_and(PriceCategories::is_priced))?;
+        let after = ConcertResponse::new(concert.clone(), categories.as_ref(), Some(&areas));
+        let did = Did {
+            action: "concert.change",
+            concert: Some(id),
+            target: None,
+            changes: &changed(seen(&before), seen(&after)),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>((concert, categories, areas))
     })
     .await?;
@@ -275,12 +299,12 @@ pub async fn update(
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(id),
         Permission::EditConcerts,
     )
@@ -310,6 +334,13 @@ pub async fn remove(
             ));
         }
         db::concerts::delete_with_seats(tx, id).await?;
+        let did = Did {
+            action: "concert.delete",
+            concert: Some(id),
+            target: None,
+            changes: &changed(seen(&concert.title), Value::Null),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(())
     })
     .await?;

@@ -14,8 +14,10 @@ use utoipa::ToSchema;
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, AuthUser, with_body_limit};
+use crate::extract::{ApiJson, ApiPath, with_body_limit};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed};
+use serde_json::{Value, json};
 
 /// The largest plan taken, as sent and as kept: the column (MEDIUMTEXT)
 /// holds 16 MiB and one statement may carry 16 MiB (MariaDB's default
@@ -53,13 +55,13 @@ pub struct SeatingPlanResult {
               (status = 413, body = Problem)))]
 pub async fn put_seating_plan(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(raw): ApiJson<RawPlan>,
 ) -> ApiResult<Json<SeatingPlanResult>> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(id),
         Permission::EditConcerts,
     )
@@ -112,6 +114,15 @@ pub async fn put_seating_plan(
         };
         let seat_count =
             db::seating_plans::replace(tx, id, &plan, &stored, position_of, now).await?;
+        // What the plan is, not the plan: it may weigh megabytes.
+        let after = json!({"name": plan.raw.name, "seatCount": seat_count});
+        let did = Did {
+            action: "seating_plan.replace",
+            concert: Some(id),
+            target: None,
+            changes: &changed(Value::Null, after),
+        };
+        staff.record(tx, grant, did).await?;
         Ok(SeatingPlanResult {
             concert_id: id.get(),
             name: plan.raw.name,

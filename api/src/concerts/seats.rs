@@ -13,8 +13,10 @@ use utoipa::{IntoParams, ToSchema};
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, integral};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed, seen};
+use serde_json::{Value, json};
 
 pub fn router() -> Router<ConcertsState> {
     Router::new()
@@ -241,12 +243,12 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn create(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiJson(req): ApiJson<CreateSeatRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(ConcertId(req.concert_id)),
         Permission::EditConcerts,
     )
@@ -265,16 +267,25 @@ pub async fn create(
             let seat = [(id, number.as_str().to_owned())];
             db::prices::assign(tx, &categories, &seat).await?;
         }
-        let seat = db::seats::find(tx, id)
-            .await?
-            .ok_or_else(ApiError::seat_not_found)?;
+        let seat = SeatResponse::from(
+            db::seats::find(tx, id)
+                .await?
+                .ok_or_else(ApiError::seat_not_found)?,
+        );
+        let did = Did {
+            action: "seat.create",
+            concert: Some(concert),
+            target: Some(format!("seat {id}")),
+            changes: &changed(Value::Null, seen(&seat)),
+        };
+        staff.record(tx, grant, did).await?;
         Ok((id, seat))
     })
     .await?;
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, format!("/api/seats/{id}"))],
-        Json(SeatResponse::from(seat)),
+        Json(seat),
     ))
 }
 
@@ -288,17 +299,28 @@ pub async fn create(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn update(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<SeatId>,
     ApiJson(req): ApiJson<UpdateSeatRequest>,
 ) -> ApiResult<Json<SeatResponse>> {
-    permit_on(&state.pool, caller, On::Seat(id), Permission::EditConcerts).await?;
+    let grant = permit_on(
+        &state.pool,
+        staff.caller,
+        On::Seat(id),
+        Permission::EditConcerts,
+    )
+    .await?;
     let changes = SeatChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let seat = whole::run(&mut conn, async |tx| {
         let locked = db::seats::find_for_update(tx, id)
             .await?
             .ok_or_else(ApiError::seat_not_found)?;
+        let before = seen(&SeatResponse::from(
+            db::seats::find(tx, id)
+                .await?
+                .ok_or_else(ApiError::seat_not_found)?,
+        ));
         let now = db::now(tx).await?;
         let claim = db::seats::live_claim(tx, id, now).await?;
         let sold = claim.is_some();
@@ -345,13 +367,22 @@ pub async fn update(
             db::prices::move_seat(tx, id, position).await?;
         }
         db::seats::update(tx, id, changes.number.as_ref(), changes.status, now).await?;
-        let seat = db::seats::find(tx, id)
-            .await?
-            .ok_or_else(ApiError::seat_not_found)?;
+        let seat = SeatResponse::from(
+            db::seats::find(tx, id)
+                .await?
+                .ok_or_else(ApiError::seat_not_found)?,
+        );
+        let did = Did {
+            action: "seat.change",
+            concert: Some(locked.concert_id),
+            target: Some(format!("seat {id}")),
+            changes: &changed(before, seen(&seat)),
+        };
+        staff.record(tx, grant, did).await?;
         Ok(seat)
     })
     .await?;
-    Ok(Json(seat.into()))
+    Ok(Json(seat))
 }
 
 /// Deletes a seat that nobody ever requested or held (admin).
@@ -360,10 +391,16 @@ pub async fn update(
               (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove(
     State(state): State<ConcertsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {
-    permit_on(&state.pool, caller, On::Seat(id), Permission::EditConcerts).await?;
+    let grant = permit_on(
+        &state.pool,
+        staff.caller,
+        On::Seat(id),
+        Permission::EditConcerts,
+    )
+    .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         // Seat before concert: the order in which a whole concert is deleted
@@ -381,7 +418,13 @@ pub async fn remove(
         }
         db::seats::delete(tx, id).await?;
         db::concerts::adjust_seat_count(tx, concert, -1).await?;
-        Ok(())
+        let did = Did {
+            action: "seat.delete",
+            concert: Some(concert),
+            target: Some(format!("seat {id}")),
+            changes: &changed(json!({"seatNumber": seat.seat_number}), Value::Null),
+        };
+        staff.record(tx, grant, did).await
     })
     .await?;
     Ok(StatusCode::NO_CONTENT)

@@ -13,6 +13,8 @@ use crate::extract::Auth;
 pub struct ConcertsState {
     pub pool: MySqlPool,
     pub auth: Auth,
+    /// Where a caller's address is read (recorded with what staff do).
+    pub client_addresses: crate::extract::ClientAddresses,
     /// When each concert's sale opens, its cap and pools.
     pub sales: Arc<super::sale_windows::SaleWindows>,
     /// Where open requests stand in line (the sale view).
@@ -26,3 +28,4 @@ pub struct ConcertsState {
 }
 
 crate::with_auth!(ConcertsState);
+crate::with_client_addresses!(ConcertsState);

@@ -2,8 +2,10 @@
 //! what each may do (issue 60). Every operator route asks `access::permit`.
 
 pub mod access;
+pub mod audit;
 pub mod routes;
 pub mod state;
+pub mod trail;
 mod view;
 
 pub use routes::router;

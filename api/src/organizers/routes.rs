@@ -11,17 +11,20 @@ use ticket_core::domain::{
 };
 use utoipa::ToSchema;
 
-use super::access::{On, permit};
+use super::access::{Grant, On, permit};
+use super::audit::{Did, Staff, changed, seen};
 use super::state::OrganizersState;
 use super::view::{MemberResponse, OrganizerResponse};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{Admin, ApiJson, ApiPath, AuthUser};
+use crate::extract::{ApiJson, ApiPath, AuthUser};
+use serde_json::{Value, json};
 
 pub fn router() -> Router<OrganizersState> {
     Router::new()
         .route("/api/organizers", get(list).post(create))
         .route("/api/organizers/{id}", get(show).patch(update))
         .route("/api/organizers/{id}/members", get(members))
+        .route("/api/organizers/{id}/audit", get(super::trail::audit))
         .route(
             "/api/organizers/{id}/members/{userId}",
             put(set_member).delete(remove_member),
@@ -66,9 +69,16 @@ pub struct SetMemberRequest {
               (status = 403, body = Problem), (status = 409, body = Problem)))]
 pub async fn create(
     State(state): State<OrganizersState>,
-    Admin(caller): Admin,
+    staff: Staff,
     ApiJson(req): ApiJson<CreateOrganizerRequest>,
 ) -> ApiResult<impl IntoResponse> {
+    let caller = staff.caller;
+    if !caller.is_admin() {
+        return Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "organizers are made by the platform's admin",
+        ));
+    }
     let mut errors = Vec::new();
     let name = keep(OrganizerName::parse(&req.name), &mut errors);
     let slug = keep(OrganizerSlug::parse(&req.slug), &mut errors);
@@ -79,9 +89,23 @@ pub async fn create(
     let organizer = whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;
         let id = organizers::insert(tx, &name, &slug, now).await?;
-        organizers::find(tx, id, caller.id)
+        let made = organizers::find(tx, id, caller.id)
             .await?
-            .ok_or_else(ApiError::organizer_not_found)
+            .ok_or_else(ApiError::organizer_not_found)?;
+        let grant = Grant {
+            user: caller.id,
+            organizer: id,
+            role: None,
+        };
+        let after = json!({"name": made.name, "slug": made.slug});
+        let did = Did {
+            action: "organizer.create",
+            concert: None,
+            target: None,
+            changes: &changed(Value::Null, after),
+        };
+        staff.record(tx, grant, did).await?;
+        Ok::<_, ApiError>(made)
     })
     .await?;
     let location = format!("/api/organizers/{}", organizer.id);
@@ -130,19 +154,32 @@ pub async fn show(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn update(
     State(state): State<OrganizersState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<OrganizerId>,
     ApiJson(req): ApiJson<UpdateOrganizerRequest>,
 ) -> ApiResult<Json<OrganizerResponse>> {
     let (name, slug) = named(req.name.as_deref(), req.slug.as_deref())?;
     let mut conn = state.pool.acquire().await?;
-    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    let caller = staff.caller;
+    let grant = permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
     let organizer = whole::run(&mut conn, async |tx| {
+        let shown = |o: &organizers::OrganizerRow| json!({"name": o.name, "slug": o.slug});
+        let before = organizers::find(tx, id, caller.id)
+            .await?
+            .ok_or_else(ApiError::organizer_not_found)?;
         let now = db::now(tx).await?;
         organizers::update(tx, id, name.as_ref(), slug.as_ref(), now).await?;
-        organizers::find(tx, id, caller.id)
+        let after = organizers::find(tx, id, caller.id)
             .await?
-            .ok_or_else(ApiError::organizer_not_found)
+            .ok_or_else(ApiError::organizer_not_found)?;
+        let did = Did {
+            action: "organizer.change",
+            concert: None,
+            target: None,
+            changes: &changed(shown(&before), shown(&after)),
+        };
+        staff.record(tx, grant, did).await?;
+        Ok::<_, ApiError>(after)
     })
     .await?;
     Ok(Json(organizer.into()))
@@ -173,7 +210,7 @@ pub async fn members(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn set_member(
     State(state): State<OrganizersState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath((id, user)): ApiPath<(OrganizerId, UserId)>,
     ApiJson(req): ApiJson<SetMemberRequest>,
 ) -> ApiResult<StatusCode> {
@@ -185,7 +222,13 @@ pub async fn set_member(
         return Err(FieldError::new("concertIds", "must name at most 1000 concerts").into());
     }
     let mut conn = state.pool.acquire().await?;
-    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    let grant = permit(
+        &mut conn,
+        staff.caller,
+        On::Organizer(id),
+        Permission::ManageTeam,
+    )
+    .await?;
     whole::run(&mut conn, async |tx| {
         if db::users::find(tx, user).await?.is_none() {
             return Err(ApiError::user_not_found());
@@ -199,8 +242,17 @@ pub async fn set_member(
         if role != MemberRole::Owner && owners == [user] {
             return Err(last_owner());
         }
+        let before = organizers::member(tx, id, user).await?;
         let now = db::now(tx).await?;
         organizers::set_member(tx, id, user, role, &concerts, now).await?;
+        let after = organizers::member(tx, id, user).await?;
+        let did = Did {
+            action: "member.set",
+            concert: None,
+            target: Some(format!("user {user}")),
+            changes: &changed(member_seen(before), member_seen(after)),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(())
     })
     .await?;
@@ -214,18 +266,32 @@ pub async fn set_member(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn remove_member(
     State(state): State<OrganizersState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath((id, user)): ApiPath<(OrganizerId, UserId)>,
 ) -> ApiResult<StatusCode> {
     let mut conn = state.pool.acquire().await?;
-    permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
+    let grant = permit(
+        &mut conn,
+        staff.caller,
+        On::Organizer(id),
+        Permission::ManageTeam,
+    )
+    .await?;
     whole::run(&mut conn, async |tx| {
         if organizers::lock_owners(tx, id).await? == [user] {
             return Err(last_owner());
         }
+        let before = organizers::member(tx, id, user).await?;
         if !organizers::remove_member(tx, id, user).await? {
             return Err(ApiError::user_not_found());
         }
+        let did = Did {
+            action: "member.remove",
+            concert: None,
+            target: Some(format!("user {user}")),
+            changes: &changed(member_seen(before), Value::Null),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(())
     })
     .await?;
@@ -245,6 +311,11 @@ fn named(
     } else {
         Err(errors.into())
     }
+}
+
+/// A member as their audit entries show them.
+fn member_seen(member: Option<organizers::MemberRow>) -> Value {
+    member.map_or(Value::Null, |m| seen(&MemberResponse::from(m)))
 }
 
 fn last_owner() -> ApiError {

@@ -10,6 +10,9 @@ use crate::extract::Auth;
 pub struct OrganizersState {
     pub pool: MySqlPool,
     pub auth: Auth,
+    /// Where a caller's address is read (recorded with what staff do).
+    pub client_addresses: crate::extract::ClientAddresses,
 }
 
 crate::with_auth!(OrganizersState);
+crate::with_client_addresses!(OrganizersState);

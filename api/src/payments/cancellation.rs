@@ -17,7 +17,9 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed};
 use crate::payments::state::PaymentsState;
+use serde_json::{Value, json};
 
 pub fn router() -> Router<PaymentsState> {
     Router::new()
@@ -60,11 +62,17 @@ pub struct CancellationResponse {
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn cancel(
     State(state): State<PaymentsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CancelConcertRequest>,
 ) -> ApiResult<(StatusCode, Json<CancellationResponse>)> {
-    permit_on(&state.pool, caller, On::Concert(id), Permission::CancelShow).await?;
+    let grant = permit_on(
+        &state.pool,
+        staff.caller,
+        On::Concert(id),
+        Permission::CancelShow,
+    )
+    .await?;
     let reason = req
         .reason
         .as_deref()
@@ -86,6 +94,13 @@ pub async fn cancel(
             .ok_or_else(ApiError::concert_not_found)?;
         let now = db::now(tx).await?;
         concerts::cancel(tx, id, &reason, now).await?;
+        let did = Did {
+            action: "concert.cancel",
+            concert: Some(id),
+            target: None,
+            changes: &changed(Value::Null, json!({"reason": reason})),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(())
     })
     .await?;

@@ -21,9 +21,11 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, AuthUser, OptionalJson};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed};
 use crate::payments::routes::RefundResponse;
 use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
+use serde_json::json;
 
 pub fn router() -> Router<PaymentsState> {
     Router::new()
@@ -48,11 +50,17 @@ pub struct PaidBackRequest {
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn paid_back(
     State(state): State<PaymentsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<RefundId>,
     OptionalJson(req): OptionalJson<PaidBackRequest>,
 ) -> ApiResult<Json<RefundResponse>> {
-    permit_on(&state.pool, caller, On::Refund(id), Permission::Refund).await?;
+    let grant = permit_on(
+        &state.pool,
+        staff.caller,
+        On::Refund(id),
+        Permission::Refund,
+    )
+    .await?;
     let reference = req
         .payment_reference
         .as_deref()
@@ -82,6 +90,14 @@ pub async fn paid_back(
                 },
             ));
         }
+        let after = json!({"status": "SUCCEEDED", "paymentReference": reference.as_ref().map(PaymentReference::as_str)});
+        let did = Did {
+            action: "refund.paid_back",
+            concert: db::organizers::concert_of_refund(tx, id).await?,
+            target: Some(format!("refund {id}")),
+            changes: &changed(json!({"status": "PENDING"}), after),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(found)
     })
     .await?;

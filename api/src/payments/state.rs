@@ -3,7 +3,6 @@
 
 use std::sync::Arc;
 
-use axum::extract::FromRef;
 use sqlx::MySqlPool;
 
 use crate::extract::{Auth, ClientAddresses};
@@ -25,8 +24,4 @@ pub struct PaymentsState {
 
 crate::with_auth!(PaymentsState);
 
-impl FromRef<PaymentsState> for ClientAddresses {
-    fn from_ref(state: &PaymentsState) -> Self {
-        state.client_addresses.clone()
-    }
-}
+crate::with_client_addresses!(PaymentsState);

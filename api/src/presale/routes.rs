@@ -11,7 +11,9 @@ use utoipa::ToSchema;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser, integral};
 use crate::organizers::access::{On, permit_on};
+use crate::organizers::audit::{Did, Staff, changed};
 use crate::presale::state::PresaleState;
+use serde_json::{Value, json};
 
 pub fn router() -> Router<PresaleState> {
     Router::new()
@@ -86,14 +88,14 @@ impl From<access_codes::CodeUsage> for CodeResponse {
               (status = 404, body = Problem)))]
 pub async fn create(
     State(state): State<PresaleState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(concert): ApiPath<ConcertId>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<CreateCodesRequest>,
 ) -> ApiResult<Response> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(concert),
         Permission::ManageAccessCodes,
     )
@@ -111,6 +113,16 @@ pub async fn create(
         }
         let now = db::now(tx).await?;
         let ids = access_codes::insert_many(tx, concert, batch, &hashes, now).await?;
+        // The codes themselves never: only what they are good for.
+        let after = json!({"count": batch.count, "usesPerCode": batch.uses_per_code,
+                           "seatsPerCode": batch.seats_per_code});
+        let did = Did {
+            action: "access_codes.create",
+            concert: Some(concert),
+            target: None,
+            changes: &changed(Value::Null, after),
+        };
+        staff.record(tx, grant, did).await?;
         Ok::<_, ApiError>(ids)
     })
     .await?;
@@ -172,23 +184,33 @@ pub async fn list(
               (status = 403, body = Problem), (status = 404, body = Problem)))]
 pub async fn revoke(
     State(state): State<PresaleState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath((concert, code)): ApiPath<(ConcertId, AccessCodeId)>,
 ) -> ApiResult<StatusCode> {
-    permit_on(
+    let grant = permit_on(
         &state.pool,
-        caller,
+        staff.caller,
         On::Concert(concert),
         Permission::ManageAccessCodes,
     )
     .await?;
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    if !access_codes::revoke(&mut conn, concert, code, now).await? {
-        return Err(ApiError::new(
-            ErrorCode::AccessCodeNotFound,
-            "the concert has no such access code",
-        ));
-    }
+    whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        if !access_codes::revoke(tx, concert, code, now).await? {
+            return Err(ApiError::new(
+                ErrorCode::AccessCodeNotFound,
+                "the concert has no such access code",
+            ));
+        }
+        let did = Did {
+            action: "access_code.revoke",
+            concert: Some(concert),
+            target: Some(format!("access code {code}")),
+            changes: &changed(json!({"revoked": false}), json!({"revoked": true})),
+        };
+        staff.record(tx, grant, did).await
+    })
+    .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -425,6 +425,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::GET,
+            "/api/organizers/1/audit".into(),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
             "/api/organizers/1/members".into(),
             None,
             403,

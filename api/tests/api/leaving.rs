@@ -336,10 +336,11 @@ async fn a_concert_without_history_is_deleted_with_everything_of_its_own() {
     app.delete(&format!("/api/concerts/{concert}"), Some(&app.admin_token))
         .await
         .assert_status(204);
+    // The record of who did what keeps naming it: the trail stays.
     let left: Vec<(String, i64)> = rows_naming(&app.pool, "concert_id", concert)
         .await
         .into_iter()
-        .filter(|(_, n)| *n > 0)
+        .filter(|(table, n)| *n > 0 && table != "audit_entries")
         .collect();
     assert!(left.is_empty(), "rows still naming the concert: {left:?}");
     app.assert_invariants().await;

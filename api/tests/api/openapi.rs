@@ -18,6 +18,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("get", "/api/organizers/{id}"),
     ("patch", "/api/organizers/{id}"),
     ("get", "/api/organizers/{id}/members"),
+    ("get", "/api/organizers/{id}/audit"),
     ("put", "/api/organizers/{id}/members/{userId}"),
     ("delete", "/api/organizers/{id}/members/{userId}"),
     ("post", "/api/concerts/{id}/waiting-list"),

@@ -493,3 +493,254 @@ async fn an_installation_from_before_organizers_keeps_its_concerts_and_admins() 
     drop(pool);
     drop(db);
 }
+
+/// The organizer's trail, as `token` reads it with `query`.
+async fn trail(app: &TestApp, token: &str, organizer: u64, query: &str) -> Reply {
+    app.get(
+        &format!("/api/organizers/{organizer}/audit{query}"),
+        Some(token),
+    )
+    .await
+}
+
+#[tokio::test]
+async fn every_write_is_recorded_with_who_what_when_and_the_change() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (finance_id, finance) = app.user("finance").await;
+    let (manager_id, manager) = app.user("manager").await;
+    let org = organizer(&app, "recorded", owner_id).await;
+    for (user, role) in [(finance_id, "FINANCE"), (manager_id, "MANAGER")] {
+        set_role(&app, &owner, org, user, json!({"role": role}))
+            .await
+            .assert_status(204);
+    }
+    let body =
+        json!({"title": "First", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
+    let concert = app.post("/api/concerts", Some(&owner), body).await;
+    let id = concert.assert_status(201)["id"].as_u64().unwrap();
+    let patched = app
+        .client
+        .patch(format!("{}/api/concerts/{id}", app.base))
+        .bearer_auth(&manager)
+        .header("x-request-id", "desk-42")
+        .json(&json!({"title": "Second"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(patched.status(), 200);
+    app.post(
+        &format!("/api/concerts/{id}/scanners"),
+        Some(&manager),
+        json!({"name": "Gate 1"}),
+    )
+    .await
+    .assert_status(201);
+    app.post(
+        &format!("/api/concerts/{id}/cancel"),
+        Some(&owner),
+        json!({"reason": "storm"}),
+    )
+    .await
+    .assert_status(202);
+
+    let entries = trail(&app, &finance, org, "").await;
+    let actions: Vec<&str> = entries
+        .assert_status(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "concert.cancel",
+            "scanner.create",
+            "concert.change",
+            "concert.create",
+            "member.set",
+            "member.set",
+            "member.set",
+            "organizer.create"
+        ],
+        "newest first",
+    );
+    let change = trail(&app, &owner, org, "?action=concert.change").await;
+    let change = &change.assert_status(200)[0];
+    assert_eq!(
+        change["changes"],
+        json!({"before": {"title": "First"}, "after": {"title": "Second"}})
+    );
+    assert_eq!(change["userId"], manager_id);
+    assert_eq!(change["role"], "MANAGER");
+    assert_eq!(change["concertId"], id);
+    assert_eq!(change["requestId"], "desk-42");
+    assert_eq!(change["clientAddress"], "127.0.0.1");
+    let scanner = trail(&app, &owner, org, "?action=scanner.create").await;
+    let scanner = scanner.assert_status(200)[0]["changes"].to_string();
+    assert!(
+        !scanner.contains("scn_") && scanner.contains("Gate 1"),
+        "never a secret: {scanner}"
+    );
+    let by_person = trail(
+        &app,
+        &owner,
+        org,
+        &format!("?userId={owner_id}&concertId={id}"),
+    )
+    .await;
+    let by_person: Vec<&str> = by_person
+        .assert_status(200)
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(by_person, ["concert.cancel", "concert.create"]);
+    let future = trail(&app, &owner, org, "?from=2099-01-01T00:00:00Z").await;
+    assert_eq!(future.assert_status(200), &json!([]));
+    let csv = app
+        .client
+        .get(format!("{}/api/organizers/{org}/audit", app.base))
+        .bearer_auth(&finance)
+        .header("accept", "text/csv")
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("id,at,concert,user"), "{csv}");
+    assert_eq!(lines.len(), 1 + actions.len(), "{csv}");
+    // The trail is for owners and finance.
+    let refused = trail(&app, &manager, org, "").await;
+    assert_eq!(outcome(&refused), (403, "PERMISSION_REQUIRED".into()));
+    assert_eq!(refused.body["permission"], "READ_AUDIT");
+    let bad = trail(&app, &owner, org, "?from=yesterday").await;
+    assert_eq!(outcome(&bad), (400, "VALIDATION_ERROR".into()));
+}
+
+#[tokio::test]
+async fn a_refused_write_leaves_no_entry_and_no_one_rewrites_the_trail() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    organizer(&app, "kept", owner_id).await;
+    let body = json!({"title": "Priced", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00",
+        "holdSeconds": 600, "categories": [{"name": "A", "price": 100, "currency": "EUR"}]});
+    let id = app
+        .post("/api/concerts", Some(&owner), body)
+        .await
+        .assert_status(201)["id"]
+        .clone();
+    let count = || async {
+        let (n,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM audit_entries")
+            .fetch_one(&app.pool)
+            .await
+            .unwrap();
+        n
+    };
+    let before = count().await;
+    // Refused inside its transaction (a priced concert must hold).
+    let refused = app
+        .patch(
+            &format!("/api/concerts/{id}"),
+            Some(&owner),
+            json!({"holdSeconds": 0}),
+        )
+        .await;
+    assert_eq!(refused.status, 400);
+    assert_eq!(count().await, before, "a refused change records nothing");
+    // Not even the application's own connection may change or remove one.
+    for statement in [
+        "UPDATE audit_entries SET action = 'nothing' WHERE id > 0",
+        "DELETE FROM audit_entries WHERE id > 0",
+    ] {
+        let tried = sqlx::query(statement).execute(&app.pool).await;
+        let error = tried.expect_err(statement).to_string();
+        assert!(
+            error.contains("audit entries are never"),
+            "{statement}: {error}"
+        );
+    }
+    assert_eq!(count().await, before);
+    let actions: Vec<(String,)> = sqlx::query_as("SELECT action FROM audit_entries ORDER BY id")
+        .fetch_all(&app.pool)
+        .await
+        .unwrap();
+    assert_eq!(
+        actions.iter().map(|(a,)| a.as_str()).collect::<Vec<_>>(),
+        ["organizer.create", "member.set", "concert.create"]
+    );
+}
+
+#[tokio::test]
+async fn seats_and_codes_are_recorded_too_never_the_codes() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let org = organizer(&app, "more", owner_id).await;
+    let body = json!({"title": "More", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00",
+        "rows": 1, "seatsPerRow": 2});
+    let id = app
+        .post("/api/concerts", Some(&owner), body)
+        .await
+        .assert_status(201)["id"]
+        .as_u64()
+        .unwrap();
+    let seat = app
+        .post(
+            "/api/seats",
+            Some(&owner),
+            json!({"concertId": id, "seatNumber": "Z9"}),
+        )
+        .await;
+    let seat = seat.assert_status(201)["id"].as_u64().unwrap();
+    app.patch(
+        &format!("/api/seats/{seat}"),
+        Some(&owner),
+        json!({"seatNumber": "Z10"}),
+    )
+    .await
+    .assert_status(200);
+    let codes = app
+        .post(
+            &format!("/api/concerts/{id}/access-codes"),
+            Some(&owner),
+            json!({"count": 1, "usesPerCode": 1, "seatsPerCode": 2}),
+        )
+        .await;
+    let code = codes.assert_status(201)["codes"][0].clone();
+    app.delete(
+        &format!("/api/concerts/{id}/access-codes/{}", code["id"]),
+        Some(&owner),
+    )
+    .await
+    .assert_status(204);
+    let entries = trail(&app, &owner, org, &format!("?concertId={id}")).await;
+    let entries = entries.assert_status(200).as_array().unwrap().clone();
+    let actions: Vec<&str> = entries
+        .iter()
+        .map(|e| e["action"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            "access_code.revoke",
+            "access_codes.create",
+            "seat.change",
+            "seat.create",
+            "concert.create"
+        ]
+    );
+    assert_eq!(
+        entries[2]["changes"],
+        json!({"before": {"seatNumber": "Z9"}, "after": {"seatNumber": "Z10"}})
+    );
+    let all = serde_json::to_string(&entries).unwrap();
+    let shown = code["code"].as_str().unwrap();
+    assert!(
+        !all.contains(shown),
+        "an access code never reaches the trail"
+    );
+}

@@ -22,7 +22,11 @@ const NOT_A_SALES: [(&str, &str); 6] = [
 ];
 
 /// A sale's tables whose concert id may be unknown, and why.
-const CONCERT_MAY_BE_UNKNOWN: [(&str, &str); 2] = [
+const CONCERT_MAY_BE_UNKNOWN: [(&str, &str); 3] = [
+    (
+        "audit_entries",
+        "an organizer's own business (its name, its team) names no concert",
+    ),
     (
         "outbox",
         "an event about an account, not a sale, names no concert",

@@ -11,6 +11,7 @@
 //! they skip a locked row whose last committed version does not match.
 
 pub mod access_codes;
+pub mod audit;
 pub mod check_ins;
 pub mod concerts;
 mod due_claim;

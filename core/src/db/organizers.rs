@@ -242,6 +242,18 @@ pub async fn members(
     .await
 }
 
+/// One member of the organizer, if `user` is one.
+pub async fn member(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    user: UserId,
+) -> Result<Option<MemberRow>, sqlx::Error> {
+    Ok(members(conn, organizer)
+        .await?
+        .into_iter()
+        .find(|m| m.user_id == user))
+}
+
 /// The organizer's owners, locked until the transaction ends: a change
 /// that would leave it none is refused under this lock.
 pub async fn lock_owners(

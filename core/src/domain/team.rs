@@ -33,10 +33,12 @@ pub enum Permission {
     ReadTakings,
     /// Cancel a show (every ticket refunded).
     CancelShow,
+    /// Read the record of who did what.
+    ReadAudit,
 }
 
 impl Permission {
-    pub const ALL: [Self; 11] = [
+    pub const ALL: [Self; 12] = [
         Self::ManageTeam,
         Self::EditConcerts,
         Self::ManageAccessCodes,
@@ -48,6 +50,7 @@ impl Permission {
         Self::Refund,
         Self::ReadTakings,
         Self::CancelShow,
+        Self::ReadAudit,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -63,6 +66,7 @@ impl Permission {
             Self::Refund => "REFUND",
             Self::ReadTakings => "READ_TAKINGS",
             Self::CancelShow => "CANCEL_SHOW",
+            Self::ReadAudit => "READ_AUDIT",
         }
     }
 }
@@ -109,7 +113,10 @@ impl MemberRole {
             ),
             Self::BoxOffice => matches!(permission, ViewSale | FindOrders | Refund),
             Self::Door => matches!(permission, ManageScanners | CheckIn),
-            Self::Finance => matches!(permission, ViewSale | FindOrders | Refund | ReadTakings),
+            Self::Finance => matches!(
+                permission,
+                ViewSale | FindOrders | Refund | ReadTakings | ReadAudit
+            ),
         }
     }
 
