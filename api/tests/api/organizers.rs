@@ -744,3 +744,98 @@ async fn seats_and_codes_are_recorded_too_never_the_codes() {
         "an access code never reaches the trail"
     );
 }
+
+/// Two owners demoting themselves at the same moment, on two connections:
+/// the owners' rows are locked while they are counted, so exactly one
+/// goes and the organizer keeps the other (five rounds).
+#[tokio::test]
+async fn two_owners_stepping_down_at_once_leave_one_owner() {
+    let app = spawn_app().await;
+    for round in 0..5 {
+        let (first_id, first) = app.user(&format!("first{round}")).await;
+        let (second_id, second) = app.user(&format!("second{round}")).await;
+        let org = organizer(&app, &format!("race-{round}"), first_id).await;
+        set_role(&app, &first, org, second_id, json!({"role": "OWNER"}))
+            .await
+            .assert_status(204);
+        let step_down = |token: String, user: u64| {
+            let app = &app;
+            async move {
+                set_role(app, &token, org, user, json!({"role": "MANAGER"}))
+                    .await
+                    .status
+                    .as_u16()
+            }
+        };
+        let (a, b) = tokio::join!(step_down(first, first_id), step_down(second, second_id));
+        let mut answers = [a, b];
+        answers.sort_unstable();
+        assert_eq!(
+            answers,
+            [204, 409],
+            "round {round}: one goes, the last owner stays"
+        );
+        let (owners,): (i64,) = sqlx::query_as(
+            "SELECT COUNT(*) FROM organizer_members WHERE organizer_id = ? AND role = 'OWNER'",
+        )
+        .bind(org)
+        .fetch_one(&app.pool)
+        .await
+        .unwrap();
+        assert_eq!(owners, 1, "round {round}");
+    }
+}
+
+/// `check` names an organizer left without an owner and a role limited to
+/// another organizer's concert (as a write past the routes would leave).
+#[tokio::test]
+async fn check_names_an_ownerless_organizer_and_a_role_over_anothers_concert() {
+    let app = spawn_app().await;
+    let (owner_id, owner) = app.user("owner").await;
+    let (door_id, _) = app.user("door").await;
+    let org = organizer(&app, "checked", owner_id).await;
+    let body =
+        json!({"title": "Ours", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00"});
+    let ours = app
+        .post("/api/concerts", Some(&owner), body)
+        .await
+        .assert_status(201)["id"]
+        .clone();
+    set_role(
+        &app,
+        &owner,
+        org,
+        door_id,
+        json!({"role": "DOOR", "concertIds": [ours]}),
+    )
+    .await
+    .assert_status(204);
+    let house = app.concert(json!({})).await["id"].as_u64().unwrap();
+    let violations = || async {
+        let mut conn = app.pool.acquire().await.unwrap();
+        ticket_core::db::invariants::check(&mut conn, chrono::Duration::minutes(5), 5, None)
+            .await
+            .unwrap()
+    };
+    assert_eq!(violations().await, []);
+    for statement in [
+        "UPDATE organizer_members SET role = 'MANAGER' WHERE role = 'OWNER' AND organizer_id = ?",
+        "UPDATE member_concerts SET concert_id = ? WHERE organizer_id = ?",
+    ] {
+        let query = sqlx::query(statement);
+        let query = if statement.starts_with("UPDATE member_concerts") {
+            query.bind(house).bind(org)
+        } else {
+            query.bind(org)
+        };
+        query.execute(&app.pool).await.unwrap();
+    }
+    let found: Vec<&str> = violations().await.iter().map(|v| v.invariant).collect();
+    assert_eq!(
+        found,
+        [
+            "an organizer with members has no owner",
+            "a member's role is limited to a concert of another organizer"
+        ]
+    );
+}

@@ -250,6 +250,19 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "an organizer with members has no owner",
+        "SELECT COUNT(*) FROM organizers o WHERE \
+           EXISTS (SELECT 1 FROM organizer_members m WHERE m.organizer_id = o.id) AND NOT EXISTS \
+           (SELECT 1 FROM organizer_members m WHERE m.organizer_id = o.id AND m.role = 'OWNER')",
+        &[],
+    ),
+    (
+        "a member's role is limited to a concert of another organizer",
+        "SELECT COUNT(*) FROM member_concerts mc JOIN concerts c ON c.id = mc.concert_id \
+         WHERE c.organizer_id <> mc.organizer_id",
+        &[],
+    ),
+    (
         "a request both names seats and asks by count",
         "SELECT COUNT(*) FROM request_pools p WHERE \
            EXISTS (SELECT 1 FROM request_seats x WHERE x.queue_id = p.queue_id)",
