@@ -3,7 +3,7 @@
 use anyhow::Context;
 use sqlx::MySqlPool;
 use ticket_core::db;
-use ticket_core::domain::{Language, NickName, Password, Role};
+use ticket_core::domain::{Language, NickName, Password, Role, UserId};
 
 use crate::accounts::security::PasswordHasher;
 
@@ -38,7 +38,7 @@ pub async fn admin(
             )
             .await
             {
-                Ok(_) => return Ok(()),
+                Ok(id) => return owner_of_the_first(&mut conn, id).await,
                 Err(e) if db::violated_unique_key(&e).is_some() => continue,
                 Err(e) => return Err(e).context("creating the admin account"),
             }
@@ -52,6 +52,7 @@ pub async fn admin(
             user.nickname,
             user.id
         );
+        owner_of_the_first(&mut conn, user.id).await?;
         if passwords
             .verify(password.expose(), Some(&user.password_hash))
             .await?
@@ -69,4 +70,12 @@ pub async fn admin(
         return Ok(());
     }
     anyhow::bail!("the admin account kept changing while it was being created; start again")
+}
+
+/// The admin owns the installation's first organizer while it has no
+/// other owner, so that it is never left without one.
+async fn owner_of_the_first(conn: &mut sqlx::MySqlConnection, admin: UserId) -> anyhow::Result<()> {
+    db::organizers::own_first_if_ownerless(conn, admin)
+        .await
+        .context("making the admin the first organizer's owner")
 }

@@ -238,8 +238,10 @@ pub async fn set_member(
                 FieldError::new("concertIds", "must name concerts of this organizer").into(),
             );
         }
+        // An organizer without an owner gets one first: it is never run
+        // by members nobody can manage but the platform's admin.
         let owners = organizers::lock_owners(tx, id).await?;
-        if role != MemberRole::Owner && owners == [user] {
+        if role != MemberRole::Owner && (owners.is_empty() || owners == [user]) {
             return Err(last_owner());
         }
         let before = organizers::member(tx, id, user).await?;

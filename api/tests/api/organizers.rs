@@ -431,7 +431,32 @@ async fn organizers_are_made_by_the_admin_with_checked_names() {
     let theirs = app.get("/api/organizers", Some(&fan)).await;
     assert_eq!(theirs.assert_status(200), &json!([]));
     let all = app.get("/api/organizers", Some(&app.admin_token)).await;
-    assert_eq!(all.assert_status(200).as_array().unwrap().len(), 2);
+    let all = all.assert_status(200).as_array().unwrap().clone();
+    assert_eq!(all.len(), 2);
+    // The admin named at start-up owns the installation's first organizer.
+    assert_eq!(
+        (all[0]["id"].clone(), all[0]["role"].clone()),
+        (json!(1), json!("OWNER"))
+    );
+    // A new organizer's first member is its owner.
+    let empty = app
+        .post(
+            "/api/organizers",
+            Some(&app.admin_token),
+            json!({"name": "Empty", "slug": "empty"}),
+        )
+        .await;
+    let empty = empty.assert_status(201)["id"].as_u64().unwrap();
+    let (fan_id, _) = app.user("fan2").await;
+    let door = set_role(
+        &app,
+        &app.admin_token,
+        empty,
+        fan_id,
+        json!({"role": "DOOR"}),
+    )
+    .await;
+    assert_eq!(outcome(&door), (409, "LAST_OWNER".into()));
 }
 
 /// The migration on a database holding data from before organizers: its

@@ -242,6 +242,27 @@ pub async fn members(
     .await
 }
 
+/// Makes `user` an owner of the first organizer when it has none: the
+/// admin named at start-up owns the installation's own organizer, as the
+/// migration made every admin before it. Safe when instances start at once.
+pub async fn own_first_if_ownerless(
+    conn: &mut MySqlConnection,
+    user: UserId,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT IGNORE INTO organizer_members (organizer_id, user_id, role, limited, created_at, updated_at) \
+         SELECT ?, ?, 'OWNER', 0, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) FROM DUAL WHERE NOT EXISTS \
+           (SELECT 1 FROM organizer_members WHERE organizer_id = ? AND role = 'OWNER')",
+    )
+    .bind(DEFAULT)
+    .bind(user)
+    .bind(DEFAULT)
+    .execute(conn)
+    .traced("INSERT", "organizer_members")
+    .await?;
+    Ok(())
+}
+
 /// One member of the organizer, if `user` is one.
 pub async fn member(
     conn: &mut MySqlConnection,
