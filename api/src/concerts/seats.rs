@@ -1,3 +1,8 @@
+//! A concert's seats one by one: listed by anyone, added, changed and
+//! removed by its organizer's staff (each write recorded). Long because
+//! each write keeps a sold or requested seat's story intact in the same
+//! handler that records it, beside the request and answer types they share.
+
 use axum::extract::State;
 use axum::http::{HeaderName, StatusCode, header};
 use axum::response::IntoResponse;
