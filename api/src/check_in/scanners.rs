@@ -86,13 +86,13 @@ pub async fn create_scanner(
     ApiPath(concert): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CreateScannerRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(concert),
-        Permission::ManageScanners,
-    )
-    .await?;
+    let grant = staff
+        .permit(
+            &state.pool,
+            On::Concert(concert),
+            Permission::ManageScanners,
+        )
+        .await?;
     let name = ticket_core::domain::parse_text("name", &req.name, 80)?;
     let mut seed = [0u8; 32];
     getrandom::getrandom(&mut seed).map_err(|e| ApiError::internal(anyhow::anyhow!("{e}")))?;
@@ -163,13 +163,13 @@ pub async fn revoke_scanner(
     staff: Staff,
     ApiPath((concert, scanner)): ApiPath<(ConcertId, ScannerId)>,
 ) -> ApiResult<StatusCode> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(concert),
-        Permission::ManageScanners,
-    )
-    .await?;
+    let grant = staff
+        .permit(
+            &state.pool,
+            On::Concert(concert),
+            Permission::ManageScanners,
+        )
+        .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;

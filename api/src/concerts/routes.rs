@@ -12,7 +12,7 @@ use ticket_core::domain::{
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, PageQuery};
-use crate::organizers::access::{On, permit, permit_on};
+use crate::organizers::access::{On, permit};
 use crate::organizers::audit::{Did, Staff, changed, seen};
 use serde_json::Value;
 
@@ -176,13 +176,9 @@ pub async fn update(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(id),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Concert(id), Permission::EditConcerts)
+        .await?;
     let ConcertChanges(changes, new_categories, new_areas) = ConcertChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
@@ -302,13 +298,9 @@ pub async fn remove(
     staff: Staff,
     ApiPath(id): ApiPath<ConcertId>,
 ) -> ApiResult<StatusCode> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(id),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Concert(id), Permission::EditConcerts)
+        .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         // Seats first, in id order, then the concert: the order a deciding

@@ -15,7 +15,7 @@ use utoipa::ToSchema;
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, with_body_limit};
-use crate::organizers::access::{On, permit_on};
+use crate::organizers::access::On;
 use crate::organizers::audit::{Did, Staff, changed};
 use serde_json::{Value, json};
 
@@ -59,13 +59,9 @@ pub async fn put_seating_plan(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(raw): ApiJson<RawPlan>,
 ) -> ApiResult<Json<SeatingPlanResult>> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(id),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Concert(id), Permission::EditConcerts)
+        .await?;
     // Kept as given (pretix's own fields, in its order) for GET.
     let stored =
         serde_json::to_string(&raw).map_err(|e| ApiError::internal(anyhow::Error::from(e)))?;

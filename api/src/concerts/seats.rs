@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, ApiQuery, integral};
-use crate::organizers::access::{On, permit_on};
+use crate::organizers::access::On;
 use crate::organizers::audit::{Did, Staff, changed, seen};
 use serde_json::{Value, json};
 
@@ -251,13 +251,13 @@ pub async fn create(
     staff: Staff,
     ApiJson(req): ApiJson<CreateSeatRequest>,
 ) -> ApiResult<impl IntoResponse> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(ConcertId(req.concert_id)),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(
+            &state.pool,
+            On::Concert(ConcertId(req.concert_id)),
+            Permission::EditConcerts,
+        )
+        .await?;
     let number = SeatNumber::parse(&req.seat_number)?;
     let concert = ConcertId(req.concert_id);
     let mut conn = state.pool.acquire().await?;
@@ -308,13 +308,9 @@ pub async fn update(
     ApiPath(id): ApiPath<SeatId>,
     ApiJson(req): ApiJson<UpdateSeatRequest>,
 ) -> ApiResult<Json<SeatResponse>> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Seat(id),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Seat(id), Permission::EditConcerts)
+        .await?;
     let changes = SeatChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let seat = whole::run(&mut conn, async |tx| {
@@ -399,13 +395,9 @@ pub async fn remove(
     staff: Staff,
     ApiPath(id): ApiPath<SeatId>,
 ) -> ApiResult<StatusCode> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Seat(id),
-        Permission::EditConcerts,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Seat(id), Permission::EditConcerts)
+        .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         // Seat before concert: the order in which a whole concert is deleted

@@ -76,6 +76,17 @@ pub struct Did<'a> {
 }
 
 impl Staff {
+    /// [`super::access::permit_on`] for this caller: what their entries
+    /// record them as.
+    pub async fn permit(
+        &self,
+        pool: &sqlx::MySqlPool,
+        on: super::access::On,
+        needs: ticket_core::domain::Permission,
+    ) -> ApiResult<Grant> {
+        super::access::permit_on(pool, self.caller, on, needs).await
+    }
+
     /// Appends the entry of a write `grant` let through, in the write's
     /// transaction `tx`.
     pub async fn record(

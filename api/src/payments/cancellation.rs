@@ -66,13 +66,9 @@ pub async fn cancel(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<CancelConcertRequest>,
 ) -> ApiResult<(StatusCode, Json<CancellationResponse>)> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(id),
-        Permission::CancelShow,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Concert(id), Permission::CancelShow)
+        .await?;
     let reason = req
         .reason
         .as_deref()

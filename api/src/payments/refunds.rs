@@ -20,7 +20,7 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, AuthUser, OptionalJson};
-use crate::organizers::access::{On, permit_on};
+use crate::organizers::access::On;
 use crate::organizers::audit::{Did, Staff, changed};
 use crate::payments::routes::RefundResponse;
 use crate::payments::state::PaymentsState;
@@ -54,13 +54,9 @@ pub async fn paid_back(
     ApiPath(id): ApiPath<RefundId>,
     OptionalJson(req): OptionalJson<PaidBackRequest>,
 ) -> ApiResult<Json<RefundResponse>> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Refund(id),
-        Permission::Refund,
-    )
-    .await?;
+    let grant = staff
+        .permit(&state.pool, On::Refund(id), Permission::Refund)
+        .await?;
     let reference = req
         .payment_reference
         .as_deref()

@@ -93,13 +93,13 @@ pub async fn create(
     headers: HeaderMap,
     ApiJson(req): ApiJson<CreateCodesRequest>,
 ) -> ApiResult<Response> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(concert),
-        Permission::ManageAccessCodes,
-    )
-    .await?;
+    let grant = staff
+        .permit(
+            &state.pool,
+            On::Concert(concert),
+            Permission::ManageAccessCodes,
+        )
+        .await?;
     let batch = CodeBatch::parse(req.count, req.uses_per_code, req.seats_per_code)?;
     let codes = (0..batch.count)
         .map(|_| AccessCode::generate())
@@ -187,13 +187,13 @@ pub async fn revoke(
     staff: Staff,
     ApiPath((concert, code)): ApiPath<(ConcertId, AccessCodeId)>,
 ) -> ApiResult<StatusCode> {
-    let grant = permit_on(
-        &state.pool,
-        staff.caller,
-        On::Concert(concert),
-        Permission::ManageAccessCodes,
-    )
-    .await?;
+    let grant = staff
+        .permit(
+            &state.pool,
+            On::Concert(concert),
+            Permission::ManageAccessCodes,
+        )
+        .await?;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
         let now = db::now(tx).await?;

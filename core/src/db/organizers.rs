@@ -229,14 +229,25 @@ pub async fn members(
     conn: &mut MySqlConnection,
     organizer: OrganizerId,
 ) -> Result<Vec<MemberRow>, sqlx::Error> {
+    members_among(conn, organizer, None).await
+}
+
+/// The organizer's members, or only `user` when named.
+async fn members_among(
+    conn: &mut MySqlConnection,
+    organizer: OrganizerId,
+    user: Option<UserId>,
+) -> Result<Vec<MemberRow>, sqlx::Error> {
     sqlx::query_as(
         "SELECT m.user_id, u.nickname, m.role, m.limited, \
                 (SELECT GROUP_CONCAT(mc.concert_id ORDER BY mc.concert_id) FROM member_concerts mc \
                   WHERE mc.organizer_id = m.organizer_id AND mc.user_id = m.user_id) AS concert_ids \
          FROM organizer_members m JOIN users u ON u.id = m.user_id \
-         WHERE m.organizer_id = ? ORDER BY m.user_id LIMIT 10000",
+         WHERE m.organizer_id = ? AND (? IS NULL OR m.user_id = ?) ORDER BY m.user_id LIMIT 10000",
     )
     .bind(organizer)
+    .bind(user)
+    .bind(user)
     .fetch_all(conn)
     .traced("SELECT", "organizer_members")
     .await
@@ -269,10 +280,7 @@ pub async fn member(
     organizer: OrganizerId,
     user: UserId,
 ) -> Result<Option<MemberRow>, sqlx::Error> {
-    Ok(members(conn, organizer)
-        .await?
-        .into_iter()
-        .find(|m| m.user_id == user))
+    Ok(members_among(conn, organizer, Some(user)).await?.pop())
 }
 
 /// The organizer's owners, locked until the transaction ends: a change
