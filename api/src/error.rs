@@ -138,6 +138,9 @@ pub enum ErrorCode {
     OrganizerSlugDuplicated,
     /// The change would leave the organizer without an owner.
     LastOwner,
+    /// A refund at the desk above the organizer's limit for one refund
+    /// (named in `refundLimit`).
+    DeskRefundLimit,
     RequestTimeout,
     RateLimited,
     DatabaseUnavailable,
@@ -163,7 +166,7 @@ impl ErrorCode {
             UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Unauthorized | InvalidCredentials => StatusCode::UNAUTHORIZED,
             Forbidden | PermissionRequired | AccessCodeRequired | AccessCodeInvalid
-            | RefundNotAllowed => StatusCode::FORBIDDEN,
+            | RefundNotAllowed | DeskRefundLimit => StatusCode::FORBIDDEN,
             RouteNotFound
             | UserNotFound
             | ConcertNotFound
@@ -281,6 +284,10 @@ pub struct Problem {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Option<String>, example = "REFUND")]
     pub permission: Option<&'static str>,
+    /// With `DESK_REFUND_LIMIT`: the most the desk may give back at once,
+    /// in the currency's minor units.
+    #[serde(rename = "refundLimit", skip_serializing_if = "Option::is_none")]
+    pub refund_limit: Option<u64>,
 }
 
 #[derive(Debug)]
@@ -310,6 +317,8 @@ enum Extra {
     CheckedIn(DateTime<Utc>, Option<String>),
     /// A `PERMISSION_REQUIRED`'s permission.
     Permission(Permission),
+    /// A `DESK_REFUND_LIMIT`'s limit.
+    RefundLimit(u64),
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
@@ -392,6 +401,19 @@ impl ApiError {
                 ErrorCode::PermissionRequired,
                 format!(
                     "this action needs the permission {permission}, which your role does not give"
+                ),
+            )
+        }
+    }
+
+    /// 403 `DESK_REFUND_LIMIT`: more than the desk may give back at once.
+    pub fn desk_refund_limit(limit: u64) -> Self {
+        Self {
+            extra: Extra::RefundLimit(limit),
+            ..Self::new(
+                ErrorCode::DeskRefundLimit,
+                format!(
+                    "the desk may give back at most {limit} (minor units) in one refund; ask the organizer's finance team"
                 ),
             )
         }
@@ -514,8 +536,14 @@ impl IntoResponse for ApiError {
             Extra::Permission(p) => Some(p.as_str()),
             _ => None,
         };
+        let refund_limit = match self.extra {
+            Extra::RefundLimit(limit) => Some(limit),
+            _ => None,
+        };
         let (queue_id, sale, user_limit, retry_after, checked_in) = match self.extra {
-            Extra::None | Extra::Permission(_) => (None, None, None, None, None),
+            Extra::None | Extra::Permission(_) | Extra::RefundLimit(_) => {
+                (None, None, None, None, None)
+            }
             Extra::RetryAfter(seconds) => (None, None, None, Some(seconds), None),
             Extra::Queued(id) => (Some(id), None, None, None, None),
             Extra::Sale(sale) => (None, Some(sale), None, None, None),
@@ -538,6 +566,7 @@ impl IntoResponse for ApiError {
             checked_in_at,
             gate,
             permission,
+            refund_limit,
         };
         let mut response = (status, axum::Json(body)).into_response();
         let headers = response.headers_mut();

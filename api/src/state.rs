@@ -226,6 +226,7 @@ impl FromRef<AppState> for ReservationsState {
             streams: app.streams.clone(),
             stripe: app.stripe.clone(),
             challenges: app.challenges.clone(),
+            client_addresses: app.client_addresses(),
         }
     }
 }

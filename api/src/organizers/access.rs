@@ -71,28 +71,94 @@ pub async fn permit(
         On::Seat(_) => ApiError::seat_not_found(),
         On::Refund(_) => ApiError::new(ErrorCode::RefundNotFound, "no such refund"),
     };
+    match judge(caller, found, needs) {
+        Standing::Granted(grant) => Ok(grant),
+        Standing::Lacks => Err(ApiError::permission_required(needs)),
+        Standing::Outside
+            if caller.is_admin() || organizers::is_member(conn, caller.id).await? =>
+        {
+            Err(not_found())
+        }
+        Standing::Outside => Err(ApiError::new(
+            ErrorCode::Forbidden,
+            "this action is for the members of the concert's organizer",
+        )),
+    }
+}
+
+/// Who acts on a fan's thing (a reservation, its tickets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    /// The fan it belongs to.
+    Fan,
+    /// Staff of its concert's organizer, as their role lets them; what
+    /// they do is recorded.
+    Staff(Grant),
+}
+
+impl Actor {
+    pub fn grant(self) -> Option<Grant> {
+        match self {
+            Self::Fan => None,
+            Self::Staff(grant) => Some(grant),
+        }
+    }
+}
+
+/// Lets `caller` act on a thing of fan `owner` at `concert`: the fan
+/// themselves, or staff whose role there gives `needs` (the desk finding
+/// an order, confirming money it took, giving it back). Everyone else is
+/// told it does not exist (`not_found`), as one that does not, so ids
+/// cannot be probed; a member of its organizer without the permission is
+/// told which one they lack.
+pub async fn acting_on(
+    conn: &mut MySqlConnection,
+    caller: AuthUser,
+    owner: UserId,
+    concert: ConcertId,
+    needs: Permission,
+    not_found: fn() -> ApiError,
+) -> ApiResult<Actor> {
+    if caller.id == owner && !caller.is_admin() {
+        return Ok(Actor::Fan);
+    }
+    let found = organizers::on_concert(conn, caller.id, concert).await?;
+    match judge(caller, found, needs) {
+        Standing::Granted(grant) => Ok(Actor::Staff(grant)),
+        Standing::Lacks => Err(ApiError::permission_required(needs)),
+        Standing::Outside => Err(not_found()),
+    }
+}
+
+/// What the caller is on the organizer found: let through, a member
+/// lacking the permission, or no member of it (or limited elsewhere).
+enum Standing {
+    Granted(Grant),
+    Lacks,
+    Outside,
+}
+
+fn judge(caller: AuthUser, found: Option<Membership>, needs: Permission) -> Standing {
     let grant = |organizer, role| Grant {
         user: caller.id,
         organizer,
         role,
     };
     match found {
-        Some(Membership { organizer, .. }) if caller.is_admin() => Ok(grant(organizer, None)),
+        Some(Membership { organizer, .. }) if caller.is_admin() => {
+            Standing::Granted(grant(organizer, None))
+        }
         Some(Membership {
             organizer,
             role: Some(role),
             covers: true,
         }) => {
             if role.grants(needs) {
-                Ok(grant(organizer, Some(role)))
+                Standing::Granted(grant(organizer, Some(role)))
             } else {
-                Err(ApiError::permission_required(needs))
+                Standing::Lacks
             }
         }
-        _ if caller.is_admin() || organizers::is_member(conn, caller.id).await? => Err(not_found()),
-        _ => Err(ApiError::new(
-            ErrorCode::Forbidden,
-            "this action is for the members of the concert's organizer",
-        )),
+        _ => Standing::Outside,
     }
 }

@@ -47,6 +47,11 @@ pub struct CreateOrganizerRequest {
 pub struct UpdateOrganizerRequest {
     name: Option<String>,
     slug: Option<String>,
+    /// The most a BOX_OFFICE member may give back in one refund, in the
+    /// concert currency's minor units (0 to 10^12); null: no limit.
+    #[serde(default, deserialize_with = "crate::extract::present")]
+    #[schema(nullable, minimum = 0, maximum = 1_000_000_000_000_u64)]
+    desk_refund_limit: Option<Option<u64>>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -159,16 +164,30 @@ pub async fn update(
     ApiJson(req): ApiJson<UpdateOrganizerRequest>,
 ) -> ApiResult<Json<OrganizerResponse>> {
     let (name, slug) = named(req.name.as_deref(), req.slug.as_deref())?;
+    if req
+        .desk_refund_limit
+        .flatten()
+        .is_some_and(|l| l > MAX_DESK_REFUND_LIMIT)
+    {
+        return Err(FieldError::new("deskRefundLimit", "must be at most 10^12").into());
+    }
+    let change = organizers::Change {
+        name: name.as_ref(),
+        slug: slug.as_ref(),
+        desk_refund_limit: req.desk_refund_limit,
+    };
     let mut conn = state.pool.acquire().await?;
     let caller = staff.caller;
     let grant = permit(&mut conn, caller, On::Organizer(id), Permission::ManageTeam).await?;
     let organizer = whole::run(&mut conn, async |tx| {
-        let shown = |o: &organizers::OrganizerRow| json!({"name": o.name, "slug": o.slug});
+        let shown = |o: &organizers::OrganizerRow| {
+            json!({"name": o.name, "slug": o.slug, "deskRefundLimit": o.desk_refund_limit})
+        };
         let before = organizers::find(tx, id, caller.id)
             .await?
             .ok_or_else(ApiError::organizer_not_found)?;
         let now = db::now(tx).await?;
-        organizers::update(tx, id, name.as_ref(), slug.as_ref(), now).await?;
+        organizers::update(tx, id, &change, now).await?;
         let after = organizers::find(tx, id, caller.id)
             .await?
             .ok_or_else(ApiError::organizer_not_found)?;
@@ -301,6 +320,8 @@ pub async fn remove_member(
 }
 
 /// The name and slug given, parsed; every bad one said at once.
+const MAX_DESK_REFUND_LIMIT: u64 = 1_000_000_000_000;
+
 fn named(
     name: Option<&str>,
     slug: Option<&str>,

@@ -14,6 +14,9 @@ pub struct OrganizerResponse {
     /// member.
     #[schema(value_type = Option<String>, example = "OWNER")]
     role: Option<&'static str>,
+    /// The most the desk gives back in one refund (minor units); null: no
+    /// limit.
+    desk_refund_limit: Option<u64>,
 }
 
 impl From<OrganizerRow> for OrganizerResponse {
@@ -23,6 +26,7 @@ impl From<OrganizerRow> for OrganizerResponse {
             name: o.name,
             slug: o.slug,
             role: o.role.map(|r| r.as_str()),
+            desk_refund_limit: o.desk_refund_limit,
         }
     }
 }

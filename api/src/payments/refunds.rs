@@ -9,22 +9,23 @@ use serde::{Deserialize, Serialize};
 use sqlx::MySqlConnection;
 use ticket_core::db::refunds::RefundRefused;
 use ticket_core::db::reservations::LockedReservation;
+use ticket_core::db::tickets::PricedTicket;
 use ticket_core::db::{self, concerts, whole};
 use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::payment::{Provider, RefundReason, RefundStatus};
 use ticket_core::domain::{
-    PaymentReference, Permission, RefundId, ReservationId, ReservationStatus, TicketId,
+    MemberRole, PaymentReference, Permission, RefundId, ReservationId, ReservationStatus, TicketId,
 };
 use ticket_core::payments::refund;
 use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiPath, AuthUser, OptionalJson};
-use crate::organizers::access::On;
+use crate::extract::{ApiPath, OptionalJson};
+use crate::organizers::access::{Actor, On};
 use crate::organizers::audit::{Did, Staff, changed};
 use crate::payments::routes::RefundResponse;
 use crate::payments::state::PaymentsState;
-use crate::reservations::checkout::lock_own;
+use crate::reservations::checkout::lock_acting;
 use serde_json::json;
 
 pub fn router() -> Router<PaymentsState> {
@@ -133,7 +134,7 @@ pub struct RefundResult {
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn refund_tickets(
     State(state): State<PaymentsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ReservationId>,
     OptionalJson(req): OptionalJson<RefundRequest>,
 ) -> ApiResult<Json<RefundResult>> {
@@ -146,15 +147,15 @@ pub async fn refund_tickets(
         );
     }
     let mut conn = state.pool.acquire().await?;
+    let caller = staff.caller;
     let result = whole::run(&mut conn, async |tx| {
-        let locked = lock_own(tx, caller, id).await?;
+        let (locked, actor) = lock_acting(tx, caller, id, Permission::Refund).await?;
         let now = db::now(tx).await?;
         if locked.status != ReservationStatus::Confirmed {
             return Err(not_refundable(
                 "only a confirmed order's tickets can be refunded",
             ));
         }
-        ensure_refundable(tx, caller, &locked, now).await?;
         let valid = db::tickets::valid_with_prices(tx, id).await?;
         let chosen: Vec<_> = match &named {
             None => valid.clone(),
@@ -181,6 +182,7 @@ pub async fn refund_tickets(
                 "a ticket used at the door cannot be refunded",
             ));
         }
+        ensure_refundable(tx, actor, &locked, &chosen, now).await?;
         let given = refund::give_back(
             tx,
             &locked,
@@ -197,6 +199,20 @@ pub async fn refund_tickets(
         } else {
             ReservationStatus::Confirmed
         };
+        if let Actor::Staff(grant) = actor {
+            let tickets: Vec<u64> = chosen.iter().map(|t| t.id.get()).collect();
+            let amount: u64 = chosen.iter().map(|t| t.price).sum();
+            let did = Did {
+                action: "reservation.refund",
+                concert: Some(locked.concert_id),
+                target: Some(format!("reservation {id}")),
+                changes: &changed(
+                    json!({"status": "CONFIRMED"}),
+                    json!({"status": status.as_str(), "refundedTickets": tickets, "amount": amount}),
+                ),
+            };
+            staff.record(tx, grant, did).await?;
+        }
         Ok(match given.refund {
             Some(r) => RefundResult {
                 refund_id: Some(r.id.get()),
@@ -218,17 +234,29 @@ pub async fn refund_tickets(
     Ok(Json(result))
 }
 
-/// Who may give back a sold order: an admin always; its fan while the
-/// concert's `refundableUntil` has not passed (by the database's clock),
-/// whoever took the money, provider or box office. An order that cost
-/// nothing its fan cancels as they always could.
+/// Who may give back `giving` of a sold order: staff with the refund
+/// permission (the desk up to its organizer's limit per refund); its fan
+/// while the concert's `refundableUntil` has not passed (by the
+/// database's clock), whoever took the money, provider or box office. An
+/// order that cost nothing its fan cancels as they always could.
 pub(crate) async fn ensure_refundable(
     tx: &mut MySqlConnection,
-    caller: AuthUser,
+    actor: Actor,
     locked: &LockedReservation,
+    giving: &[PricedTicket],
     now: DateTime<Utc>,
 ) -> ApiResult<()> {
-    if caller.is_admin() || !refund::paid_for(tx, locked.id).await? {
+    if let Actor::Staff(grant) = actor {
+        if grant.role != Some(MemberRole::BoxOffice) {
+            return Ok(());
+        }
+        let amount: u64 = giving.iter().map(|t| t.price).sum();
+        return match db::organizers::desk_refund_limit(tx, grant.organizer).await? {
+            Some(limit) if amount > limit => Err(ApiError::desk_refund_limit(limit)),
+            _ => Ok(()),
+        };
+    }
+    if !refund::paid_for(tx, locked.id).await? {
         return Ok(());
     }
     let refundable = concerts::find(tx, locked.concert_id)

@@ -19,8 +19,10 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, AuthUser, ClientAddress};
+use crate::organizers::access::acting_on;
 use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
+use ticket_core::domain::Permission;
 
 /// Where Stripe delivers its events.
 pub const STRIPE_WEBHOOK: &str = "/api/payments/stripe/webhook";
@@ -264,10 +266,20 @@ pub async fn payments_of(
 ) -> ApiResult<Json<PaymentsResponse>> {
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
-    db::reservations::find(&mut conn, id, now)
+    let reservation = db::reservations::find(&mut conn, id, now)
         .await?
-        .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(ApiError::reservation_not_found)?;
+    let (owner, concert) = (reservation.user_id, reservation.concert_id);
+    let not_found = ApiError::reservation_not_found;
+    acting_on(
+        &mut conn,
+        caller,
+        owner,
+        concert,
+        Permission::FindOrders,
+        not_found,
+    )
+    .await?;
     let key = state.stripe.as_ref().map(|s| s.publishable_key.as_str());
     let payments = payments::of_reservation(&mut conn, id).await?;
     let refunds = refunds::of_reservations(&mut conn, &[id]).await?;

@@ -18,7 +18,8 @@ use ticket_core::domain::events::EventKind;
 use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::payment::{PaymentStatus, Provider, RefundReason};
 use ticket_core::domain::{
-    IdempotencyKey, PaymentReference, ReservationId, ReservationStatus, SeatId, SeatStatus,
+    IdempotencyKey, PaymentReference, Permission, ReservationId, ReservationStatus, SeatId,
+    SeatStatus,
 };
 use ticket_core::payments::refund;
 use utoipa::ToSchema;
@@ -26,7 +27,10 @@ use utoipa::ToSchema;
 use super::view::{IdempotencyHeader, ReservationResponse, ensure_self};
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiJson, ApiPath, AuthUser, OptionalJson, integral};
+use crate::organizers::access::{Actor, acting_on};
+use crate::organizers::audit::{Did, Staff, changed};
 use crate::reservations::state::ReservationsState;
+use serde_json::json;
 
 pub fn router() -> Router<ReservationsState> {
     Router::new()
@@ -73,7 +77,7 @@ pub struct CancelResponse {
               (status = 503, body = Problem)))]
 pub async fn confirm(
     State(state): State<ReservationsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ReservationId>,
     headers: HeaderMap,
     OptionalJson(req): OptionalJson<ConfirmRequest>,
@@ -88,8 +92,9 @@ pub async fn confirm(
         None => None,
     };
     let mut conn = state.pool.acquire().await?;
+    let caller = staff.caller;
     let (confirmed, replayed) = whole::run(&mut conn, async |tx| {
-        let locked = lock_own(tx, caller, id).await?;
+        let (locked, actor) = lock_acting(tx, caller, id, Permission::SellAtDesk).await?;
         let now = db::now(tx).await?;
         let replayed = match locked.status {
             ReservationStatus::Confirmed => {
@@ -108,7 +113,7 @@ pub async fn confirm(
                 same_key
             }
             ReservationStatus::Held if locked.is_live_hold(now) => {
-                let owed = owed_by(tx, &state, caller, &locked).await?;
+                let owed = owed_by(tx, &state, actor, &locked).await?;
                 let confirmed = reservations::confirm(
                     tx,
                     id,
@@ -122,9 +127,22 @@ pub async fn confirm(
                     return Err(hold_expired());
                 }
                 seats::mark(tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
-                if let Some(owed) = owed {
+                if let Some(owed) = &owed {
                     // The operator's word that the money was taken.
-                    payments::insert(tx, &owed, PaymentStatus::Succeeded, now).await?;
+                    payments::insert(tx, owed, PaymentStatus::Succeeded, now).await?;
+                }
+                if let Actor::Staff(grant) = actor {
+                    let paid = owed.as_ref().map(|o| json!({"amount": o.amount, "currency": o.currency}));
+                    let did = Did {
+                        action: "reservation.confirm",
+                        concert: Some(locked.concert_id),
+                        target: Some(format!("reservation {id}")),
+                        changes: &changed(
+                            json!({"status": "HELD"}),
+                            json!({"status": "CONFIRMED", "paidByHand": paid}),
+                        ),
+                    };
+                    staff.record(tx, grant, did).await?;
                 }
                 announce(
                     tx,
@@ -167,10 +185,10 @@ pub async fn confirm(
               (status = 404, body = Problem), (status = 409, body = Problem), (status = 503, body = Problem)))]
 pub async fn cancel_by_path(
     State(state): State<ReservationsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<CancelResponse>> {
-    cancel_reservation(&state, caller, id).await
+    cancel_reservation(&state, &staff, id).await
 }
 
 /// Cancels a HELD or CONFIRMED reservation, named in the body (the
@@ -181,21 +199,22 @@ pub async fn cancel_by_path(
               (status = 403, body = Problem), (status = 404, body = Problem), (status = 409, body = Problem)))]
 pub async fn cancel(
     State(state): State<ReservationsState>,
-    caller: AuthUser,
+    staff: Staff,
     ApiJson(req): ApiJson<CancelRequest>,
 ) -> ApiResult<Json<CancelResponse>> {
-    ensure_self(caller, req.user_id)?;
-    cancel_reservation(&state, caller, ReservationId(req.reservation_id)).await
+    ensure_self(staff.caller, req.user_id)?;
+    cancel_reservation(&state, &staff, ReservationId(req.reservation_id)).await
 }
 
 async fn cancel_reservation(
     state: &ReservationsState,
-    caller: AuthUser,
+    staff: &Staff,
     id: ReservationId,
 ) -> ApiResult<Json<CancelResponse>> {
+    let caller = staff.caller;
     let mut conn = state.pool.acquire().await?;
     whole::run(&mut conn, async |tx| {
-        let locked = lock_own(tx, caller, id).await?;
+        let (locked, actor) = lock_acting(tx, caller, id, Permission::Refund).await?;
         let now = db::now(tx).await?;
         match locked.status {
             ReservationStatus::Confirmed => {}
@@ -216,8 +235,8 @@ async fn cancel_reservation(
         }
         if locked.status == ReservationStatus::Confirmed {
             // A sold order cancelled is a sold order given back.
-            crate::payments::refunds::ensure_refundable(tx, caller, &locked, now).await?;
             let valid = db::tickets::valid_with_prices(tx, id).await?;
+            crate::payments::refunds::ensure_refundable(tx, actor, &locked, &valid, now).await?;
             refund::give_back(
                 tx,
                 &locked,
@@ -233,6 +252,18 @@ async fn cancel_reservation(
             reservations::end(tx, &[id], ReservationStatus::Cancelled, now).await?;
             seats::free_unclaimed(tx, &seat_ids(&locked), now).await?;
             announce(tx, EventKind::Cancelled, &locked, None, now).await?;
+        }
+        if let Actor::Staff(grant) = actor {
+            let did = Did {
+                action: "reservation.cancel",
+                concert: Some(locked.concert_id),
+                target: Some(format!("reservation {id}")),
+                changes: &changed(
+                    json!({"status": locked.status.as_str()}),
+                    json!({"status": "CANCELLED"}),
+                ),
+            };
+            staff.record(tx, grant, did).await?;
         }
         Ok(())
     })
@@ -250,7 +281,7 @@ async fn cancel_reservation(
 async fn owed_by(
     tx: &mut MySqlConnection,
     state: &ReservationsState,
-    caller: AuthUser,
+    actor: Actor,
     locked: &LockedReservation,
 ) -> ApiResult<Option<NewPayment>> {
     let cancelled = concerts::find(tx, locked.concert_id)
@@ -266,7 +297,7 @@ async fn owed_by(
     };
     // A fan's word is no payment: with a provider they pay it, without
     // one the money is taken at the desk, by an operator who confirms.
-    if !caller.is_admin() {
+    if actor == Actor::Fan {
         return Err(ApiError::new(
             ErrorCode::PaymentRequired,
             if state.stripe.is_some() {
@@ -284,6 +315,31 @@ async fn owed_by(
         amount: amount.get(),
         currency: currency.as_str().to_owned(),
     }))
+}
+
+/// Locks the reservation with its seats for its fan, or for staff whose
+/// role on its concert gives `needs`; anyone else's answer is exactly a
+/// missing one's, so ids cannot be probed.
+pub(crate) async fn lock_acting(
+    tx: &mut MySqlConnection,
+    caller: AuthUser,
+    id: ReservationId,
+    needs: Permission,
+) -> ApiResult<(LockedReservation, Actor)> {
+    let locked = reservations::lock_with_seats(tx, id)
+        .await?
+        .ok_or_else(ApiError::reservation_not_found)?;
+    let (owner, concert) = (locked.user_id, locked.concert_id);
+    let actor = acting_on(
+        tx,
+        caller,
+        owner,
+        concert,
+        needs,
+        ApiError::reservation_not_found,
+    )
+    .await?;
+    Ok((locked, actor))
 }
 
 /// Locks the reservation with its seats; someone else's answers exactly

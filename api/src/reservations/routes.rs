@@ -22,8 +22,10 @@ use crate::concerts::sale_windows::SaleTerms;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
+use crate::organizers::access::acting_on;
 use crate::reservations::enqueue_batcher::Queued;
 use crate::reservations::state::ReservationsState;
+use ticket_core::domain::Permission;
 
 pub fn router() -> Router<ReservationsState> {
     Router::new()
@@ -348,7 +350,8 @@ pub async fn status(
     Ok(Json(QueueStatusResponse::of(row, seat_ids, line)))
 }
 
-/// One reservation. Only its owner (or an admin) sees it.
+/// One reservation, to its owner and to staff finding orders
+/// (FIND_ORDERS).
 #[utoipa::path(get, path = "/api/reservations/{id}", tag = "reservations", security(("bearer" = [])),
     params(("id" = u64, Path)),
     responses((status = 200, body = ReservationResponse), (status = 400, body = Problem), (status = 401, body = Problem),
@@ -362,8 +365,18 @@ pub async fn show(
     let now = db::now(&mut conn).await?;
     let reservation = reservations::find(&mut conn, id, now)
         .await?
-        .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(ApiError::reservation_not_found)?;
+    let (owner, concert) = (reservation.user_id, reservation.concert_id);
+    let not_found = ApiError::reservation_not_found;
+    acting_on(
+        &mut conn,
+        caller,
+        owner,
+        concert,
+        Permission::FindOrders,
+        not_found,
+    )
+    .await?;
     Ok(Json(reservation.into()))
 }
 

@@ -30,6 +30,10 @@ pub struct ReservationsState {
     pub stripe: Option<Arc<ticket_core::payments::Stripe>>,
     /// Proof-of-work challenges, paid with a request.
     pub challenges: Arc<crate::proof_of_work::Challenges>,
+    /// Where staff's requests come from, for their audit entries.
+    pub client_addresses: crate::extract::ClientAddresses,
 }
 
 crate::with_auth!(ReservationsState);
+
+crate::with_client_addresses!(ReservationsState);

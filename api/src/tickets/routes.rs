@@ -13,8 +13,10 @@ use utoipa::{IntoParams, ToSchema};
 use crate::check_in::door_staff::DoorStaff;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, ApiQuery, AuthUser};
+use crate::organizers::access::acting_on;
 use crate::reservations::view::PlaceView;
 use crate::tickets::state::TicketsState;
+use ticket_core::domain::Permission;
 
 pub fn router() -> Router<TicketsState> {
     Router::new()
@@ -92,10 +94,20 @@ pub async fn of_reservation(
     let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
     let now = db::now(&mut conn).await?;
-    db::reservations::find(&mut conn, id, now)
+    let reservation = db::reservations::find(&mut conn, id, now)
         .await?
-        .filter(|r| caller.can_act_on(r.user_id))
         .ok_or_else(ApiError::reservation_not_found)?;
+    let (owner, concert) = (reservation.user_id, reservation.concert_id);
+    let not_found = ApiError::reservation_not_found;
+    acting_on(
+        &mut conn,
+        caller,
+        owner,
+        concert,
+        Permission::FindOrders,
+        not_found,
+    )
+    .await?;
     let tickets = db::tickets::of_reservation(&mut conn, id).await?;
     Ok(Json(
         tickets
@@ -119,10 +131,20 @@ pub async fn qr(
 ) -> ApiResult<impl IntoResponse> {
     let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
+    let not_found = || ApiError::new(ErrorCode::TicketNotFound, "no such ticket");
     let ticket = db::tickets::find(&mut conn, id)
         .await?
-        .filter(|t| caller.can_act_on(t.user_id))
-        .ok_or_else(|| ApiError::new(ErrorCode::TicketNotFound, "no such ticket"))?;
+        .ok_or_else(not_found)?;
+    let (owner, concert) = (ticket.user_id, ticket.concert_id);
+    acting_on(
+        &mut conn,
+        caller,
+        owner,
+        concert,
+        Permission::FindOrders,
+        not_found,
+    )
+    .await?;
     if !ticket.is_valid() {
         return Err(ApiError::new(
             ErrorCode::TicketVoid,

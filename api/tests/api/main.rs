@@ -38,6 +38,7 @@ mod sale;
 mod seating_plans;
 mod seats;
 mod sharding;
+mod staff_orders;
 mod standing;
 mod status_events;
 mod storm;

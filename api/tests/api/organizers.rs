@@ -8,32 +8,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-/// An organizer made by the platform's admin, with `owner` as its owner.
-async fn organizer(app: &TestApp, slug: &str, owner: u64) -> u64 {
-    let made = app
-        .post(
-            "/api/organizers",
-            Some(&app.admin_token),
-            json!({"name": format!("Promoter {slug}"), "slug": slug}),
-        )
-        .await;
-    let id = made.assert_status(201)["id"].as_u64().unwrap();
-    set_role(app, &app.admin_token, id, owner, json!({"role": "OWNER"}))
-        .await
-        .assert_status(204);
-    id
-}
-
-async fn set_role(app: &TestApp, token: &str, organizer: u64, user: u64, body: Value) -> Reply {
-    app.request(
-        Method::PUT,
-        &format!("/api/organizers/{organizer}/members/{user}"),
-        Some(token),
-        Some(body),
-    )
-    .await
-}
-
 /// Who asks (a name for the message, a token), what, and the answer owed:
 /// a status and a code (empty: any).
 type Case<'a> = (

@@ -21,6 +21,9 @@ pub struct OrganizerRow {
     pub name: String,
     pub slug: String,
     pub created_at: DateTime<Utc>,
+    /// The most the desk gives back in one refund (minor units); None: no
+    /// limit set.
+    pub desk_refund_limit: Option<u64>,
     pub role: Option<MemberRole>,
 }
 
@@ -60,22 +63,50 @@ pub async fn insert(
 pub async fn update(
     conn: &mut MySqlConnection,
     id: OrganizerId,
-    name: Option<&OrganizerName>,
-    slug: Option<&OrganizerSlug>,
+    change: &Change<'_>,
     now: DateTime<Utc>,
 ) -> Result<(), sqlx::Error> {
+    let (set_limit, limit) = match change.desk_refund_limit {
+        Some(limit) => (true, limit),
+        None => (false, None),
+    };
     sqlx::query(
-        "UPDATE organizers SET name = COALESCE(?, name), slug = COALESCE(?, slug), updated_at = ? \
-         WHERE id = ?",
+        "UPDATE organizers SET name = COALESCE(?, name), slug = COALESCE(?, slug), \
+         desk_refund_limit = IF(?, ?, desk_refund_limit), updated_at = ? WHERE id = ?",
     )
-    .bind(name.map(OrganizerName::as_str))
-    .bind(slug.map(OrganizerSlug::as_str))
+    .bind(change.name.map(OrganizerName::as_str))
+    .bind(change.slug.map(OrganizerSlug::as_str))
+    .bind(set_limit)
+    .bind(limit)
     .bind(now.naive_utc())
     .bind(id)
     .execute(conn)
     .traced("UPDATE", "organizers")
     .await?;
     Ok(())
+}
+
+/// What a change of an organizer sets; None leaves a field as it is.
+#[derive(Debug, Default)]
+pub struct Change<'a> {
+    pub name: Option<&'a OrganizerName>,
+    pub slug: Option<&'a OrganizerSlug>,
+    /// Some(None): no limit.
+    pub desk_refund_limit: Option<Option<u64>>,
+}
+
+/// The most the organizer's desk gives back in one refund; None: no limit.
+pub async fn desk_refund_limit(
+    conn: &mut MySqlConnection,
+    id: OrganizerId,
+) -> Result<Option<u64>, sqlx::Error> {
+    let limit: Option<Option<u64>> =
+        sqlx::query_scalar("SELECT desk_refund_limit FROM organizers WHERE id = ?")
+            .bind(id)
+            .fetch_optional(conn)
+            .traced("SELECT", "organizers")
+            .await?;
+    Ok(limit.flatten())
 }
 
 /// One organizer, with `user`'s role in it.
@@ -85,7 +116,7 @@ pub async fn find(
     user: UserId,
 ) -> Result<Option<OrganizerRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT o.id, o.name, o.slug, o.created_at, m.role FROM organizers o \
+        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role FROM organizers o \
          LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? WHERE o.id = ?",
     )
     .bind(user)
@@ -103,7 +134,7 @@ pub async fn of_user(
     all: bool,
 ) -> Result<Vec<OrganizerRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT o.id, o.name, o.slug, o.created_at, m.role FROM organizers o \
+        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role FROM organizers o \
          LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? \
          WHERE ? OR m.user_id IS NOT NULL ORDER BY o.id LIMIT 1000",
     )

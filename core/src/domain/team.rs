@@ -25,8 +25,12 @@ pub enum Permission {
     CheckIn,
     /// Read a concert's sale as it happens.
     ViewSale,
-    /// Find a fan's orders by number, nickname or e-mail.
+    /// Find a fan's orders by number, nickname or e-mail, read them and
+    /// their tickets (to print or send again).
     FindOrders,
+    /// Sell at the desk: confirm a hold paid in cash or by the card
+    /// terminal.
+    SellAtDesk,
     /// Give money back for sold tickets.
     Refund,
     /// Read the takings and export them.
@@ -38,7 +42,7 @@ pub enum Permission {
 }
 
 impl Permission {
-    pub const ALL: [Self; 12] = [
+    pub const ALL: [Self; 13] = [
         Self::ManageTeam,
         Self::EditConcerts,
         Self::ManageAccessCodes,
@@ -47,6 +51,7 @@ impl Permission {
         Self::CheckIn,
         Self::ViewSale,
         Self::FindOrders,
+        Self::SellAtDesk,
         Self::Refund,
         Self::ReadTakings,
         Self::CancelShow,
@@ -63,6 +68,7 @@ impl Permission {
             Self::CheckIn => "CHECK_IN",
             Self::ViewSale => "VIEW_SALE",
             Self::FindOrders => "FIND_ORDERS",
+            Self::SellAtDesk => "SELL_AT_DESK",
             Self::Refund => "REFUND",
             Self::ReadTakings => "READ_TAKINGS",
             Self::CancelShow => "CANCEL_SHOW",
@@ -111,7 +117,7 @@ impl MemberRole {
                     | CheckIn
                     | ViewSale
             ),
-            Self::BoxOffice => matches!(permission, ViewSale | FindOrders | Refund),
+            Self::BoxOffice => matches!(permission, ViewSale | FindOrders | SellAtDesk | Refund),
             Self::Door => matches!(permission, ManageScanners | CheckIn),
             Self::Finance => matches!(
                 permission,

@@ -10,6 +10,7 @@ mod http;
 mod paying;
 mod processes;
 mod spawn;
+mod team;
 mod workers;
 
 // Each test binary (api, browser, tracing) uses a part of these.
@@ -23,6 +24,8 @@ pub use paying::{bought, deliver_event, paying_app};
 pub use processes::*;
 #[allow(unused_imports)]
 pub use spawn::*;
+#[allow(unused_imports)]
+pub use team::{ROLES, Team, organizer, set_role};
 #[allow(unused_imports)]
 pub use workers::racing_offers;
 
