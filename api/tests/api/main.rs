@@ -34,6 +34,7 @@ mod prices;
 mod proof_of_work;
 mod refunds;
 mod reservations;
+mod route_roles;
 mod sale;
 mod seating_plans;
 mod seats;
