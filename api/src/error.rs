@@ -138,6 +138,12 @@ pub enum ErrorCode {
     OrganizerSlugDuplicated,
     /// The change would leave the organizer without an owner.
     LastOwner,
+    /// No invitation of that id for the caller.
+    InvitationNotFound,
+    /// The invitation was answered, revoked, or has lapsed.
+    InvitationClosed,
+    /// The account is a member of the organizer already.
+    AlreadyMember,
     /// A refund at the desk above the organizer's limit for one refund
     /// (named in `refundLimit`).
     DeskRefundLimit,
@@ -180,7 +186,8 @@ impl ErrorCode {
             | PaymentsNotConfigured
             | RefundNotFound
             | SeatingPlanNotFound
-            | OrganizerNotFound => StatusCode::NOT_FOUND,
+            | OrganizerNotFound
+            | InvitationNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -208,7 +215,9 @@ impl ErrorCode {
             | AreasAlreadyRequested
             | CategoriesInUse
             | OrganizerSlugDuplicated
-            | LastOwner => StatusCode::CONFLICT,
+            | LastOwner
+            | InvitationClosed
+            | AlreadyMember => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,

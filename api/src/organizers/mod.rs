@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod audit;
+pub mod invitations;
 pub mod routes;
 pub mod state;
 pub mod trail;

@@ -29,6 +29,7 @@ pub fn router() -> Router<OrganizersState> {
             "/api/organizers/{id}/members/{userId}",
             put(set_member).delete(remove_member),
         )
+        .merge(super::invitations::router())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -234,12 +235,7 @@ pub async fn set_member(
     ApiJson(req): ApiJson<SetMemberRequest>,
 ) -> ApiResult<StatusCode> {
     let role = MemberRole::parse(&req.role)?;
-    let mut concerts: Vec<ConcertId> = req.concert_ids.iter().copied().map(ConcertId).collect();
-    concerts.sort_unstable();
-    concerts.dedup();
-    if concerts.len() > 1000 {
-        return Err(FieldError::new("concertIds", "must name at most 1000 concerts").into());
-    }
+    let concerts = concert_list(&req.concert_ids)?;
     let mut conn = state.pool.acquire().await?;
     let grant = permit(
         &mut conn,
@@ -252,11 +248,7 @@ pub async fn set_member(
         if db::users::find(tx, user).await?.is_none() {
             return Err(ApiError::user_not_found());
         }
-        if organizers::count_own_concerts(tx, id, &concerts).await? != concerts.len() {
-            return Err(
-                FieldError::new("concertIds", "must name concerts of this organizer").into(),
-            );
-        }
+        ensure_own_concerts(tx, id, &concerts).await?;
         // An organizer without an owner gets one first: it is never run
         // by members nobody can manage but the platform's admin.
         let owners = organizers::lock_owners(tx, id).await?;
@@ -320,6 +312,30 @@ pub async fn remove_member(
 }
 
 /// The name and slug given, parsed; every bad one said at once.
+/// The concerts a role is limited to, as sent: each once, at most 1,000.
+pub(super) fn concert_list(ids: &[u64]) -> ApiResult<Vec<ConcertId>> {
+    let mut concerts: Vec<ConcertId> = ids.iter().copied().map(ConcertId).collect();
+    concerts.sort_unstable();
+    concerts.dedup();
+    if concerts.len() > 1000 {
+        return Err(FieldError::new("concertIds", "must name at most 1000 concerts").into());
+    }
+    Ok(concerts)
+}
+
+/// Refuses a role limited to concerts of another organizer.
+pub(super) async fn ensure_own_concerts(
+    tx: &mut sqlx::MySqlConnection,
+    organizer: OrganizerId,
+    concerts: &[ConcertId],
+) -> ApiResult<()> {
+    if organizers::count_own_concerts(tx, organizer, concerts).await? == concerts.len() {
+        Ok(())
+    } else {
+        Err(FieldError::new("concertIds", "must name concerts of this organizer").into())
+    }
+}
+
 const MAX_DESK_REFUND_LIMIT: u64 = 1_000_000_000_000;
 
 fn named(

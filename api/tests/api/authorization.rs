@@ -25,6 +25,7 @@ pub(crate) async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
         "check_ins",
         "organizers",
         "organizer_members",
+        "organizer_invitations",
         "access_codes",
         "payments",
         "refunds",
@@ -56,6 +57,9 @@ fn template(path: &str) -> String {
                 "{scannerId}"
             } else if i > 0 && segments[i - 1] == "members" {
                 "{userId}"
+            } else if i > 0 && segments[i - 1] == "invitations" && segments.contains(&"organizers")
+            {
+                "{invitationId}"
             } else {
                 "{id}"
             }
@@ -114,6 +118,16 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         .assert_status(200)[0]["ticketId"]
         .as_u64()
         .unwrap();
+
+    // Alice is invited to the first organizer's team.
+    let invited = app
+        .post(
+            "/api/organizers/1/invitations",
+            Some(&app.admin_token),
+            json!({"nickName": "alice", "role": "DOOR"}),
+        )
+        .await;
+    let invitation = invited.assert_status(201)["id"].as_u64().unwrap();
 
     let before = fingerprint(&app).await;
     let attempts: Vec<(Method, String, Option<Value>, u16, &str)> = vec![
@@ -455,6 +469,41 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             403,
             "FORBIDDEN",
         ),
+        (
+            Method::POST,
+            "/api/organizers/1/invitations".into(),
+            Some(json!({"nickName": "mallory", "role": "OWNER"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            "/api/organizers/1/invitations".into(),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::DELETE,
+            format!("/api/organizers/1/invitations/{invitation}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/invitations/{invitation}/accept"),
+            None,
+            404,
+            "INVITATION_NOT_FOUND",
+        ),
+        (
+            Method::POST,
+            format!("/api/invitations/{invitation}/decline"),
+            None,
+            404,
+            "INVITATION_NOT_FOUND",
+        ),
     ];
     // Every operation of the OpenAPI document is either tried above or has
     // nothing of another user's to reach; a new route fails this test until
@@ -467,6 +516,8 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         "POST /api/users",
         "GET /api/users/me",
         "GET /api/users/me/reservations",
+        // The caller's own invitations.
+        "GET /api/users/me/invitations",
         // The caller's own organizers.
         "GET /api/organizers",
         "GET /api/concerts",

@@ -150,8 +150,18 @@ async fn an_account_with_every_kind_of_history_can_leave() {
         uploaded.assert_status(200)["results"][0]["status"],
         "TICKET_VOID"
     );
-    // Worked the door of that concert for the first organizer.
+    // Worked the door of that concert for the first organizer, and was
+    // invited to it again.
     works_the_door(&app, fan, concert).await;
+    sqlx::query(
+        "INSERT INTO organizer_invitations (organizer_id, user_id, role, invited_by, created_at, expires_at) \
+         VALUES (1, ?, 'FINANCE', ?, NOW(6), NOW(6) + INTERVAL 7 DAY)",
+    )
+    .bind(fan)
+    .bind(fan)
+    .execute(&app.pool)
+    .await
+    .unwrap();
     app.access_codes(concert, 1, 1, 2).await;
     sqlx::query("UPDATE access_codes SET user_id = ? WHERE concert_id = ?")
         .bind(fan)

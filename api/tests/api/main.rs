@@ -17,6 +17,7 @@ mod enqueue_groups;
 mod fan_cap;
 mod health;
 mod helpers;
+mod invitations;
 mod leaving;
 mod limits;
 mod lottery;

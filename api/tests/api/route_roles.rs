@@ -30,6 +30,8 @@ enum Who {
     Member,
     /// A door scanner's token, never a person's.
     Scanner,
+    /// The account invited, none of the callers.
+    Invitee,
     /// A member whose role gives the permission (and the admin); with
     /// `fans_own`, the fan the thing belongs to as well.
     Permission { name: String, fans_own: bool },
@@ -135,6 +137,7 @@ fn who_of(cell: &str, permissions: &BTreeMap<String, BTreeSet<&'static str>>) ->
         "admin" => Who::Admin,
         "a member" => Who::Member,
         "a scanner" => Who::Scanner,
+        "the invitee" => Who::Invitee,
         "its owner" | "its owner or an admin" | "that user or an admin" => Who::Owner,
         other => panic!("docs/api.md: who is \"{other}\"?"),
     }
@@ -169,6 +172,8 @@ struct Fixture {
     scanner: u64,
     /// A DOOR member beside the team.
     extra_member: u64,
+    /// A pending invitation of the buyer's to the team.
+    invitation: u64,
 }
 
 async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) -> Fixture {
@@ -229,6 +234,16 @@ async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) ->
     set_role(app, owner, team.id, extra_member, json!({"role": "DOOR"}))
         .await
         .assert_status(204);
+    let (invitee, _) = app.user(&format!("invitee{n}")).await;
+    let invited = app
+        .post(
+            &format!("/api/organizers/{}/invitations", team.id),
+            Some(owner),
+            json!({"nickName": format!("invitee{n}"), "role": "FINANCE"}),
+        )
+        .await;
+    let invitation = invited.assert_status(201)["id"].as_u64().unwrap();
+    assert_eq!(invited.body["userId"], invitee);
     Fixture {
         organizer: team.id,
         concert,
@@ -243,6 +258,7 @@ async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) ->
         access_code,
         scanner,
         extra_member,
+        invitation,
     }
 }
 
@@ -267,6 +283,7 @@ fn path_of(operation: &str, f: &Fixture) -> String {
             ("{}", "users") => f.buyer.to_string(),
             ("{}", "access-codes") => f.access_code.to_string(),
             ("{}", "scanners") => f.scanner.to_string(),
+            ("{}", "invitations") => f.invitation.to_string(),
             ("{}", other) => panic!("{operation}: which id follows {other}?"),
             (segment, _) => segment.to_owned(),
         };
@@ -306,6 +323,9 @@ fn body_of(operation: &str, f: &Fixture, n: usize) -> Option<Value> {
         | ("POST", "/api/refunds/{}/paid-back") => json!({}),
         ("POST", "/api/concerts/{}/cancel") => json!({"reason": "storm"}),
         ("POST", "/api/concerts/{}/scanners") => json!({"name": "gate 2"}),
+        ("POST", "/api/organizers/{}/invitations") => {
+            json!({"nickName": "fan", "role": "DOOR"})
+        }
         ("POST", "/api/check-ins") => json!({"code": f.code, "gate": "A"}),
         ("POST", "/api/check-ins/batch") => json!({"scans": [{"scanId": format!("scan-{n}"),
             "code": f.code, "gate": "A", "scannedAt": "2099-05-01T19:00:00Z"}]}),
@@ -360,7 +380,7 @@ fn owed(
         (Who::Owner, _) => refused(0, ""),
         (Who::Member, Admin | Role(_)) => None,
         (Who::Member, _) => refused(404, "ORGANIZER_NOT_FOUND"),
-        (Who::Scanner, _) => refused(0, ""),
+        (Who::Scanner | Who::Invitee, _) => refused(0, ""),
         (Who::Permission { .. }, Admin) => None,
         (Who::Permission { .. }, Rival) => refused(404, ""),
         (Who::Permission { fans_own: true, .. }, Fan) => refused(404, ""),

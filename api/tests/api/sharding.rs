@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use ticket_core::testing::TestDatabase;
 
 /// Tables whose rows belong to no one concert, and why.
-const NOT_A_SALES: [(&str, &str); 6] = [
+const NOT_A_SALES: [(&str, &str); 7] = [
     ("concerts", "the concert itself: its id is the sharding key"),
     ("organizers", "a promoter runs many concerts"),
     (
@@ -17,6 +17,10 @@ const NOT_A_SALES: [(&str, &str); 6] = [
         "a promoter's team, for all its concerts",
     ),
     ("users", "accounts: a fan buys at many concerts"),
+    (
+        "organizer_invitations",
+        "an invitation to a promoter's team, for all its concerts",
+    ),
     ("token_revocations", "an account's ended sessions"),
     ("_sqlx_migrations", "the schema's own history"),
 ];

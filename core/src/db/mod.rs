@@ -19,6 +19,7 @@ pub mod fans;
 pub mod holds;
 mod id_list;
 pub mod invariants;
+pub mod invitations;
 pub mod kept;
 pub mod line;
 pub mod mails;

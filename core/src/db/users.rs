@@ -214,6 +214,9 @@ pub async fn delete_with_history(
             // Working for an organizer ends with the account (the limits
             // of a role go with it: member_concerts cascades).
             "DELETE FROM organizer_members WHERE user_id = ?",
+            "DELETE FROM organizer_invitations WHERE user_id = ?",
+            // As deleting the row would (ON DELETE SET NULL).
+            "UPDATE organizer_invitations SET invited_by = NULL WHERE invited_by = ?",
             // Entries that led to no reservation; an offer's entry stays
             // with the reservation it made, whichever way the account goes.
             "DELETE FROM waiting_list_entries WHERE user_id = ? AND reservation_id IS NULL",

@@ -50,6 +50,10 @@ id_type!(
     OrganizerId
 );
 id_type!(
+    /// Primary key of `organizer_invitations`.
+    InvitationId
+);
+id_type!(
     /// Primary key of `seats`.
     SeatId
 );

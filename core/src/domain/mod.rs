@@ -33,8 +33,8 @@ pub use access_code::{AccessCode, CodeBatch};
 pub use concert::{ConcertDate, ConcertTitle, GridSeat, SeatLayout, Venue};
 pub use email::EmailAddress;
 pub use ids::{
-    AccessCodeId, ConcertId, OrganizerId, PaymentId, QueueId, RefundId, ReservationId, ScannerId,
-    SeatId, TicketId, UserId,
+    AccessCodeId, ConcertId, InvitationId, OrganizerId, PaymentId, QueueId, RefundId,
+    ReservationId, ScannerId, SeatId, TicketId, UserId,
 };
 pub use language::Language;
 pub use line_position::{LineFront, LinePart, LineRank};
