@@ -144,6 +144,12 @@ pub enum ErrorCode {
     InvitationClosed,
     /// The account is a member of the organizer already.
     AlreadyMember,
+    /// No desk shift of that id the caller may see.
+    ShiftNotFound,
+    /// The shift was closed: nothing more is sold or given back on it.
+    ShiftClosed,
+    /// The clerk has a shift open at this concert already.
+    ShiftAlreadyOpen,
     /// A refund at the desk above the organizer's limit for one refund
     /// (named in `refundLimit`).
     DeskRefundLimit,
@@ -187,7 +193,8 @@ impl ErrorCode {
             | RefundNotFound
             | SeatingPlanNotFound
             | OrganizerNotFound
-            | InvitationNotFound => StatusCode::NOT_FOUND,
+            | InvitationNotFound
+            | ShiftNotFound => StatusCode::NOT_FOUND,
             MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             NicknameDuplicated
             | SeatDuplicated
@@ -217,7 +224,9 @@ impl ErrorCode {
             | OrganizerSlugDuplicated
             | LastOwner
             | InvitationClosed
-            | AlreadyMember => StatusCode::CONFLICT,
+            | AlreadyMember
+            | ShiftClosed
+            | ShiftAlreadyOpen => StatusCode::CONFLICT,
             TicketVoid => StatusCode::GONE,
             RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -428,6 +437,10 @@ impl ApiError {
         }
     }
 
+    pub fn shift_not_found() -> Self {
+        Self::new(ErrorCode::ShiftNotFound, "no such desk shift")
+    }
+
     pub fn organizer_not_found() -> Self {
         Self::new(ErrorCode::OrganizerNotFound, "no such organizer")
     }
@@ -486,6 +499,10 @@ impl From<sqlx::Error> for ApiError {
             Some("uq_organizers_slug") => Some((
                 ErrorCode::OrganizerSlugDuplicated,
                 "another organizer has this slug",
+            )),
+            Some("uq_desk_shifts_open") => Some((
+                ErrorCode::ShiftAlreadyOpen,
+                "you have a shift open at this concert's desk already: close it first",
             )),
             Some("uq_waiting_list_waiting") => Some((
                 ErrorCode::AlreadyOnWaitingList,

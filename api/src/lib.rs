@@ -7,6 +7,7 @@ pub mod cached_body;
 pub mod check_in;
 pub mod concerts;
 pub mod config;
+pub mod desk;
 pub mod error;
 pub mod extract;
 pub mod fresh_cache;

@@ -34,6 +34,7 @@ pub fn router(state: AppState, with_metrics: bool, request_timeout: Duration) ->
         .merge(crate::accounts::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::concerts::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::reservations::router().with_state(FromRef::from_ref(&state)))
+        .merge(crate::desk::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::presale::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::organizers::router().with_state(FromRef::from_ref(&state)))
         .merge(crate::proof_of_work::routes::router().with_state(FromRef::from_ref(&state)))

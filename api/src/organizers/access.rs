@@ -5,7 +5,7 @@
 use sqlx::{MySqlConnection, MySqlPool};
 use ticket_core::db::organizers::{self, Membership};
 use ticket_core::domain::{
-    ConcertId, MemberRole, OrganizerId, Permission, RefundId, SeatId, UserId,
+    ConcertId, MemberRole, OrganizerId, Permission, RefundId, SeatId, ShiftId, UserId,
 };
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -20,6 +20,8 @@ pub enum On {
     Seat(SeatId),
     /// A refund's concert.
     Refund(RefundId),
+    /// A desk shift's concert.
+    Shift(ShiftId),
 }
 
 /// Who was let through, and as what: recorded with what they do.
@@ -64,12 +66,17 @@ pub async fn permit(
             Some(concert) => organizers::on_concert(conn, caller.id, concert).await?,
             None => None,
         },
+        On::Shift(shift) => match ticket_core::db::desk::find(conn, shift).await? {
+            Some(s) => organizers::on_concert(conn, caller.id, s.concert_id).await?,
+            None => None,
+        },
     };
     let not_found = || match on {
         On::Concert(_) => ApiError::concert_not_found(),
         On::Organizer(_) => ApiError::organizer_not_found(),
         On::Seat(_) => ApiError::seat_not_found(),
         On::Refund(_) => ApiError::new(ErrorCode::RefundNotFound, "no such refund"),
+        On::Shift(_) => ApiError::shift_not_found(),
     };
     match judge(caller, found, needs) {
         Standing::Granted(grant) => Ok(grant),

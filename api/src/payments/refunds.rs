@@ -123,6 +123,21 @@ pub struct RefundResult {
     reservation_status: &'static str,
 }
 
+impl RefundResult {
+    /// The refund made; None when nothing was paid for the tickets.
+    pub(crate) fn refund_id(&self) -> Option<RefundId> {
+        self.refund_id.map(RefundId)
+    }
+
+    /// The same refund, its money given back by hand now.
+    pub(crate) fn paid_back(self) -> Self {
+        Self {
+            status: RefundStatus::Succeeded.as_str(),
+            ..self
+        }
+    }
+}
+
 /// Gives back tickets of a CONFIRMED reservation (an admin: any; its
 /// owner: while the concert's `refundableUntil` has not passed): they are
 /// voided, their seats go back on sale, and exactly their prices are
@@ -147,91 +162,103 @@ pub async fn refund_tickets(
         );
     }
     let mut conn = state.pool.acquire().await?;
-    let caller = staff.caller;
     let result = whole::run(&mut conn, async |tx| {
-        let (locked, actor) = lock_acting(tx, caller, id, Permission::Refund).await?;
-        let now = db::now(tx).await?;
-        if locked.status != ReservationStatus::Confirmed {
-            return Err(not_refundable(
-                "only a confirmed order's tickets can be refunded",
-            ));
-        }
-        let valid = db::tickets::valid_with_prices(tx, id).await?;
-        let chosen: Vec<_> = match &named {
-            None => valid.clone(),
-            Some(named) => {
-                let mut chosen = Vec::new();
-                for ticket in named {
-                    let Some(found) = valid.iter().find(|t| t.id == *ticket) else {
-                        return Err(not_refundable(format!(
-                            "ticket {ticket} is not a valid ticket of this order"
-                        )));
-                    };
-                    if !chosen
-                        .iter()
-                        .any(|c: &db::tickets::PricedTicket| c.id == found.id)
-                    {
-                        chosen.push(*found);
-                    }
-                }
-                chosen
-            }
-        };
-        if chosen.iter().any(|t| t.checked_in) {
-            return Err(not_refundable(
-                "a ticket used at the door cannot be refunded",
-            ));
-        }
-        ensure_refundable(tx, actor, &locked, &chosen, now).await?;
-        let given = refund::give_back(
-            tx,
-            &locked,
-            &valid,
-            &chosen,
-            RefundReason::Requested,
-            Some(caller.id),
-            now,
-        )
-        .await
-        .map_err(refused)?;
-        let status = if given.whole_order {
-            ReservationStatus::Cancelled
-        } else {
-            ReservationStatus::Confirmed
-        };
-        if let Actor::Staff(grant) = actor {
-            let tickets: Vec<u64> = chosen.iter().map(|t| t.id.get()).collect();
-            let amount: u64 = chosen.iter().map(|t| t.price).sum();
-            let did = Did {
-                action: "reservation.refund",
-                concert: Some(locked.concert_id),
-                target: Some(format!("reservation {id}")),
-                changes: &changed(
-                    json!({"status": "CONFIRMED"}),
-                    json!({"status": status.as_str(), "refundedTickets": tickets, "amount": amount}),
-                ),
-            };
-            staff.record(tx, grant, did).await?;
-        }
-        Ok(match given.refund {
-            Some(r) => RefundResult {
-                refund_id: Some(r.id.get()),
-                amount: r.amount,
-                currency: Some(r.currency),
-                status: r.status.as_str(),
-                reservation_status: status.as_str(),
-            },
-            None => RefundResult {
-                refund_id: None,
-                amount: 0,
-                currency: total_of_seats(&locked.seats).map(|(_, c)| c.as_str().to_owned()),
-                status: RefundStatus::Succeeded.as_str(),
-                reservation_status: status.as_str(),
-            },
-        })
+        let (locked, actor) = lock_acting(tx, staff.caller, id, Permission::Refund).await?;
+        give_back_tickets(tx, &staff, actor, &locked, named.as_deref()).await
     })
     .await?;
     Ok(Json(result))
+}
+
+/// Gives back `named` tickets (None: every valid one) of the locked
+/// order, as `actor` may: the refund, its audit entry for staff.
+pub(crate) async fn give_back_tickets(
+    tx: &mut MySqlConnection,
+    staff: &Staff,
+    actor: Actor,
+    locked: &LockedReservation,
+    named: Option<&[TicketId]>,
+) -> ApiResult<RefundResult> {
+    let (id, caller) = (locked.id, staff.caller);
+    let now = db::now(tx).await?;
+    if locked.status != ReservationStatus::Confirmed {
+        return Err(not_refundable(
+            "only a confirmed order's tickets can be refunded",
+        ));
+    }
+    let valid = db::tickets::valid_with_prices(tx, id).await?;
+    let chosen: Vec<_> = match &named {
+        None => valid.clone(),
+        Some(named) => {
+            let mut chosen = Vec::new();
+            for ticket in named.iter() {
+                let Some(found) = valid.iter().find(|t| t.id == *ticket) else {
+                    return Err(not_refundable(format!(
+                        "ticket {ticket} is not a valid ticket of this order"
+                    )));
+                };
+                if !chosen
+                    .iter()
+                    .any(|c: &db::tickets::PricedTicket| c.id == found.id)
+                {
+                    chosen.push(*found);
+                }
+            }
+            chosen
+        }
+    };
+    if chosen.iter().any(|t| t.checked_in) {
+        return Err(not_refundable(
+            "a ticket used at the door cannot be refunded",
+        ));
+    }
+    ensure_refundable(tx, actor, &locked, &chosen, now).await?;
+    let given = refund::give_back(
+        tx,
+        &locked,
+        &valid,
+        &chosen,
+        RefundReason::Requested,
+        Some(caller.id),
+        now,
+    )
+    .await
+    .map_err(refused)?;
+    let status = if given.whole_order {
+        ReservationStatus::Cancelled
+    } else {
+        ReservationStatus::Confirmed
+    };
+    if let Actor::Staff(grant) = actor {
+        let tickets: Vec<u64> = chosen.iter().map(|t| t.id.get()).collect();
+        let amount: u64 = chosen.iter().map(|t| t.price).sum();
+        let did = Did {
+            action: "reservation.refund",
+            concert: Some(locked.concert_id),
+            target: Some(format!("reservation {id}")),
+            changes: &changed(
+                json!({"status": "CONFIRMED"}),
+                json!({"status": status.as_str(), "refundedTickets": tickets, "amount": amount}),
+            ),
+        };
+        staff.record(tx, grant, did).await?;
+    }
+    Ok(match given.refund {
+        Some(r) => RefundResult {
+            refund_id: Some(r.id.get()),
+            amount: r.amount,
+            currency: Some(r.currency),
+            status: r.status.as_str(),
+            reservation_status: status.as_str(),
+        },
+        None => RefundResult {
+            refund_id: None,
+            amount: 0,
+            currency: total_of_seats(&locked.seats).map(|(_, c)| c.as_str().to_owned()),
+            status: RefundStatus::Succeeded.as_str(),
+            reservation_status: status.as_str(),
+        },
+    })
 }
 
 /// Who may give back `giving` of a sold order: staff with the refund

@@ -18,8 +18,8 @@ use ticket_core::domain::events::EventKind;
 use ticket_core::domain::events::total_of_seats;
 use ticket_core::domain::payment::{PaymentStatus, Provider, RefundReason};
 use ticket_core::domain::{
-    IdempotencyKey, PaymentReference, Permission, ReservationId, ReservationStatus, SeatId,
-    SeatStatus,
+    IdempotencyKey, PaymentId, PaymentReference, Permission, ReservationId, ReservationStatus,
+    SeatId, SeatStatus,
 };
 use ticket_core::payments::refund;
 use utoipa::ToSchema;
@@ -113,45 +113,8 @@ pub async fn confirm(
                 same_key
             }
             ReservationStatus::Held if locked.is_live_hold(now) => {
-                let owed = owed_by(tx, &state, actor, &locked).await?;
-                let confirmed = reservations::confirm(
-                    tx,
-                    id,
-                    locked.seats.len(),
-                    payment.as_ref(),
-                    key.as_ref().map(IdempotencyKey::as_str),
-                    now,
-                )
-                .await?;
-                if !confirmed {
-                    return Err(hold_expired());
-                }
-                seats::mark(tx, &seat_ids(&locked), SeatStatus::Reserved, None, now).await?;
-                if let Some(owed) = &owed {
-                    // The operator's word that the money was taken.
-                    payments::insert(tx, owed, PaymentStatus::Succeeded, now).await?;
-                }
-                if let Actor::Staff(grant) = actor {
-                    let paid = owed.as_ref().map(|o| json!({"amount": o.amount, "currency": o.currency}));
-                    let did = Did {
-                        action: "reservation.confirm",
-                        concert: Some(locked.concert_id),
-                        target: Some(format!("reservation {id}")),
-                        changes: &changed(
-                            json!({"status": "HELD"}),
-                            json!({"status": "CONFIRMED", "paidByHand": paid}),
-                        ),
-                    };
-                    staff.record(tx, grant, did).await?;
-                }
-                announce(
-                    tx,
-                    EventKind::Confirmed,
-                    &locked,
-                    payment.as_ref().map(PaymentReference::as_str),
-                    now,
-                )
-                .await?;
+                let paid = (payment.as_ref(), key.as_ref());
+                sell_hold(tx, &state, &staff, actor, &locked, paid, now).await?;
                 false
             }
             ReservationStatus::Held | ReservationStatus::Expired => return Err(hold_expired()),
@@ -272,6 +235,64 @@ async fn cancel_reservation(
         reservation_id: id.get(),
         status: ReservationStatus::Cancelled.as_str(),
     }))
+}
+
+/// Sells the live hold `locked` as `actor` confirms it: CONFIRMED, its
+/// seats RESERVED, its event written; staff confirming a priced hold
+/// record the money they took (the payment returned), and the entry.
+pub(crate) async fn sell_hold(
+    tx: &mut MySqlConnection,
+    state: &ReservationsState,
+    staff: &Staff,
+    actor: Actor,
+    locked: &LockedReservation,
+    (payment, key): (Option<&PaymentReference>, Option<&IdempotencyKey>),
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<Option<PaymentId>> {
+    let id = locked.id;
+    let owed = owed_by(tx, state, actor, locked).await?;
+    let confirmed = reservations::confirm(
+        tx,
+        id,
+        locked.seats.len(),
+        payment,
+        key.map(IdempotencyKey::as_str),
+        now,
+    )
+    .await?;
+    if !confirmed {
+        return Err(hold_expired());
+    }
+    seats::mark(tx, &seat_ids(locked), SeatStatus::Reserved, None, now).await?;
+    let mut taken = None;
+    if let Some(owed) = &owed {
+        // The operator's word that the money was taken.
+        taken = Some(payments::insert(tx, owed, PaymentStatus::Succeeded, now).await?);
+    }
+    if let Actor::Staff(grant) = actor {
+        let paid = owed
+            .as_ref()
+            .map(|o| json!({"amount": o.amount, "currency": o.currency}));
+        let did = Did {
+            action: "reservation.confirm",
+            concert: Some(locked.concert_id),
+            target: Some(format!("reservation {id}")),
+            changes: &changed(
+                json!({"status": "HELD"}),
+                json!({"status": "CONFIRMED", "paidByHand": paid}),
+            ),
+        };
+        staff.record(tx, grant, did).await?;
+    }
+    announce(
+        tx,
+        EventKind::Confirmed,
+        locked,
+        payment.map(PaymentReference::as_str),
+        now,
+    )
+    .await?;
+    Ok(taken)
 }
 
 /// What confirming `locked` by hand records as its (manual) payment: none

@@ -149,15 +149,20 @@ impl QueueStatusResponse {
     }
 }
 
-/// The caller's request (or anyone's, for an admin), with its place in its
-/// lottery once counted (see [`db::line::find_placed`]); 404 otherwise.
+/// The caller's request (or one staff finding orders at its concert may
+/// follow: the desk's), with its place in its lottery once counted (see
+/// [`db::line::find_placed`]); 404 otherwise.
 pub(crate) async fn own_request(
     conn: &mut db::Conn,
     caller: AuthUser,
     id: QueueId,
 ) -> ApiResult<(queue::QueueRow, Option<u64>)> {
-    db::line::find_placed(conn, id)
+    let not_found = || ApiError::new(ErrorCode::QueueNotFound, "no such request");
+    let (row, place) = db::line::find_placed(conn, id)
         .await?
-        .filter(|(row, _)| caller.can_act_on(row.user_id))
-        .ok_or_else(|| ApiError::new(ErrorCode::QueueNotFound, "no such request"))
+        .ok_or_else(not_found)?;
+    let (owner, concert) = (row.user_id, row.concert_id);
+    let needs = ticket_core::domain::Permission::FindOrders;
+    crate::organizers::access::acting_on(conn, caller, owner, concert, needs, not_found).await?;
+    Ok((row, place))
 }

@@ -26,6 +26,8 @@ pub(crate) async fn fingerprint(app: &TestApp) -> Vec<(String, Option<i64>)> {
         "organizers",
         "organizer_members",
         "organizer_invitations",
+        "desk_shifts",
+        "desk_guests",
         "access_codes",
         "payments",
         "refunds",
@@ -128,6 +130,15 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         )
         .await;
     let invitation = invited.assert_status(201)["id"].as_u64().unwrap();
+    // The admin works the concert's desk.
+    let opened = app
+        .post(
+            &format!("/api/concerts/{concert_id}/desk/shifts"),
+            Some(&app.admin_token),
+            json!({"float": 0}),
+        )
+        .await;
+    let shift = opened.assert_status(201)["id"].as_u64().unwrap();
 
     let before = fingerprint(&app).await;
     let attempts: Vec<(Method, String, Option<Value>, u16, &str)> = vec![
@@ -487,6 +498,55 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
             Method::DELETE,
             format!("/api/organizers/1/invitations/{invitation}"),
             None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/concerts/{concert_id}/desk/shifts"),
+            Some(json!({"float": 0})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/desk/shifts"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/desk/shifts/{shift}"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/desk/shifts/{shift}/requests"),
+            Some(json!({"order": {"seatIds": [seats[2]]}})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/desk/shifts/{shift}/payments"),
+            Some(json!({"reservationId": reservation, "method": "CASH"})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/desk/shifts/{shift}/refunds"),
+            Some(json!({"reservationId": reservation})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
+            format!("/api/desk/shifts/{shift}/close"),
+            Some(json!({"countedCash": 0})),
             403,
             "FORBIDDEN",
         ),

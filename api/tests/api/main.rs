@@ -12,6 +12,7 @@ mod checkout;
 mod clocks;
 mod concerts;
 mod deletes;
+mod desk;
 mod desk_search;
 mod enqueue_groups;
 mod fan_cap;

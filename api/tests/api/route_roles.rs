@@ -33,8 +33,15 @@ enum Who {
     /// The account invited, none of the callers.
     Invitee,
     /// A member whose role gives the permission (and the admin); with
-    /// `fans_own`, the fan the thing belongs to as well.
-    Permission { name: String, fans_own: bool },
+    /// `fans_own`, the fan the thing belongs to as well; with `clerk`, the
+    /// desk shift's own clerk too.
+    Permission {
+        name: String,
+        fans_own: bool,
+        clerk: bool,
+    },
+    /// The desk shift's own clerk (the team's BOX_OFFICE member) alone.
+    Clerk,
 }
 
 /// `{queueId}`, `{id}` → `{}`: paths as both documents name them.
@@ -122,6 +129,9 @@ fn route_table(permissions: &BTreeMap<String, BTreeSet<&'static str>>) -> BTreeM
 }
 
 fn who_of(cell: &str, permissions: &BTreeMap<String, BTreeSet<&'static str>>) -> Who {
+    if cell.starts_with("its clerk (") {
+        return Who::Clerk;
+    }
     if let Some(name) = spans(cell)
         .into_iter()
         .find(|s| permissions.contains_key(*s))
@@ -129,6 +139,7 @@ fn who_of(cell: &str, permissions: &BTreeMap<String, BTreeSet<&'static str>>) ->
         return Who::Permission {
             name: name.to_owned(),
             fans_own: cell.contains("its owner"),
+            clerk: cell.starts_with("its clerk"),
         };
     }
     match cell {
@@ -174,6 +185,8 @@ struct Fixture {
     extra_member: u64,
     /// A pending invitation of the buyer's to the team.
     invitation: u64,
+    /// The team's BOX_OFFICE member's open desk shift.
+    shift: u64,
 }
 
 async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) -> Fixture {
@@ -244,6 +257,14 @@ async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) ->
         .await;
     let invitation = invited.assert_status(201)["id"].as_u64().unwrap();
     assert_eq!(invited.body["userId"], invitee);
+    let opened = app
+        .post(
+            &format!("/api/concerts/{concert}/desk/shifts"),
+            Some(team.token("BOX_OFFICE")),
+            json!({"float": 1000}),
+        )
+        .await;
+    let shift = opened.assert_status(201)["id"].as_u64().unwrap();
     Fixture {
         organizer: team.id,
         concert,
@@ -259,6 +280,7 @@ async fn fixture(app: &TestApp, team: &Team, buyer: &(u64, String), n: usize) ->
         scanner,
         extra_member,
         invitation,
+        shift,
     }
 }
 
@@ -284,6 +306,7 @@ fn path_of(operation: &str, f: &Fixture) -> String {
             ("{}", "access-codes") => f.access_code.to_string(),
             ("{}", "scanners") => f.scanner.to_string(),
             ("{}", "invitations") => f.invitation.to_string(),
+            ("{}", "shifts") => f.shift.to_string(),
             ("{}", other) => panic!("{operation}: which id follows {other}?"),
             (segment, _) => segment.to_owned(),
         };
@@ -326,6 +349,13 @@ fn body_of(operation: &str, f: &Fixture, n: usize) -> Option<Value> {
         ("POST", "/api/organizers/{}/invitations") => {
             json!({"nickName": "fan", "role": "DOOR"})
         }
+        ("POST", "/api/concerts/{}/desk/shifts") => json!({"float": 0}),
+        ("POST", "/api/desk/shifts/{}/requests") => json!({"order": {"seatIds": [f.free_seat]}}),
+        ("POST", "/api/desk/shifts/{}/payments") => {
+            json!({"reservationId": f.held, "method": "CASH"})
+        }
+        ("POST", "/api/desk/shifts/{}/refunds") => json!({"reservationId": f.sold}),
+        ("POST", "/api/desk/shifts/{}/close") => json!({"countedCash": 1000}),
         ("POST", "/api/check-ins") => json!({"code": f.code, "gate": "A"}),
         ("POST", "/api/check-ins/batch") => json!({"scans": [{"scanId": format!("scan-{n}"),
             "code": f.code, "gate": "A", "scannedAt": "2099-05-01T19:00:00Z"}]}),
@@ -381,6 +411,9 @@ fn owed(
         (Who::Member, Admin | Role(_)) => None,
         (Who::Member, _) => refused(404, "ORGANIZER_NOT_FOUND"),
         (Who::Scanner | Who::Invitee, _) => refused(0, ""),
+        (Who::Clerk, Role("BOX_OFFICE")) => None,
+        (Who::Clerk, _) => refused(0, ""),
+        (Who::Permission { clerk: true, .. }, Role("BOX_OFFICE")) => None,
         (Who::Permission { .. }, Admin) => None,
         (Who::Permission { .. }, Rival) => refused(404, ""),
         (Who::Permission { fans_own: true, .. }, Fan) => refused(404, ""),

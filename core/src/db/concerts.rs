@@ -425,8 +425,10 @@ pub async fn has_history(conn: &mut MySqlConnection, id: ConcertId) -> Result<bo
                         WHERE s.concert_id = ?) \
              OR EXISTS (SELECT 1 FROM seats s JOIN request_seats rs ON rs.seat_id = s.id \
                         WHERE s.concert_id = ?) \
-             OR EXISTS (SELECT 1 FROM request_pools WHERE concert_id = ?)",
+             OR EXISTS (SELECT 1 FROM request_pools WHERE concert_id = ?) \
+             OR EXISTS (SELECT 1 FROM desk_shifts WHERE concert_id = ?)",
     )
+    .bind(id)
     .bind(id)
     .bind(id)
     .bind(id)

@@ -263,6 +263,29 @@ const CHECKS: &[(&str, &str, &[Bound])] = &[
         &[],
     ),
     (
+        "a closed desk shift expected other cash than its float and the cash taken less given back",
+        "SELECT COUNT(*) FROM desk_shifts s WHERE s.closed_at IS NOT NULL AND s.expected_cash <> \
+           CAST(s.float_amount AS SIGNED) \
+           + COALESCE((SELECT SUM(p.amount) FROM payments p WHERE p.shift_id = s.id \
+                       AND p.status = 'SUCCEEDED' AND p.desk_method = 'CASH'), 0) \
+           - COALESCE((SELECT SUM(f.amount) FROM refunds f WHERE f.shift_id = s.id \
+                       AND f.status = 'SUCCEEDED' AND f.desk_method = 'CASH'), 0)",
+        &[],
+    ),
+    (
+        "money was taken or given back on a desk shift after it closed, or of another concert",
+        "SELECT (SELECT COUNT(*) FROM payments p JOIN desk_shifts s ON s.id = p.shift_id \
+                  WHERE p.concert_id <> s.concert_id OR p.created_at > s.closed_at) \
+              + (SELECT COUNT(*) FROM refunds f JOIN desk_shifts s ON s.id = f.shift_id \
+                  WHERE f.concert_id <> s.concert_id OR f.created_at > s.closed_at)",
+        &[],
+    ),
+    (
+        "a desk payment was not taken by hand",
+        "SELECT COUNT(*) FROM payments WHERE shift_id IS NOT NULL AND provider <> 'MANUAL'",
+        &[],
+    ),
+    (
         "a request both names seats and asks by count",
         "SELECT COUNT(*) FROM request_pools p WHERE \
            EXISTS (SELECT 1 FROM request_seats x WHERE x.queue_id = p.queue_id)",

@@ -14,6 +14,7 @@ pub mod access_codes;
 pub mod audit;
 pub mod check_ins;
 pub mod concerts;
+pub mod desk;
 mod due_claim;
 pub mod fans;
 pub mod holds;

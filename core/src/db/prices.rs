@@ -250,3 +250,18 @@ pub async fn plan_categories(
     .await?;
     Ok(rows.into_iter().map(|(name,)| name).collect())
 }
+
+/// The concert's currency (one for all its categories); None without
+/// prices.
+pub async fn currency_of(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+) -> Result<Option<String>, sqlx::Error> {
+    sqlx::query_scalar(
+        "SELECT currency FROM price_categories WHERE concert_id = ? ORDER BY position LIMIT 1",
+    )
+    .bind(concert)
+    .fetch_optional(conn)
+    .traced("SELECT", "price_categories")
+    .await
+}

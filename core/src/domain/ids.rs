@@ -54,6 +54,10 @@ id_type!(
     InvitationId
 );
 id_type!(
+    /// Primary key of `desk_shifts`.
+    ShiftId
+);
+id_type!(
     /// Primary key of `seats`.
     SeatId
 );

@@ -4,6 +4,7 @@
 pub mod access_code;
 pub mod allocation;
 mod concert;
+pub mod desk;
 mod email;
 pub mod events;
 mod ids;
@@ -34,7 +35,7 @@ pub use concert::{ConcertDate, ConcertTitle, GridSeat, SeatLayout, Venue};
 pub use email::EmailAddress;
 pub use ids::{
     AccessCodeId, ConcertId, InvitationId, OrganizerId, PaymentId, QueueId, RefundId,
-    ReservationId, ScannerId, SeatId, TicketId, UserId,
+    ReservationId, ScannerId, SeatId, ShiftId, TicketId, UserId,
 };
 pub use language::Language;
 pub use line_position::{LineFront, LinePart, LineRank};
