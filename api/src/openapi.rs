@@ -40,6 +40,7 @@ use crate::reservations::{checkout, events as status_events, routes as reservati
         crate::desk::routes::open, crate::desk::routes::shifts, crate::desk::routes::shift,
         crate::desk::routes::request,
         crate::desk::routes::pay, crate::desk::routes::refund, crate::desk::routes::close,
+        crate::payments::void::void, crate::payments::void::signals,
         crate::proof_of_work::routes::challenge,
         crate::waiting_list::routes::list, crate::waiting_list::routes::join, crate::waiting_list::routes::leave, crate::waiting_list::routes::me,
         crate::tickets::routes::of_reservation, crate::tickets::routes::qr, crate::tickets::routes::keys, crate::tickets::routes::revoked,

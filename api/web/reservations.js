@@ -149,6 +149,7 @@ const REASONS = {
   EXTRA_PAYMENT: "reservations.paidTwice",
   REQUESTED: "reservations.cancelled",
   CONCERT_CANCELLED: "reservations.concertCancelled",
+  VOIDED: "reservations.voided",
 };
 
 /** A reservation's state in words. */

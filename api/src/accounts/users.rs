@@ -222,16 +222,23 @@ pub async fn create(
         .await
         .map_err(ApiError::internal)?;
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    let id = db::users::insert(
-        &mut conn,
-        &new.nickname,
-        &hash,
-        Role::User,
-        new.email.as_ref(),
-        new.language,
-        now,
-    )
+    let id = db::whole::run(&mut conn, async |tx| {
+        let now = db::now(tx).await?;
+        let id = db::users::insert(
+            tx,
+            &new.nickname,
+            &hash,
+            Role::User,
+            new.email.as_ref(),
+            new.language,
+            now,
+        )
+        .await?;
+        // Where the account was made from: a signal when orders are
+        // reviewed after a sale (many accounts from one address at once).
+        db::users::note_signup_address(tx, id, &client.0.to_string()).await?;
+        Ok::<_, ApiError>(id)
+    })
     .await?;
     let user = load(&mut conn, id).await?;
     let location = format!("/api/users/{id}");

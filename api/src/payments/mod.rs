@@ -7,10 +7,12 @@ pub mod refunds;
 pub mod routes;
 pub mod state;
 pub mod takings;
+pub mod void;
 
 pub fn router() -> axum::Router<crate::payments::state::PaymentsState> {
     routes::router()
         .merge(refunds::router())
         .merge(cancellation::router())
         .merge(takings::router())
+        .merge(void::router())
 }

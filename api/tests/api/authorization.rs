@@ -503,6 +503,20 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::POST,
+            format!("/api/concerts/{concert_id}/orders/void"),
+            Some(json!({"reservationIds": [reservation], "reason": "mine", "refund": true})),
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
+            format!("/api/concerts/{concert_id}/orders/signals"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::POST,
             format!("/api/concerts/{concert_id}/desk/shifts"),
             Some(json!({"float": 0})),
             403,

@@ -48,6 +48,7 @@ mod storm;
 mod tickets;
 mod users;
 mod validation;
+mod void_orders;
 mod waiting_list;
 mod waiting_pools;
 mod walk;

@@ -34,6 +34,8 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/desk/shifts/{id}/payments"),
     ("post", "/api/desk/shifts/{id}/refunds"),
     ("post", "/api/desk/shifts/{id}/close"),
+    ("post", "/api/concerts/{id}/orders/void"),
+    ("get", "/api/concerts/{id}/orders/signals"),
     ("post", "/api/concerts/{id}/waiting-list"),
     ("get", "/api/concerts/{id}/waiting-list"),
     ("delete", "/api/concerts/{id}/waiting-list"),

@@ -350,6 +350,9 @@ fn body_of(operation: &str, f: &Fixture, n: usize) -> Option<Value> {
             json!({"nickName": "fan", "role": "DOOR"})
         }
         ("POST", "/api/concerts/{}/desk/shifts") => json!({"float": 0}),
+        ("POST", "/api/concerts/{}/orders/void") => {
+            json!({"reservationIds": [f.sold], "reason": "bots", "refund": true})
+        }
         ("POST", "/api/desk/shifts/{}/requests") => json!({"order": {"seatIds": [f.free_seat]}}),
         ("POST", "/api/desk/shifts/{}/payments") => {
             json!({"reservationId": f.held, "method": "CASH"})

@@ -24,6 +24,7 @@ pub mod invitations;
 pub mod kept;
 pub mod line;
 pub mod mails;
+pub mod order_signals;
 pub mod orders;
 pub mod organizers;
 pub mod outbox;

@@ -54,6 +54,21 @@ pub async fn insert(
     Ok(UserId(done.last_insert_id()))
 }
 
+/// Where an account was made from (kept until it leaves).
+pub async fn note_signup_address(
+    conn: &mut MySqlConnection,
+    id: UserId,
+    address: &str,
+) -> Result<(), sqlx::Error> {
+    sqlx::query("UPDATE users SET signup_address = ? WHERE id = ?")
+        .bind(address)
+        .bind(id)
+        .execute(conn)
+        .traced("UPDATE", "users")
+        .await?;
+    Ok(())
+}
+
 pub async fn find(conn: &mut MySqlConnection, id: UserId) -> Result<Option<UserRow>, sqlx::Error> {
     sqlx::query_as(sqlx::AssertSqlSafe(format!(
         "SELECT {COLUMNS} FROM users WHERE id = ? AND deleted_at IS NULL"
@@ -239,6 +254,7 @@ pub async fn delete_with_history(
             // trimmed) equals it, so the name is free and cannot collide.
             sqlx::query(
                 "UPDATE users SET nickname = CONCAT(' left ', id), password_hash = '', email = NULL, \
+                        signup_address = NULL, \
                         email_changed_at = ?, updated_at = ?, deleted_at = ? WHERE id = ?",
             )
             .bind(now.naive_utc())

@@ -83,6 +83,8 @@ pub enum RefundReason {
     Requested,
     /// The show was cancelled.
     ConcertCancelled,
+    /// The organizer voided the order after the sale (bots, fraud).
+    Voided,
 }
 
 impl RefundReason {
@@ -92,6 +94,7 @@ impl RefundReason {
             Self::ExtraPayment => "EXTRA_PAYMENT",
             Self::Requested => "REQUESTED",
             Self::ConcertCancelled => "CONCERT_CANCELLED",
+            Self::Voided => "VOIDED",
         }
     }
 
@@ -101,6 +104,7 @@ impl RefundReason {
             Self::ExtraPayment,
             Self::Requested,
             Self::ConcertCancelled,
+            Self::Voided,
         ]
         .into_iter()
         .find(|r| r.as_str() == raw)

@@ -37,12 +37,14 @@ pub enum Permission {
     ReadTakings,
     /// Cancel a show (every ticket refunded).
     CancelShow,
+    /// Void sold orders after a sale (bots, fraud), each refunded.
+    VoidOrders,
     /// Read the record of who did what.
     ReadAudit,
 }
 
 impl Permission {
-    pub const ALL: [Self; 13] = [
+    pub const ALL: [Self; 14] = [
         Self::ManageTeam,
         Self::EditConcerts,
         Self::ManageAccessCodes,
@@ -55,6 +57,7 @@ impl Permission {
         Self::Refund,
         Self::ReadTakings,
         Self::CancelShow,
+        Self::VoidOrders,
         Self::ReadAudit,
     ];
 
@@ -72,6 +75,7 @@ impl Permission {
             Self::Refund => "REFUND",
             Self::ReadTakings => "READ_TAKINGS",
             Self::CancelShow => "CANCEL_SHOW",
+            Self::VoidOrders => "VOID_ORDERS",
             Self::ReadAudit => "READ_AUDIT",
         }
     }
@@ -121,7 +125,7 @@ impl MemberRole {
             Self::Door => matches!(permission, ManageScanners | CheckIn),
             Self::Finance => matches!(
                 permission,
-                ViewSale | FindOrders | Refund | ReadTakings | ReadAudit
+                ViewSale | FindOrders | Refund | ReadTakings | VoidOrders | ReadAudit
             ),
         }
     }
