@@ -38,6 +38,7 @@ use crate::reservations::{checkout, events as status_events, routes as reservati
         crate::organizers::invitations::revoke, crate::organizers::invitations::mine,
         crate::organizers::invitations::accept, crate::organizers::invitations::decline,
         crate::desk::routes::open, crate::desk::routes::shifts, crate::desk::routes::shift,
+        crate::desk::routes::my_shift,
         crate::desk::routes::request,
         crate::desk::routes::pay, crate::desk::routes::refund, crate::desk::routes::close,
         crate::payments::void::void, crate::payments::void::signals,

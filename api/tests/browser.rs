@@ -34,6 +34,9 @@ mod best_available;
 #[path = "browser/plan_map.rs"]
 mod plan_map;
 
+#[path = "browser/team.rs"]
+mod team;
+
 #[path = "browser/operator.rs"]
 mod operator;
 

@@ -4,13 +4,13 @@
 
 import { api } from "./api.js";
 import { field, fill, h, shownOnce, table, tell, when } from "./dom.js";
-import { adminOnly, operatorTabs, revokeButton } from "./admin.js";
+import { notPermitted, operatorTabs, revokeButton } from "./admin.js";
 import { locale, t } from "./i18n.js";
 
 export async function accessCodesView(main, { params, signal }) {
-  if (adminOnly(main)) return;
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
+  if (notPermitted(main, "MANAGE_ACCESS_CODES", concert)) return;
   const list = h("div", { class: "code-list" });
   const made = h("div", { class: "new-codes", "aria-live": "polite" });
   const once = shownOnce(signal);

@@ -7,7 +7,7 @@ import { has, language, t } from "./i18n.js";
 
 const COOKIE = "ticket_session";
 
-const session = { token: null, user: null, listeners: new Set() };
+const session = { token: null, user: null, organizers: [], invitations: [], listeners: new Set() };
 
 export class Problem extends Error {
   constructor(status, body) {
@@ -32,6 +32,63 @@ export function currentUser() {
 
 export function isAdmin() {
   return session.user?.role === "ADMIN";
+}
+
+/** The organizers the caller works for, each with the permissions their role gives there. */
+export function myOrganizers() {
+  return session.organizers;
+}
+
+/** Invitations to a team waiting for the caller's answer. */
+export function myInvitations() {
+  return session.invitations;
+}
+
+/**
+ * Whether the caller's role lets them do `permission` on `concert` (a
+ * concert answer, with its organizerId): the server's word, read with the
+ * caller's organizers; the server checks again on every call.
+ */
+export function can(concert, permission) {
+  if (isAdmin()) return true;
+  const organizer = session.organizers.find((o) => o.id === concert?.organizerId);
+  if (!organizer || !organizer.permissions.includes(permission)) return false;
+  return organizer.concertIds === null || organizer.concertIds.includes(concert.id);
+}
+
+/** Whether the caller may do `permission` at any organizer (what the menu offers). */
+export function canSomewhere(permission) {
+  return isAdmin() || session.organizers.some((o) => o.permissions.includes(permission));
+}
+
+const WORKING_FOR = "ticket.organizer";
+
+/**
+ * The organizer the caller works for now (the switcher's choice, kept in
+ * this browser), if it gives `permission`; else the first that does; null
+ * for the platform's admin who chose none (the server takes its first).
+ */
+export function workingOrganizer(permission) {
+  const chosen = Number(localStorage.getItem(WORKING_FOR));
+  const gives = (o) => !permission || o.permissions.includes(permission);
+  return session.organizers.find((o) => o.id === chosen && gives(o)) || session.organizers.find((o) => o.role && gives(o)) || null;
+}
+
+/** Remembers the organizer the caller works for now. */
+export function workFor(id) {
+  localStorage.setItem(WORKING_FOR, String(id));
+}
+
+/** Reads again the caller's organizers and invitations (after joining a team). */
+export async function refreshTeams() {
+  if (!session.token) {
+    session.organizers = [];
+    session.invitations = [];
+    return;
+  }
+  const [organizers, invitations] = await Promise.all([api("GET", "/api/organizers"), api("GET", "/api/users/me/invitations")]);
+  session.organizers = organizers;
+  session.invitations = invitations;
 }
 
 export function onSessionChange(listener) {
@@ -98,11 +155,27 @@ export function bearer() {
   return session.token;
 }
 
+/** Fetches `path` as CSV with the caller's token and saves it as `name`. */
+export async function downloadCsv(path, name) {
+  const response = await api("GET", path, undefined, { headers: { Accept: "text/csv" }, raw: true });
+  if (!response.ok) throw new Problem(response.status, await response.json().catch(() => null));
+  const url = URL.createObjectURL(new Blob([await response.text()], { type: "text/csv" }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
 export async function logIn(nickName, password) {
   const login = await api("POST", "/api/auth/login", { nickName, password });
   session.token = login.accessToken;
   try {
     session.user = await api("GET", "/api/users/me");
+    await refreshTeams();
   } catch (e) {
     session.token = null;
     throw e;
@@ -131,6 +204,8 @@ export function logOut() {
 function signedOut() {
   session.token = null;
   session.user = null;
+  session.organizers = [];
+  session.invitations = [];
   forgetToken();
   changed();
 }
@@ -142,6 +217,7 @@ export async function resume() {
   session.token = token;
   try {
     session.user = await api("GET", "/api/users/me");
+    await refreshTeams();
   } catch {
     session.token = null;
     session.user = null;

@@ -2,7 +2,7 @@
 // views, and the header that follows the session. A view's code is loaded
 // when it is first shown, so a fan's visit loads no operator's code.
 
-import { currentUser, isAdmin, logOut, onSessionChange, resume, saveLanguage } from "./api.js";
+import { canSomewhere, currentUser, isAdmin, logOut, myInvitations, myOrganizers, onSessionChange, resume, saveLanguage } from "./api.js";
 import { fill, h, navigated, tell } from "./dom.js";
 import { LANGUAGES, chosenHere, language, t, useLanguage, useWords, wantedLanguage } from "./i18n.js";
 
@@ -25,6 +25,9 @@ const ROUTES = [
   [/^\/admin\/concerts\/(?<id>\d+)\/codes$/, operatorView("./access-codes.js", "accessCodesView"), "title.codes"],
   [/^\/admin\/concerts\/(?<id>\d+)\/scanners$/, operatorView("./scanners.js", "scannersView"), "title.scanners"],
   [/^\/admin\/concerts\/(?<id>\d+)\/waiting-list$/, operatorView("./waiting-admin.js", "waitingListView"), "title.waitingList"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/desk$/, operatorView("./desk.js", "deskView"), "title.desk"],
+  [/^\/admin\/concerts\/(?<id>\d+)\/orders$/, operatorView("./void-orders.js", "voidOrdersView"), "title.voidOrders"],
+  [/^\/team$/, operatorView("./team.js", "teamView"), "title.team"],
 ];
 
 let leaving = null;
@@ -87,7 +90,8 @@ function nav() {
   const links = [h("a", { href: "#/" }, t("nav.concerts"))];
   if (user) {
     links.push(h("a", { href: "#/me/reservations" }, t("nav.reservations")), h("a", { href: "#/me/tickets" }, t("nav.tickets")));
-    if (isAdmin()) links.push(h("a", { href: "#/admin/concerts/new" }, t("nav.newConcert")));
+    if (canSomewhere("EDIT_CONCERTS")) links.push(h("a", { href: "#/admin/concerts/new" }, t("nav.newConcert")));
+    if (isAdmin() || myOrganizers().length || myInvitations().length) links.push(h("a", { href: "#/team" }, t("nav.team")));
     links.push(
       h("a", { href: "#/me/account", class: "who" }, t("nav.signedInAs", { name: user.nickName })),
       h("button", {
@@ -104,7 +108,7 @@ function nav() {
     links.push(h("a", { href: "#/login" }, t("nav.logIn")), h("a", { href: "#/signup" }, t("nav.signUp")));
   }
   // The door: for operators, and on a device paired as a door.
-  if (isAdmin() || pairedDoor()) links.splice(1, 0, h("a", { href: "#/door" }, t("nav.door")));
+  if (canSomewhere("CHECK_IN") || pairedDoor()) links.splice(1, 0, h("a", { href: "#/door" }, t("nav.door")));
   links.push(...languageSwitch());
   const toggle = document.getElementById("menu-toggle");
   fill(toggle, t("nav.menu"));

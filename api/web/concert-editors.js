@@ -5,16 +5,8 @@
 import { Problem, api } from "./api.js";
 import { field, fill, h } from "./dom.js";
 import { t } from "./i18n.js";
+import { decimalsOf } from "./money.js";
 import { colourOf } from "./palette.js";
-
-/** A currency's decimals, as the browser knows them (2 for EUR, 0 for KRW). */
-function decimalsOf(currency) {
-  try {
-    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits;
-  } catch {
-    return 2;
-  }
-}
 
 /** An input of a list's row with its label above it. */
 function cell(label, input) {

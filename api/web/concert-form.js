@@ -2,9 +2,9 @@
 // its seats (and plan, and standing areas), its prices, the sale, and the
 // fair shares. Times are typed in the venue's zone.
 
-import { Problem, api } from "./api.js";
+import { Problem, api, workingOrganizer } from "./api.js";
 import { clockAt, field, fill, fromZonedInput, h, ownTimeZone, roughly, tell, toZonedInput } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { firstTab, notPermitted, operatorTabs } from "./admin.js";
 import { t } from "./i18n.js";
 import { AreaEditor, CategoryEditor, planUpload } from "./concert-editors.js";
 
@@ -202,22 +202,24 @@ function concertForm(main, { heading, concert, submit, send, extra, before }) {
 }
 
 export function newConcertView(main) {
-  if (adminOnly(main)) return;
+  if (notPermitted(main, "EDIT_CONCERTS")) return;
+  const organizer = workingOrganizer("EDIT_CONCERTS");
   concertForm(main, {
     heading: t("form.newHeading"),
     submit: t("form.create"),
     send: async (values) => {
       const body = Object.fromEntries(Object.entries(values).filter(([, v]) => v !== null && v !== ""));
       if (Array.isArray(body.areas) && body.areas.length === 0) delete body.areas;
+      if (organizer) body.organizerId = organizer.id;
       const created = await api("POST", "/api/concerts", body);
-      location.hash = `#/admin/concerts/${created.id}/sale`;
+      location.hash = firstTab(created) || `#/concerts/${created.id}`;
     },
   });
 }
 
 export async function editConcertView(main, { params, signal }) {
-  if (adminOnly(main)) return;
   const concert = await api("GET", `/api/concerts/${params.id}`, undefined, { signal });
+  if (notPermitted(main, "EDIT_CONCERTS", concert)) return;
   let armed = false;
   const remove = h("button", {
     type: "button",

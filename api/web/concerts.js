@@ -1,7 +1,7 @@
 // The concerts, the soonest show first, each with where its sale stands,
 // what it costs from and whether any seat is left.
 
-import { api, isAdmin } from "./api.js";
+import { api, can, canSomewhere } from "./api.js";
 import { fill, h, when } from "./dom.js";
 import { money } from "./money.js";
 import { t } from "./i18n.js";
@@ -46,6 +46,16 @@ function size(c) {
   return [seats > 0 || places === 0 ? t("concerts.seats", { count: seats }) : null, places > 0 ? t("concerts.places", { count: places }) : null];
 }
 
+/** A concert's pages for staff whose role opens them. */
+function staffLinks(c) {
+  const links = [
+    can(c, "VIEW_SALE") ? h("a", { href: `#/admin/concerts/${c.id}/sale` }, t("concerts.saleView")) : null,
+    can(c, "EDIT_CONCERTS") ? h("a", { href: `#/admin/concerts/${c.id}/edit` }, t("concerts.edit")) : null,
+    can(c, "SELL_AT_DESK") ? h("a", { href: `#/admin/concerts/${c.id}/desk` }, t("concerts.desk")) : null,
+  ].filter(Boolean);
+  return links.length ? h("p", { class: "actions" }, links) : null;
+}
+
 export async function concertsView(main, { signal, query }) {
   const page = Math.max(0, Number(query.get("page") || 0));
   const list = await api("GET", `/api/concerts?page=${page}&size=20`, undefined, { signal });
@@ -56,14 +66,7 @@ export async function concertsView(main, { signal, query }) {
       h("h2", {}, h("a", { href: `#/concerts/${c.id}` }, c.title)),
       h("p", {}, `${c.venue} · ${when(c, "concertDate")}`),
       h("p", { class: "muted" }, [...size(c), from(c), saleLabel(c)].filter(Boolean).join(" · ")),
-      isAdmin()
-        ? h(
-            "p",
-            { class: "actions" },
-            h("a", { href: `#/admin/concerts/${c.id}/sale` }, t("concerts.saleView")),
-            h("a", { href: `#/admin/concerts/${c.id}/edit` }, t("concerts.edit")),
-          )
-        : null,
+      staffLinks(c),
     ),
   );
   const pager = h(
@@ -75,7 +78,7 @@ export async function concertsView(main, { signal, query }) {
   fill(
     main,
     h("h1", {}, t("concerts.heading")),
-    isAdmin() ? h("p", {}, h("a", { class: "button", href: "#/admin/concerts/new" }, t("concerts.new"))) : null,
+    canSomewhere("EDIT_CONCERTS") ? h("p", {}, h("a", { class: "button", href: "#/admin/concerts/new" }, t("concerts.new"))) : null,
     items.length ? h("ul", { class: "cards" }, items) : h("p", { class: "muted" }, t("concerts.none")),
     pager,
   );

@@ -25,3 +25,17 @@ export function totalOf(seats, currency) {
   if (!currency || seats.length === 0 || seats.some((s) => s.price == null)) return null;
   return money(seats.reduce((sum, s) => sum + s.price, 0), currency);
 }
+
+/** How many decimals `currency` has (2 for one the browser does not know). */
+export function decimalsOf(currency) {
+  try {
+    return new Intl.NumberFormat("en", { style: "currency", currency }).resolvedOptions().maximumFractionDigits;
+  } catch {
+    return 2;
+  }
+}
+
+/** "12.50" typed in `currency` as minor units (1250), or NaN. */
+export function minorOf(text, currency) {
+  return Math.round(Number(String(text).trim()) * 10 ** decimalsOf(currency));
+}

@@ -4,7 +4,7 @@
 // hand and recorded here), and the whole concert cancelled (typed confirmation),
 // with its refunds followed until every order is done.
 
-import { api } from "./api.js";
+import { api, downloadCsv } from "./api.js";
 import { field, fill, h, placeName, placesOf, tell } from "./dom.js";
 import { money } from "./money.js";
 import { locale, t } from "./i18n.js";
@@ -27,6 +27,7 @@ export function takingsTiles(concertId, signal) {
     { "aria-labelledby": "takings-heading" },
     h("h2", { id: "takings-heading" }, t("takings.heading")),
     h("dl", { class: "tiles", "aria-live": "off" }, tile("ticketsSold", "takings.ticketsSold"), tile("gross", "takings.gross"), tile("refundedAmount", "takings.refunded"), tile("net", "takings.net")),
+    h("p", {}, h("button", { type: "button", class: "export-takings", onclick: () => downloadCsv(`/api/concerts/${concertId}/sales`, `takings-${concertId}.csv`).catch((e) => tell(e.message)) }, t("takings.export"))),
   );
   values.refundedAmount.after(refundedCount);
   const amount = (minor, currency) => (currency ? money(minor, currency) : "–");

@@ -2,9 +2,9 @@
 // measurements (requests and decisions per second, the line, decision
 // times, seats), with the takings, a refund and the cancel button.
 
-import { api } from "./api.js";
+import { api, can } from "./api.js";
 import { fill, h, tell, when } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { notPermitted, operatorTabs } from "./admin.js";
 import { SeatMap } from "./seatmap.js";
 import { cancelConcert, refundForm, takingsTiles } from "./orders.js";
 import { locale, t } from "./i18n.js";
@@ -13,9 +13,9 @@ const REFRESH_MS = 1000;
 const HISTORY = 120;
 
 export async function saleView(main, { params, signal }) {
-  if (adminOnly(main)) return;
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
+  if (notPermitted(main, "VIEW_SALE", concert)) return;
   const tiles = {};
   const tile = (key, label) => {
     tiles[key] = h("dd", { "data-metric": key }, "…");
@@ -25,7 +25,7 @@ export async function saleView(main, { params, signal }) {
   const history = [];
   const map = new SeatMap(id);
   // A cancelled concert's orders are all given back by the workers.
-  const refunds = concert.cancelledAt ? null : refundForm(concert.id);
+  const refunds = concert.cancelledAt || !can(concert, "REFUND") ? null : refundForm(concert.id);
   // A cancelled concert is not on sale, and has no seats free to sell.
   const heading = h("h1", {}, t(concert.cancelledAt ? "sale.headingCancelled" : "sale.heading", { title: concert.title }));
   fill(
@@ -53,11 +53,11 @@ export async function saleView(main, { params, signal }) {
       chart,
       h("figcaption", {}, h("span", { class: "key requests" }, t("sale.keyRequests")), " ", h("span", { class: "key decisions" }, t("sale.keyDecisions"))),
     ),
-    takingsTiles(id, signal),
+    can(concert, "READ_TAKINGS") ? takingsTiles(id, signal) : null,
     h("h2", {}, t("sale.seats")),
     map.element,
     refunds,
-    cancelConcert(concert, signal, {
+    can(concert, "CANCEL_SHOW") && cancelConcert(concert, signal, {
       onCancelled: () => {
         refunds?.remove();
         fill(heading, t("sale.headingCancelled", { title: concert.title }));

@@ -4,13 +4,13 @@
 
 import { api } from "./api.js";
 import { dateTime, field, fill, h, shownOnce, table, tell } from "./dom.js";
-import { adminOnly, operatorTabs, revokeButton } from "./admin.js";
+import { notPermitted, operatorTabs, revokeButton } from "./admin.js";
 import { t } from "./i18n.js";
 
 export async function scannersView(main, { params, signal }) {
-  if (adminOnly(main)) return;
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
+  if (notPermitted(main, "MANAGE_SCANNERS", concert)) return;
   const list = h("div", { class: "scanner-list" });
   const made = h("div", { class: "new-scanner", "aria-live": "polite" });
   const name = h("input", { name: "name", required: true, maxlength: 80, placeholder: t("scanners.namePlaceholder") });

@@ -3,15 +3,15 @@
 
 import { api } from "./api.js";
 import { dateTime, fill, h, table } from "./dom.js";
-import { adminOnly, operatorTabs } from "./admin.js";
+import { notPermitted, operatorTabs } from "./admin.js";
 import { t } from "./i18n.js";
 
 const STATUSES = { WAITING: "waitingAdmin.waiting", OFFERED: "waitingAdmin.offered", LEFT: "waitingAdmin.left" };
 
 export async function waitingListView(main, { params, signal }) {
-  if (adminOnly(main)) return;
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
+  if (notPermitted(main, "MANAGE_WAITING_LIST", concert)) return;
   const entries = await api("GET", `/api/concerts/${id}/waiting-list?page=0&size=1000`, undefined, { signal });
   const waiting = entries.filter((e) => e.status === "WAITING");
   const offered = entries.filter((e) => e.status === "OFFERED");

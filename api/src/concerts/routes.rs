@@ -11,7 +11,7 @@ use ticket_core::domain::{
 
 use crate::concerts::state::ConcertsState;
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
-use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, PageQuery};
+use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser};
 use crate::organizers::access::{On, permit};
 use crate::organizers::audit::{Did, Staff, changed, seen};
 use serde_json::Value;
@@ -109,17 +109,37 @@ async fn organizer_of(conn: &mut db::Conn, caller: AuthUser) -> ApiResult<Organi
     }
 }
 
+/// The concerts list's query: a page, and one organizer's only if named.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ConcertListQuery {
+    /// Zero-based page number.
+    #[param(maximum = 10000)]
+    pub page: Option<u32>,
+    /// Items per page, 1–100 (default 20).
+    #[param(minimum = 1, maximum = 100)]
+    pub size: Option<u32>,
+    /// Only this organizer's concerts.
+    pub organizer_id: Option<u64>,
+}
+
 /// Concerts, the soonest show first (shows played last, the latest first),
 /// each with its seat counts.
-#[utoipa::path(get, path = "/api/concerts", tag = "concerts", params(PageQuery),
+#[utoipa::path(get, path = "/api/concerts", tag = "concerts", params(ConcertListQuery),
     responses((status = 200, body = ConcertPage), (status = 400, body = Problem)))]
 pub async fn list(
     State(state): State<ConcertsState>,
-    ApiQuery(q): ApiQuery<PageQuery>,
+    ApiQuery(q): ApiQuery<ConcertListQuery>,
 ) -> ApiResult<Json<ConcertPage>> {
     let page = PageRequest::parse(q.page, q.size)?;
+    // Ids are kept as signed 64-bit numbers in the API's contract.
+    if q.organizer_id.is_some_and(|id| i64::try_from(id).is_err()) {
+        return Err(FieldError::new("organizerId", "is not an organizer's id").into());
+    }
+    let organizer = q.organizer_id.map(OrganizerId);
     let mut conn = state.pool.acquire().await?;
-    let (rows, total) = db::concerts::list(&mut conn, page).await?;
+    let (rows, total) = db::concerts::list(&mut conn, page, organizer).await?;
     let ids: Vec<ConcertId> = rows.iter().map(|c| c.id).collect();
     let categories = db::prices::of_concerts(&mut conn, &ids).await?;
     let areas = db::standing_areas::of_concerts(&mut conn, &ids).await?;

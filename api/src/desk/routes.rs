@@ -35,6 +35,7 @@ use crate::reservations::view::ReservationResponse;
 pub fn router() -> Router<ReservationsState> {
     Router::new()
         .route("/api/concerts/{id}/desk/shifts", get(shifts).post(open))
+        .route("/api/concerts/{id}/desk/my-shift", get(my_shift))
         .route("/api/desk/shifts/{id}", get(shift))
         .route("/api/desk/shifts/{id}/requests", post(request))
         .route("/api/desk/shifts/{id}/payments", post(pay))
@@ -189,6 +190,26 @@ pub async fn shifts(
         answers.push(ShiftResponse::of(row, moved));
     }
     Ok(Json(answers))
+}
+
+/// The caller's open shift at the concert's desk (SELL_AT_DESK); null
+/// when they have none open.
+#[utoipa::path(get, path = "/api/concerts/{id}/desk/my-shift", tag = "desk", security(("bearer" = [])),
+    params(("id" = u64, Path)),
+    responses((status = 200, body = Option<ShiftResponse>), (status = 400, body = Problem), (status = 401, body = Problem),
+              (status = 403, body = Problem), (status = 404, body = Problem)))]
+pub async fn my_shift(
+    State(state): State<ReservationsState>,
+    caller: AuthUser,
+    ApiPath(concert): ApiPath<ConcertId>,
+) -> ApiResult<Json<Option<ShiftResponse>>> {
+    let mut conn = state.pool.acquire().await?;
+    let needs = Permission::SellAtDesk;
+    permit(&mut conn, caller, On::Concert(concert), needs).await?;
+    match shifts_db::open_of(&mut conn, concert, caller.id).await? {
+        Some(open) => Ok(Json(Some(answer(&mut conn, open).await?))),
+        None => Ok(Json(None)),
+    }
 }
 
 /// One shift with its money: to its clerk, and to READ_TAKINGS.
@@ -357,17 +378,19 @@ pub async fn refund(
             return Err(ApiError::reservation_not_found());
         }
         let mut given = give_back_tickets(tx, &staff, actor, &locked, named.as_deref()).await?;
-        if let Some(refund) = given.refund_id() {
-            if db::refunds::provider_of(tx, refund).await? == Some(Provider::Manual) {
-                let method = shifts_db::method_of_order(tx, refund)
-                    .await?
-                    .unwrap_or(DeskMethod::Cash);
-                let now = db::now(tx).await?;
-                db::refunds::record_paid_back(tx, refund, Some(&format!("desk shift {id}")), now)
-                    .await?;
-                shifts_db::tag_refund(tx, refund, id, method).await?;
-                given = given.paid_back();
-            }
+        let by_hand = match given.refund_id() {
+            Some(refund) => db::refunds::provider_of(tx, refund).await? == Some(Provider::Manual),
+            None => false,
+        };
+        if let (Some(refund), true) = (given.refund_id(), by_hand) {
+            let method = shifts_db::method_of_order(tx, refund)
+                .await?
+                .unwrap_or(DeskMethod::Cash);
+            let now = db::now(tx).await?;
+            db::refunds::record_paid_back(tx, refund, Some(&format!("desk shift {id}")), now)
+                .await?;
+            shifts_db::tag_refund(tx, refund, id, method).await?;
+            given = given.paid_back();
         }
         Ok::<_, ApiError>(given)
     })

@@ -299,7 +299,9 @@ pub async fn accept(
             .ok_or_else(ApiError::organizer_not_found)
     })
     .await?;
-    Ok(Json(organizer.into()))
+    Ok(Json(
+        super::routes::seen_by(&mut conn, caller, organizer).await?,
+    ))
 }
 
 /// Declines an invitation (its invitee).

@@ -118,7 +118,7 @@ pub async fn create(
     Ok((
         StatusCode::CREATED,
         [(header::LOCATION, location)],
-        Json(OrganizerResponse::from(organizer)),
+        Json(OrganizerResponse::of(organizer, caller.is_admin(), &[])),
     ))
 }
 
@@ -132,7 +132,9 @@ pub async fn list(
 ) -> ApiResult<Json<Vec<OrganizerResponse>>> {
     let mut conn = state.pool.acquire().await?;
     let rows = organizers::of_user(&mut conn, caller.id, caller.is_admin()).await?;
-    Ok(Json(rows.into_iter().map(Into::into).collect()))
+    let covered = organizers::covered_by(&mut conn, caller.id).await?;
+    let seen = |o| OrganizerResponse::of(o, caller.is_admin(), &covered);
+    Ok(Json(rows.into_iter().map(seen).collect()))
 }
 
 /// One organizer, to its members (and the platform's admin).
@@ -146,11 +148,25 @@ pub async fn show(
     ApiPath(id): ApiPath<OrganizerId>,
 ) -> ApiResult<Json<OrganizerResponse>> {
     let mut conn = state.pool.acquire().await?;
-    organizers::find(&mut conn, id, caller.id)
+    let found = organizers::find(&mut conn, id, caller.id)
         .await?
         .filter(|o| o.role.is_some() || caller.is_admin())
-        .map(|o| Json(o.into()))
-        .ok_or_else(ApiError::organizer_not_found)
+        .ok_or_else(ApiError::organizer_not_found)?;
+    Ok(Json(seen_by(&mut conn, caller, found).await?))
+}
+
+/// An organizer as `caller` sees it, with what they may do there.
+pub(super) async fn seen_by(
+    conn: &mut sqlx::MySqlConnection,
+    caller: AuthUser,
+    organizer: organizers::OrganizerRow,
+) -> ApiResult<OrganizerResponse> {
+    let covered = organizers::covered_by(conn, caller.id).await?;
+    Ok(OrganizerResponse::of(
+        organizer,
+        caller.is_admin(),
+        &covered,
+    ))
 }
 
 /// Renames an organizer or changes its slug (MANAGE_TEAM).
@@ -202,7 +218,7 @@ pub async fn update(
         Ok::<_, ApiError>(after)
     })
     .await?;
-    Ok(Json(organizer.into()))
+    Ok(Json(seen_by(&mut conn, caller, organizer).await?))
 }
 
 /// The organizer's members and their roles (MANAGE_TEAM).

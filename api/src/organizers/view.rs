@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 use ticket_core::db::organizers::{MemberRow, OrganizerRow};
+use ticket_core::domain::{ConcertId, OrganizerId, Permission};
 use utoipa::ToSchema;
 
 #[derive(Serialize, ToSchema)]
@@ -17,16 +18,39 @@ pub struct OrganizerResponse {
     /// The most the desk gives back in one refund (minor units); null: no
     /// limit.
     desk_refund_limit: Option<u64>,
+    /// What the caller may do there (every permission for the platform's
+    /// admin), as the role table in docs/concepts.md says.
+    #[schema(value_type = Vec<String>, example = json!(["CHECK_IN", "MANAGE_SCANNERS"]))]
+    permissions: Vec<&'static str>,
+    /// The concerts the caller's role covers when it is limited to some;
+    /// null: every concert of the organizer.
+    concert_ids: Option<Vec<u64>>,
 }
 
-impl From<OrganizerRow> for OrganizerResponse {
-    fn from(o: OrganizerRow) -> Self {
+impl OrganizerResponse {
+    /// The organizer as `caller` sees it: what their role (or the
+    /// platform's admin) may do there, on which concerts.
+    pub fn of(o: OrganizerRow, admin: bool, covered: &[(OrganizerId, ConcertId)]) -> Self {
+        let permissions = Permission::ALL
+            .into_iter()
+            .filter(|p| admin || o.role.is_some_and(|r| r.grants(*p)))
+            .map(Permission::as_str)
+            .collect();
+        let concert_ids = (o.limited == Some(true) && !admin).then(|| {
+            covered
+                .iter()
+                .filter(|(organizer, _)| *organizer == o.id)
+                .map(|(_, c)| c.get())
+                .collect()
+        });
         Self {
             id: o.id.get(),
             name: o.name,
             slug: o.slug,
             role: o.role.map(|r| r.as_str()),
             desk_refund_limit: o.desk_refund_limit,
+            permissions,
+            concert_ids,
         }
     }
 }
@@ -44,14 +68,9 @@ pub struct MemberResponse {
 
 impl From<MemberRow> for MemberResponse {
     fn from(m: MemberRow) -> Self {
-        let concert_ids = m.limited.then(|| {
-            m.concert_ids
-                .as_deref()
-                .unwrap_or("")
-                .split(',')
-                .filter_map(|id| id.parse().ok())
-                .collect()
-        });
+        let concert_ids = m
+            .limited
+            .then(|| m.concerts.iter().map(|c| c.get()).collect());
         Self {
             user_id: m.user_id.get(),
             nick_name: m.nickname,

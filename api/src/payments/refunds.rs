@@ -212,10 +212,10 @@ pub(crate) async fn give_back_tickets(
             "a ticket used at the door cannot be refunded",
         ));
     }
-    ensure_refundable(tx, actor, &locked, &chosen, now).await?;
+    ensure_refundable(tx, actor, locked, &chosen, now).await?;
     let given = refund::give_back(
         tx,
-        &locked,
+        locked,
         &valid,
         &chosen,
         RefundReason::Requested,

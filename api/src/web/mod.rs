@@ -104,6 +104,9 @@ static ASSETS: LazyLock<Vec<Asset>> = LazyLock::new(|| {
         "access-codes.js" => "text/javascript; charset=utf-8",
         "scanners.js" => "text/javascript; charset=utf-8",
         "waiting-admin.js" => "text/javascript; charset=utf-8",
+        "team.js" => "text/javascript; charset=utf-8",
+        "desk.js" => "text/javascript; charset=utf-8",
+        "void-orders.js" => "text/javascript; charset=utf-8",
         // ALTCHA's widget (npm `altcha`, scripts/vendor-altcha.sh), loaded
         // by proof.js only where a concert asks for a proof of work.
         "altcha.js" from "vendor/altcha/altcha.js" => "text/javascript; charset=utf-8",

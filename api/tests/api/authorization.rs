@@ -531,6 +531,13 @@ async fn no_route_lets_a_user_reach_anothers_data_or_an_admins_powers() {
         ),
         (
             Method::GET,
+            format!("/api/concerts/{concert_id}/desk/my-shift"),
+            None,
+            403,
+            "FORBIDDEN",
+        ),
+        (
+            Method::GET,
             format!("/api/desk/shifts/{shift}"),
             None,
             403,

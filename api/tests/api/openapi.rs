@@ -30,6 +30,7 @@ const ROUTES: &[(&str, &str)] = &[
     ("post", "/api/concerts/{id}/desk/shifts"),
     ("get", "/api/concerts/{id}/desk/shifts"),
     ("get", "/api/desk/shifts/{id}"),
+    ("get", "/api/concerts/{id}/desk/my-shift"),
     ("post", "/api/desk/shifts/{id}/requests"),
     ("post", "/api/desk/shifts/{id}/payments"),
     ("post", "/api/desk/shifts/{id}/refunds"),

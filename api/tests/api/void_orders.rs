@@ -41,7 +41,7 @@ async fn finance_voids_orders_picked_from_signals_each_refunded_once() {
     let app = spawn_app().await;
     let team = Team::new(&app, "void").await;
     let (concert, seats) = concert_of(&app, &team).await;
-    let (other_concert, other_seats) = concert_of(&app, &team).await;
+    let (_, other_seats) = concert_of(&app, &team).await;
     let (a_id, a) = app.user("bot_a").await;
     let (_, b) = app.user("bot_b").await;
     let (_, c) = app.user("bot_c").await;

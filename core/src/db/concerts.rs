@@ -194,21 +194,27 @@ pub async fn lock(
 pub async fn list(
     conn: &mut MySqlConnection,
     page: PageRequest,
+    organizer: Option<OrganizerId>,
 ) -> Result<(Vec<ConcertRow>, u64), sqlx::Error> {
     async move {
         let rows = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-            "SELECT {COLUMNS} FROM concerts \
+            "SELECT {COLUMNS} FROM concerts WHERE (? IS NULL OR organizer_id = ?) \
               ORDER BY concert_date < UTC_TIMESTAMP(6), \
                        CASE WHEN concert_date >= UTC_TIMESTAMP(6) THEN concert_date END, \
                        concert_date DESC, id LIMIT ? OFFSET ?"
         )))
+        .bind(organizer)
+        .bind(organizer)
         .bind(page.size)
         .bind(page.offset())
         .fetch_all(&mut *conn)
         .await?;
-        let (total,): (i64,) = sqlx::query_as("SELECT COUNT(*) FROM concerts")
-            .fetch_one(&mut *conn)
-            .await?;
+        let (total,): (i64,) =
+            sqlx::query_as("SELECT COUNT(*) FROM concerts WHERE (? IS NULL OR organizer_id = ?)")
+                .bind(organizer)
+                .bind(organizer)
+                .fetch_one(&mut *conn)
+                .await?;
         Ok((rows, total.unsigned_abs()))
     }
     .traced("SELECT", "concerts")

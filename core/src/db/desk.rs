@@ -66,6 +66,20 @@ pub async fn find(
     .await
 }
 
+/// `clerk`'s open shift at `concert`, if any.
+pub async fn open_of(
+    conn: &mut MySqlConnection,
+    concert: ConcertId,
+    clerk: UserId,
+) -> Result<Option<ShiftId>, sqlx::Error> {
+    sqlx::query_scalar("SELECT id FROM desk_shifts WHERE concert_id = ? AND open_clerk = ?")
+        .bind(concert)
+        .bind(clerk)
+        .fetch_optional(conn)
+        .traced("SELECT", "desk_shifts")
+        .await
+}
+
 /// Locks a shift: a sale on it and its close take turns, so that a sale
 /// is either counted at the close or refused after it.
 pub async fn lock(

@@ -25,6 +25,8 @@ pub struct OrganizerRow {
     /// limit set.
     pub desk_refund_limit: Option<u64>,
     pub role: Option<MemberRole>,
+    /// Whether the caller's role covers only some concerts.
+    pub limited: Option<bool>,
 }
 
 /// A caller's standing on one organizer.
@@ -116,7 +118,7 @@ pub async fn find(
     user: UserId,
 ) -> Result<Option<OrganizerRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role FROM organizers o \
+        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role, m.limited FROM organizers o \
          LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? WHERE o.id = ?",
     )
     .bind(user)
@@ -134,7 +136,7 @@ pub async fn of_user(
     all: bool,
 ) -> Result<Vec<OrganizerRow>, sqlx::Error> {
     sqlx::query_as(
-        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role FROM organizers o \
+        "SELECT o.id, o.name, o.slug, o.created_at, o.desk_refund_limit, m.role, m.limited FROM organizers o \
          LEFT JOIN organizer_members m ON m.organizer_id = o.id AND m.user_id = ? \
          WHERE ? OR m.user_id IS NOT NULL ORDER BY o.id LIMIT 1000",
     )
@@ -251,8 +253,9 @@ pub struct MemberRow {
     pub nickname: String,
     pub role: MemberRole,
     pub limited: bool,
-    /// Comma-separated ids of the concerts a limited role covers.
-    pub concert_ids: Option<String>,
+    /// The concerts a limited role covers.
+    #[sqlx(skip)]
+    pub concerts: Vec<ConcertId>,
 }
 
 /// The organizer's members, by user id.
@@ -269,18 +272,49 @@ async fn members_among(
     organizer: OrganizerId,
     user: Option<UserId>,
 ) -> Result<Vec<MemberRow>, sqlx::Error> {
-    sqlx::query_as(
-        "SELECT m.user_id, u.nickname, m.role, m.limited, \
-                (SELECT GROUP_CONCAT(mc.concert_id ORDER BY mc.concert_id) FROM member_concerts mc \
-                  WHERE mc.organizer_id = m.organizer_id AND mc.user_id = m.user_id) AS concert_ids \
+    let mut rows: Vec<MemberRow> = sqlx::query_as(
+        "SELECT m.user_id, u.nickname, m.role, m.limited \
          FROM organizer_members m JOIN users u ON u.id = m.user_id \
          WHERE m.organizer_id = ? AND (? IS NULL OR m.user_id = ?) ORDER BY m.user_id LIMIT 10000",
     )
     .bind(organizer)
     .bind(user)
     .bind(user)
-    .fetch_all(conn)
+    .fetch_all(&mut *conn)
     .traced("SELECT", "organizer_members")
+    .await?;
+    // Read apart, not folded into one text column: a list of a thousand
+    // concerts is longer than MySQL's default GROUP_CONCAT keeps.
+    let covered: Vec<(UserId, ConcertId)> = sqlx::query_as(
+        "SELECT user_id, concert_id FROM member_concerts \
+         WHERE organizer_id = ? AND (? IS NULL OR user_id = ?) ORDER BY user_id, concert_id",
+    )
+    .bind(organizer)
+    .bind(user)
+    .bind(user)
+    .fetch_all(conn)
+    .traced("SELECT", "member_concerts")
+    .await?;
+    for (member, concert) in covered {
+        if let Ok(i) = rows.binary_search_by_key(&member, |r| r.user_id) {
+            rows[i].concerts.push(concert);
+        }
+    }
+    Ok(rows)
+}
+
+/// The concerts each of `user`'s limited roles covers, by organizer.
+pub async fn covered_by(
+    conn: &mut MySqlConnection,
+    user: UserId,
+) -> Result<Vec<(OrganizerId, ConcertId)>, sqlx::Error> {
+    sqlx::query_as(
+        "SELECT organizer_id, concert_id FROM member_concerts WHERE user_id = ? \
+         ORDER BY organizer_id, concert_id",
+    )
+    .bind(user)
+    .fetch_all(conn)
+    .traced("SELECT", "member_concerts")
     .await
 }
 
