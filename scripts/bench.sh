@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Benchmarks for docs/benchmarks.md.
-# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|profile|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|all]
+# Usage: scripts/bench.sh [drain|fairness|enqueue|clean|detail|mixed|latency|steps|cpu|tracing|sampled|retention|checkout|intake|profile|open|open-polls|open-streams|open-availability|page|pow-page|door|payments|seating-plan|best|standing|mail|accounts|million|fans-open|many-concerts|storm|staff|all]
 # Runs against the private database (or DATABASE_URL), each measurement in a
 # fresh database, with release builds; installs wrk from Debian if missing.
 set -euo pipefail
@@ -366,6 +366,30 @@ enqueue_clean() {
   ensure_wrk
   echo "## enqueue: POST /api/reservations, wrk, 64 connections, 15 s, no worker running (${bin})"
   enqueue_run TICKET_BENCH_KEYED=0
+}
+
+# Issue 60: what the permission checks and the audit entries cost: a fan's
+# enqueue and status polls (no permission check: their own), the public
+# availability, and an operator's PATCH of a concert (the permission read
+# and, since issue 60, an audit entry in its transaction). Run once per
+# build, alternating (TICKET_BENCH_BIN=<old>/release for the before).
+staff_costs() {
+  ensure_wrk
+  enqueue_clean
+  open_polls
+  local url token
+  url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 1 --seats 10000 --out "$work/staff-lines")"
+  start_api "$url" TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 \
+    TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
+  echo "## GET /api/concerts/1/availability, 10,000 seats, wrk, 64 connections, 10 s (${bin})"
+  wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "$api_url/api/concerts/1/availability" | grep -E "Requests/sec|50%|99%"
+  token="$(curl -sf -H 'Content-Type: application/json' -d '{"nickName":"bench","password":"bench-password-1234"}' \
+    "$api_url/api/auth/login" | sed -n 's/.*"accessToken":"\([^"]*\)".*/\1/p')"
+  echo "## PATCH /api/concerts/1 as the admin, a new title each, wrk, 8 connections, 10 s (${bin})"
+  TICKET_BENCH_TOKEN="$token" wrk -t2 -c8 -d10s --latency -s bench/wrk/patch-concert.lua "$api_url" |
+    grep -E "Requests/sec|50%|99%|Non-2xx"
+  stop "$api_pid"
+  DATABASE_URL="$url" "$bin/ticket-bench" drop-database
 }
 
 # The concert's detail, which the page reads on every visit, for a concert
@@ -749,6 +773,7 @@ case "$what" in
   retention) retention_cost ;;
   clean) enqueue_clean ;;
   detail) concert_detail ;;
+  staff) staff_costs ;;
   checkout) checkout ;;
   open) ticket_open ;;
   open-polls) open_polls ;;
