@@ -390,6 +390,14 @@ staff_costs() {
     grep -E "Requests/sec|50%|99%|Non-2xx"
   stop "$api_pid"
   DATABASE_URL="$url" "$bin/ticket-bench" drop-database
+  # Refunds by the admin: the client is this build's (the older has no
+  # such command), the API and worker those of $bin.
+  export TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
+  door_stack "$bin" staff
+  echo "## refunds by the admin of orders paid by hand, 500 orders of 2 seats, 8 at a time (${bin})"
+  target/release/ticket-bench refunds --url "$api_url" --holds 500 --seats 2 --concurrency 8
+  stop "$api_pid" "$worker_pid"
+  DATABASE_URL="$door_url" "$bin/ticket-bench" drop-database
 }
 
 # The concert's detail, which the page reads on every visit, for a concert

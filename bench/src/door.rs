@@ -287,6 +287,63 @@ pub async fn confirm(args: ConfirmArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Refunds by the admin of `holds` orders of `seats` seats paid by hand
+/// (each confirmed by the admin first, a manual payment), `concurrency` at
+/// a time: the time of each refund (since issue 60, each checks the
+/// admin's standing and leaves an audit entry in its transaction).
+pub async fn refunds(args: ConfirmArgs) -> anyhow::Result<()> {
+    ticket_core::tls::install_crypto_provider();
+    let api = Arc::new(Api::new(&args.api).await?);
+    let priced = json!({"holdSeconds": 3600,
+        "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
+    let (_, holds) = api.sold(args.holds * args.seats, args.seats, priced).await?;
+    for (id, _) in &holds {
+        let path = format!("/api/reservations/{id}/confirm");
+        let (status, body) = api
+            .call(reqwest::Method::POST, &path, &api.admin, Some(json!({})))
+            .await?;
+        ensure!(status == 200, "confirm: {status} {body}");
+    }
+    let holds = Arc::new(holds);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..args.concurrency {
+        let (api, holds, next) = (api.clone(), holds.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((id, _)) = holds.get(i) else {
+                    break;
+                };
+                let sent = Instant::now();
+                let path = format!("/api/reservations/{id}/refund");
+                let (status, body) = api
+                    .call(reqwest::Method::POST, &path, &api.admin, Some(json!({})))
+                    .await?;
+                ensure!(status == 200, "refund: {status} {body}");
+                times.push(sent.elapsed().as_secs_f64() * 1000.0);
+            }
+            anyhow::Ok(times)
+        }));
+    }
+    let mut times = Vec::new();
+    for task in tasks {
+        times.extend(task.await??);
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let (p50, p99, max) = spread(times);
+    println!(
+        "refunds: {} orders of {} seats paid by hand, {} at a time: {:.0} refunds/s, p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
+        holds.len(),
+        args.seats,
+        args.concurrency,
+        holds.len() as f64 / elapsed
+    );
+    Ok(())
+}
+
 /// Check-ins with every scanner sending every code (each admitted once),
 /// then offline verification in the door page.
 pub async fn door(args: DoorArgs) -> anyhow::Result<()> {

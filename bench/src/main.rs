@@ -70,6 +70,8 @@ enum Command {
     PowPage(pow_page::Args),
     /// Holds confirmed through the API, timed (tickets' cost to the confirm).
     Confirm(door::ConfirmArgs),
+    /// Orders paid by hand refunded by the admin through the API, timed.
+    Refunds(door::ConfirmArgs),
     /// Check-ins with concurrent scanners, and a code verified offline in Chromium.
     Door(door::DoorArgs),
     /// Payments made and holds sold by webhook per second, against localstripe.
@@ -119,6 +121,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Pow(args) => pow::run(args).await,
         Command::PowPage(args) => pow_page::run(args).await,
         Command::Confirm(args) => door::confirm(args).await,
+        Command::Refunds(args) => door::refunds(args).await,
         Command::Door(args) => door::door(args).await,
         Command::Mail(args) => mail::run(args).await,
         Command::Payments(args) => payments::pay(args).await,
