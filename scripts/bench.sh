@@ -380,7 +380,7 @@ staff_costs() {
   local url token
   url="$(TICKET_AUTH_SECRET="$secret" "$bin/ticket-bench" prepare-enqueue --users 1 --seats 10000 --out "$work/staff-lines")"
   start_api "$url" TICKET_USER_REQUESTS_PER_SEC=0 TICKET_ANONYMOUS_REQUESTS_PER_SEC=0 \
-    TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
+    TICKET_DEV_MODE=true TICKET_ADMIN_NICKNAME=bench TICKET_ADMIN_PASSWORD=bench-password-1234
   echo "## GET /api/concerts/1/availability, 10,000 seats, wrk, 64 connections, 10 s (${bin})"
   wrk -t2 -c64 -d10s --latency -H 'Accept-Encoding: gzip' "$api_url/api/concerts/1/availability" | grep -E "Requests/sec|50%|99%"
   token="$(curl -sf -H 'Content-Type: application/json' -d '{"nickName":"bench","password":"bench-password-1234"}' \

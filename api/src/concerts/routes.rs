@@ -196,12 +196,12 @@ pub async fn update(
     ApiPath(id): ApiPath<ConcertId>,
     ApiJson(req): ApiJson<UpdateConcertRequest>,
 ) -> ApiResult<Json<ConcertResponse>> {
-    let grant = staff
-        .permit(&state.pool, On::Concert(id), Permission::EditConcerts)
-        .await?;
     let ConcertChanges(changes, new_categories, new_areas) = ConcertChanges::try_from(req)?;
     let mut conn = state.pool.acquire().await?;
     let (concert, categories, areas) = whole::run(&mut conn, async |tx| {
+        // In the write's own transaction: a role taken away meanwhile is
+        // seen here, and no connection is taken for the check alone.
+        let grant = permit(tx, staff.caller, On::Concert(id), Permission::EditConcerts).await?;
         if new_areas.is_some() || new_categories.is_some() {
             // As every writer of requests and waiting entries takes it (made
             // if the concert has none yet): no request for an area or a
@@ -218,11 +218,11 @@ pub async fn update(
         let Some(before) = db::concerts::lock(tx, id).await? else {
             return Err(ApiError::concert_not_found());
         };
-        let before = ConcertResponse::new(
-            before,
-            db::prices::of_concert(tx, id).await?.as_ref(),
-            Some(&db::standing_areas::of_concert(tx, id).await?),
+        let (categories_before, areas_before) = (
+            db::prices::of_concert(tx, id).await?,
+            db::standing_areas::of_concert(tx, id).await?,
         );
+        let before = ConcertResponse::new(before, categories_before.as_ref(), Some(&areas_before));
         if let Some(categories) = &new_categories {
             // Open requests by count and waiting fans name a category by its
             // place: moved or renamed, they would be asked of another one.
@@ -264,11 +264,15 @@ pub async fn update(
         if let Some(categories) = &new_categories {
             db::prices::replace(tx, id, categories).await?;
         }
-        let categories = db::prices::of_concert(tx, id).await?;
+        // Read again only what the change replaced.
+        let categories = match &new_categories {
+            Some(_) => db::prices::of_concert(tx, id).await?,
+            None => categories_before,
+        };
         // The areas (new or kept) must name categories the concert has.
         let areas = match &new_areas {
             Some(areas) => areas.clone(),
-            None => db::standing_areas::of_concert(tx, id).await?,
+            None => areas_before,
         };
         input::areas_in_categories(&areas, categories.as_ref())?;
         if let Some(areas) = &new_areas {
