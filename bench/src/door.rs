@@ -243,46 +243,15 @@ pub async fn confirm(args: ConfirmArgs) -> anyhow::Result<()> {
             json!({"holdSeconds": 3600}),
         )
         .await?;
-    let holds = Arc::new(holds);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..args.concurrency {
-        let (api, holds, next) = (api.clone(), holds.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut times = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((id, token)) = holds.get(i) else {
-                    break;
-                };
-                let sent = Instant::now();
-                let (status, body) = api
-                    .call(
-                        reqwest::Method::POST,
-                        &format!("/api/reservations/{id}/confirm"),
-                        token,
-                        Some(json!({})),
-                    )
-                    .await?;
-                ensure!(status == 200, "confirm: {status} {body}");
-                times.push(sent.elapsed().as_secs_f64() * 1000.0);
-            }
-            anyhow::Ok(times)
-        }));
-    }
-    let mut times = Vec::new();
-    for task in tasks {
-        times.extend(task.await??);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
+    let count = holds.len();
+    let (times, elapsed) = timed_posts(api, holds, args.concurrency, "confirm", false).await?;
     let (p50, p99, max) = spread(times);
     println!(
         "confirm: {} holds of {} seats, {} at a time: {:.0} confirms/s, p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-        holds.len(),
+        count,
         args.seats,
         args.concurrency,
-        holds.len() as f64 / elapsed
+        count as f64 / elapsed
     );
     Ok(())
 }
@@ -296,7 +265,9 @@ pub async fn refunds(args: ConfirmArgs) -> anyhow::Result<()> {
     let api = Arc::new(Api::new(&args.api).await?);
     let priced = json!({"holdSeconds": 3600,
         "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
-    let (_, holds) = api.sold(args.holds * args.seats, args.seats, priced).await?;
+    let (_, holds) = api
+        .sold(args.holds * args.seats, args.seats, priced)
+        .await?;
     for (id, _) in &holds {
         let path = format!("/api/reservations/{id}/confirm");
         let (status, body) = api
@@ -304,42 +275,15 @@ pub async fn refunds(args: ConfirmArgs) -> anyhow::Result<()> {
             .await?;
         ensure!(status == 200, "confirm: {status} {body}");
     }
-    let holds = Arc::new(holds);
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..args.concurrency {
-        let (api, holds, next) = (api.clone(), holds.clone(), next.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut times = Vec::new();
-            loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some((id, _)) = holds.get(i) else {
-                    break;
-                };
-                let sent = Instant::now();
-                let path = format!("/api/reservations/{id}/refund");
-                let (status, body) = api
-                    .call(reqwest::Method::POST, &path, &api.admin, Some(json!({})))
-                    .await?;
-                ensure!(status == 200, "refund: {status} {body}");
-                times.push(sent.elapsed().as_secs_f64() * 1000.0);
-            }
-            anyhow::Ok(times)
-        }));
-    }
-    let mut times = Vec::new();
-    for task in tasks {
-        times.extend(task.await??);
-    }
-    let elapsed = started.elapsed().as_secs_f64();
+    let count = holds.len();
+    let (times, elapsed) = timed_posts(api, holds, args.concurrency, "refund", true).await?;
     let (p50, p99, max) = spread(times);
     println!(
         "refunds: {} orders of {} seats paid by hand, {} at a time: {:.0} refunds/s, p50 {p50:.1} ms, p99 {p99:.1} ms, max {max:.1} ms",
-        holds.len(),
+        count,
         args.seats,
         args.concurrency,
-        holds.len() as f64 / elapsed
+        count as f64 / elapsed
     );
     Ok(())
 }
@@ -496,4 +440,46 @@ async fn verify_in_chromium(
     );
     browser.close().await;
     Ok(())
+}
+
+/// POSTs `/api/reservations/{id}/{action}` for each hold, `concurrency` at
+/// a time, as its fan (or the admin): each call's time in ms, and the
+/// run's seconds.
+async fn timed_posts(
+    api: Arc<Api>,
+    holds: Vec<(u64, String)>,
+    concurrency: usize,
+    action: &'static str,
+    as_admin: bool,
+) -> anyhow::Result<(Vec<f64>, f64)> {
+    let holds = Arc::new(holds);
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let started = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..concurrency {
+        let (api, holds, next) = (api.clone(), holds.clone(), next.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut times = Vec::new();
+            loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some((id, token)) = holds.get(i) else {
+                    break;
+                };
+                let token = if as_admin { &api.admin } else { token };
+                let sent = Instant::now();
+                let path = format!("/api/reservations/{id}/{action}");
+                let (status, body) = api
+                    .call(reqwest::Method::POST, &path, token, Some(json!({})))
+                    .await?;
+                ensure!(status == 200, "{action}: {status} {body}");
+                times.push(sent.elapsed().as_secs_f64() * 1000.0);
+            }
+            anyhow::Ok(times)
+        }));
+    }
+    let mut times = Vec::new();
+    for task in tasks {
+        times.extend(task.await??);
+    }
+    Ok((times, started.elapsed().as_secs_f64()))
 }

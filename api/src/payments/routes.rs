@@ -19,10 +19,8 @@ use utoipa::ToSchema;
 
 use crate::error::{ApiError, ApiResult, ErrorCode, Problem};
 use crate::extract::{ApiPath, AuthUser, ClientAddress};
-use crate::organizers::access::acting_on;
 use crate::payments::state::PaymentsState;
 use crate::reservations::checkout::lock_own;
-use ticket_core::domain::Permission;
 
 /// Where Stripe delivers its events.
 pub const STRIPE_WEBHOOK: &str = "/api/payments/stripe/webhook";
@@ -265,21 +263,7 @@ pub async fn payments_of(
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<PaymentsResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    let reservation = db::reservations::find(&mut conn, id, now)
-        .await?
-        .ok_or_else(ApiError::reservation_not_found)?;
-    let (owner, concert) = (reservation.user_id, reservation.concert_id);
-    let not_found = ApiError::reservation_not_found;
-    acting_on(
-        &mut conn,
-        caller,
-        owner,
-        concert,
-        Permission::FindOrders,
-        not_found,
-    )
-    .await?;
+    crate::reservations::view::readable(&mut conn, caller, id).await?;
     let key = state.stripe.as_ref().map(|s| s.publishable_key.as_str());
     let payments = payments::of_reservation(&mut conn, id).await?;
     let refunds = refunds::of_reservations(&mut conn, &[id]).await?;

@@ -22,10 +22,8 @@ use crate::concerts::sale_windows::SaleTerms;
 use crate::error::{ApiError, ApiResult, Problem};
 use crate::extract::PageQuery;
 use crate::extract::{ApiJson, ApiPath, ApiQuery, AuthUser, integral};
-use crate::organizers::access::acting_on;
 use crate::reservations::enqueue_batcher::Queued;
 use crate::reservations::state::ReservationsState;
-use ticket_core::domain::Permission;
 
 pub fn router() -> Router<ReservationsState> {
     Router::new()
@@ -416,21 +414,7 @@ pub async fn show(
     ApiPath(id): ApiPath<ReservationId>,
 ) -> ApiResult<Json<ReservationResponse>> {
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    let reservation = reservations::find(&mut conn, id, now)
-        .await?
-        .ok_or_else(ApiError::reservation_not_found)?;
-    let (owner, concert) = (reservation.user_id, reservation.concert_id);
-    let not_found = ApiError::reservation_not_found;
-    acting_on(
-        &mut conn,
-        caller,
-        owner,
-        concert,
-        Permission::FindOrders,
-        not_found,
-    )
-    .await?;
+    let reservation = crate::reservations::view::readable(&mut conn, caller, id).await?;
     Ok(Json(reservation.into()))
 }
 

@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use ticket_core::db::reservations;
 use ticket_core::domain::events::total_of_seats;
-use ticket_core::domain::{QueueId, UserId};
+use ticket_core::domain::{QueueId, ReservationId, UserId};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::error::{ApiError, ApiResult, ErrorCode};
@@ -152,4 +152,23 @@ impl From<ticket_core::domain::SeatPlace> for PlaceView {
             entry_number: p.entry_number,
         }
     }
+}
+
+/// The reservation `id` as `caller` may read it: their own, or one of a
+/// concert where their role finds orders (FIND_ORDERS); anyone else's
+/// answers exactly as a missing one.
+pub(crate) async fn readable(
+    conn: &mut sqlx::MySqlConnection,
+    caller: AuthUser,
+    id: ReservationId,
+) -> ApiResult<ticket_core::db::reservations::ReservationRow> {
+    let now = ticket_core::db::now(conn).await?;
+    let reservation = ticket_core::db::reservations::find(conn, id, now)
+        .await?
+        .ok_or_else(ApiError::reservation_not_found)?;
+    let (owner, concert) = (reservation.user_id, reservation.concert_id);
+    let needs = ticket_core::domain::Permission::FindOrders;
+    let not_found = ApiError::reservation_not_found;
+    crate::organizers::access::acting_on(conn, caller, owner, concert, needs, not_found).await?;
+    Ok(reservation)
 }

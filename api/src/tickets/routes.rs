@@ -93,21 +93,7 @@ pub async fn of_reservation(
 ) -> ApiResult<Json<Vec<TicketResponse>>> {
     let keys = keys_of(state.ticket_keys.as_deref())?;
     let mut conn = state.pool.acquire().await?;
-    let now = db::now(&mut conn).await?;
-    let reservation = db::reservations::find(&mut conn, id, now)
-        .await?
-        .ok_or_else(ApiError::reservation_not_found)?;
-    let (owner, concert) = (reservation.user_id, reservation.concert_id);
-    let not_found = ApiError::reservation_not_found;
-    acting_on(
-        &mut conn,
-        caller,
-        owner,
-        concert,
-        Permission::FindOrders,
-        not_found,
-    )
-    .await?;
+    crate::reservations::view::readable(&mut conn, caller, id).await?;
     let tickets = db::tickets::of_reservation(&mut conn, id).await?;
     Ok(Json(
         tickets

@@ -8,22 +8,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-/// A concert of `team`'s, six seats at €25.00; (id, seat ids).
-async fn priced_concert(app: &TestApp, team: &Team) -> (u64, Vec<u64>) {
-    let body = json!({"title": "Desk Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00",
-        "rows": 1, "seatsPerRow": 6, "holdSeconds": 600, "maxSeatsPerOrder": 4,
-        "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
-    let made = app
-        .post("/api/concerts", Some(team.token("OWNER")), body)
-        .await;
-    let id = made.assert_status(201)["id"].as_u64().unwrap();
-    let seats = app.seats(id).await;
-    (
-        id,
-        seats.iter().map(|s| s["id"].as_u64().unwrap()).collect(),
-    )
-}
-
 /// Asks the line for `order` at the desk and has it decided; the request's
 /// status as the clerk follows it.
 async fn desk_sale(app: &TestApp, clerk: &str, shift: u64, body: Value) -> Value {
@@ -53,7 +37,7 @@ async fn a_clerks_shift_from_float_to_count_shows_the_cash_difference() {
     let app = spawn_app().await;
     let team = Team::new(&app, "venue").await;
     let clerk = team.token("BOX_OFFICE");
-    let (concert, seats) = priced_concert(&app, &team).await;
+    let (concert, seats) = team.priced_concert(&app, 6).await;
     let shifts = format!("/api/concerts/{concert}/desk/shifts");
 
     app.post(&shifts, Some(team.token("DOOR")), json!({"float": 0}))
@@ -244,7 +228,7 @@ async fn a_sale_racing_the_close_is_counted_or_refused() {
     let app = spawn_app().await;
     let team = Team::new(&app, "race").await;
     let clerk = team.token("BOX_OFFICE").to_owned();
-    let (concert, seats) = priced_concert(&app, &team).await;
+    let (concert, seats) = team.priced_concert(&app, 6).await;
     for (round, seat) in seats.iter().take(5).enumerate() {
         let shifts = format!("/api/concerts/{concert}/desk/shifts");
         let opened = app
@@ -281,7 +265,7 @@ async fn check_names_a_drawer_that_does_not_add_up() {
     let app = spawn_app().await;
     let team = Team::new(&app, "audit").await;
     let clerk = team.token("BOX_OFFICE");
-    let (concert, _) = priced_concert(&app, &team).await;
+    let (concert, _) = team.priced_concert(&app, 6).await;
     let opened = app
         .post(
             &format!("/api/concerts/{concert}/desk/shifts"),

@@ -8,22 +8,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-/// A concert of `team`'s, two seats at €25.00 each; (id, seat ids).
-async fn priced_concert(app: &TestApp, team: &Team) -> (u64, Vec<u64>) {
-    let body = json!({"title": "Desk Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00+09:00",
-        "rows": 1, "seatsPerRow": 2, "holdSeconds": 600,
-        "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
-    let made = app
-        .post("/api/concerts", Some(team.token("OWNER")), body)
-        .await;
-    let id = made.assert_status(201)["id"].as_u64().unwrap();
-    let seats = app.seats(id).await;
-    (
-        id,
-        seats.iter().map(|s| s["id"].as_u64().unwrap()).collect(),
-    )
-}
-
 /// The actions and roles of the organizer's entries, oldest first.
 async fn recorded(app: &TestApp, team: &Team) -> Vec<(String, String)> {
     let path = format!("/api/organizers/{}/audit", team.id);
@@ -52,7 +36,7 @@ async fn the_desk_confirms_and_refunds_within_its_limit_and_the_door_cannot() {
     let app = spawn_app().await;
     let team = Team::new(&app, "desk").await;
     let rival = Team::new(&app, "rival").await;
-    let (concert, seats) = priced_concert(&app, &team).await;
+    let (concert, seats) = team.priced_concert(&app, 2).await;
     let (_, fan) = app.user("fan").await;
     let (_, stranger) = app.user("stranger").await;
     let id = won(&app, &fan, &seats).await;
@@ -203,7 +187,7 @@ async fn the_desk_confirms_and_refunds_within_its_limit_and_the_door_cannot() {
 async fn a_clerk_releases_a_hold_and_a_fan_still_only_reaches_their_own() {
     let app = spawn_app().await;
     let team = Team::new(&app, "desk").await;
-    let (_, seats) = priced_concert(&app, &team).await;
+    let (_, seats) = team.priced_concert(&app, 2).await;
     let (_, fan) = app.user("fan").await;
     let id = won(&app, &fan, &seats[..1]).await;
     let cancel = format!("/api/reservations/{id}/cancel");

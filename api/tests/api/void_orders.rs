@@ -8,21 +8,6 @@ use serde_json::{Value, json};
 
 use crate::helpers::*;
 
-async fn concert_of(app: &TestApp, team: &Team) -> (u64, Vec<u64>) {
-    let body = json!({"title": "Void Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00Z",
-        "rows": 1, "seatsPerRow": 6, "holdSeconds": 600,
-        "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
-    let made = app
-        .post("/api/concerts", Some(team.token("OWNER")), body)
-        .await;
-    let id = made.assert_status(201)["id"].as_u64().unwrap();
-    let seats = app.seats(id).await;
-    (
-        id,
-        seats.iter().map(|s| s["id"].as_u64().unwrap()).collect(),
-    )
-}
-
 /// A fan's order of `seat`, sold at the desk by hand.
 async fn sold(app: &TestApp, team: &Team, fan: &str, seat: u64) -> u64 {
     let id = won(app, fan, &[seat]).await;
@@ -40,8 +25,8 @@ async fn sold(app: &TestApp, team: &Team, fan: &str, seat: u64) -> u64 {
 async fn finance_voids_orders_picked_from_signals_each_refunded_once() {
     let app = spawn_app().await;
     let team = Team::new(&app, "void").await;
-    let (concert, seats) = concert_of(&app, &team).await;
-    let (_, other_seats) = concert_of(&app, &team).await;
+    let (concert, seats) = team.priced_concert(&app, 6).await;
+    let (_, other_seats) = team.priced_concert(&app, 6).await;
     let (a_id, a) = app.user("bot_a").await;
     let (_, b) = app.user("bot_b").await;
     let (_, c) = app.user("bot_c").await;

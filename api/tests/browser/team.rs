@@ -18,22 +18,6 @@ async fn click_text(page: &Browser, css: &str, text: &str) {
     page.click(&element).await;
 }
 
-/// A concert of the team's, two categories' worth of seats at €25.00.
-async fn concert(app: &TestApp, team: &Team) -> (u64, Vec<u64>) {
-    let body = json!({"title": "Team Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00Z",
-        "rows": 1, "seatsPerRow": 6, "holdSeconds": 600, "maxSeatsPerOrder": 4,
-        "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
-    let made = app
-        .post("/api/concerts", Some(team.token("OWNER")), body)
-        .await;
-    let id = made.assert_status(201)["id"].as_u64().unwrap();
-    let seats = app.seats(id).await;
-    (
-        id,
-        seats.iter().map(|s| s["id"].as_u64().unwrap()).collect(),
-    )
-}
-
 /// The links of the page's menu.
 async fn menu(page: &Browser) -> Vec<String> {
     let links = page
@@ -50,7 +34,7 @@ async fn a_door_member_pairs_a_scanner_and_scans_and_sees_nothing_else() {
     let app = spawn_app().await;
     let fit = Fit::new(&app);
     let team = Team::new(&app, "gate").await;
-    let (concert, seats) = concert(&app, &team).await;
+    let (concert, seats) = team.priced_concert(&app, 6).await;
     let (_, fan) = app.user("fan").await;
     let sold = won(&app, &fan, &seats[..1]).await;
     app.post(
@@ -157,7 +141,7 @@ async fn clerks_shift(language: &str) {
     let app = spawn_app().await;
     let fit = Fit::new(&app);
     let team = Team::new(&app, "hall").await;
-    let (concert, _) = concert(&app, &team).await;
+    let (concert, _) = team.priced_concert(&app, 6).await;
     let deciding = super::Deciding::start(&app);
     let driver = Chromedriver::start().await;
     let page = driver.browser_speaking(1024, 1000, language).await;
@@ -233,7 +217,7 @@ async fn invites_finance(language: &str) {
     let app = spawn_app().await;
     let fit = Fit::new(&app);
     let team = Team::new(&app, "promo").await;
-    let (concert, _) = concert(&app, &team).await;
+    let (concert, _) = team.priced_concert(&app, 6).await;
     app.user("accountant").await;
     let driver = Chromedriver::start().await;
     let owner = driver.browser_speaking(1024, 1000, language).await;

@@ -57,6 +57,24 @@ impl Team {
         Self { id, members }
     }
 
+    /// A concert of the team's ("Team Night"): one row of `seats` seats at
+    /// €25.00, holds of ten minutes, up to four seats an order; (id, seat
+    /// ids).
+    pub async fn priced_concert(&self, app: &TestApp, seats: u32) -> (u64, Vec<u64>) {
+        let body = json!({"title": "Team Night", "venue": "Hall", "concertDate": "2099-05-01T19:00:00Z",
+            "rows": 1, "seatsPerRow": seats, "holdSeconds": 600, "maxSeatsPerOrder": 4,
+            "categories": [{"name": "Standard", "price": 2500, "currency": "EUR"}]});
+        let made = app
+            .post("/api/concerts", Some(self.token("OWNER")), body)
+            .await;
+        let id = made.assert_status(201)["id"].as_u64().unwrap();
+        let seats = app.seats(id).await;
+        (
+            id,
+            seats.iter().map(|s| s["id"].as_u64().unwrap()).collect(),
+        )
+    }
+
     /// The token of the member with `role`.
     pub fn token(&self, role: &str) -> &str {
         let member = self.members.iter().find(|(r, _, _)| *r == role);
