@@ -2,6 +2,9 @@
 //! A shift's row is locked first by every write on it, so that a sale and
 //! the close take turns: each sale is counted at the close, or refused
 //! after it.
+//!
+//! Long because a shift's life (open, ask, pay, give back, close, read) is
+//! read in one place, each route with its checks and its audit entry.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -28,7 +31,8 @@ use crate::organizers::access::{Actor, Grant, On, permit};
 use crate::organizers::audit::{Did, Staff, changed};
 use crate::payments::refunds::{RefundResult, give_back_tickets};
 use crate::reservations::checkout::{lock_acting, sell_hold};
-use crate::reservations::routes::{ReserveRequest, desk_order, enqueue_for_desk};
+use crate::reservations::desk_orders::{desk_order, enqueue_for_desk};
+use crate::reservations::routes::ReserveRequest;
 use crate::reservations::state::ReservationsState;
 use crate::reservations::view::ReservationResponse;
 

@@ -5,6 +5,7 @@
 pub(crate) mod alone;
 pub(crate) mod best;
 pub mod checkout;
+pub mod desk_orders;
 pub mod enqueue_batcher;
 pub mod events;
 pub mod line_watch;

@@ -69,11 +69,11 @@ pub struct ReserveRequest {
     allow_split: Option<bool>,
     /// Optional; when given it must be the caller's own id.
     #[serde(default, deserialize_with = "integral::optional")]
-    user_id: Option<u64>,
+    pub(super) user_id: Option<u64>,
     /// During the concert's presale: an access code (case, dashes and
     /// spaces do not matter). It binds to the first account that uses it.
     #[schema(max_length = 64, example = "ABCD-EFGH-JKMN-PQRS")]
-    access_code: Option<String>,
+    pub(super) access_code: Option<String>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -202,7 +202,7 @@ async fn replayed_or(
 /// What `req` asks for, of which concert: 400 unless it is exactly one of
 /// a seat, seats, a category's best, or an area's places. A request by
 /// count comes with its concert's terms, read to name its pool.
-async fn asked(
+pub(super) async fn asked(
     state: &ReservationsState,
     req: &ReserveRequest,
 ) -> ApiResult<(ConcertId, Asked, Option<PoolName>, Option<SaleTerms>)> {
@@ -262,78 +262,24 @@ async fn asked(
     Ok((concert, asked, pool, read_terms))
 }
 
-/// Queues `req` for `user` as the desk asks for it (not the fan: no proof
-/// of work is paid), behind the line as any request; the concert it asks
-/// of must be `concert`.
-pub(crate) async fn enqueue_for_desk(
-    state: &ReservationsState,
-    checked: DeskOrder,
-    user: UserId,
-) -> ApiResult<Queued> {
-    let order = Order { user, ..checked.0 };
-    let current = tracing::Span::current().context();
-    let (queued, _) = place(state, order, None, current).await?;
-    Ok(queued)
-}
-
-/// What the desk asks for, checked, before the buyer it is for exists.
-pub(crate) struct DeskOrder(Order);
-
-/// What the desk's `req` asks of `concert`, checked before the buyer's
-/// account is made: the sale must be taking requests.
-pub(crate) async fn desk_order(
-    state: &ReservationsState,
-    concert: ConcertId,
-    req: &ReserveRequest,
-) -> ApiResult<DeskOrder> {
-    if req.user_id.is_some() {
-        return Err(FieldError::new("userId", "the desk's buyer is made with the request").into());
-    }
-    let access_code = match req.access_code.as_deref().map(AccessCode::parse) {
-        None => None,
-        Some(Ok(code)) => Some(code),
-        Some(Err(_)) => return Err(ApiError::access_code_invalid()),
-    };
-    let (asked_of, asked, named, terms) = asked(state, req).await?;
-    if asked_of != concert {
-        return Err(FieldError::new("seatIds", "must be of the shift's concert").into());
-    }
-    let terms = match terms {
-        Some(terms) => terms,
-        None => state.sales.terms(&state.pool, concert).await?,
-    };
-    terms.ensure_selling()?;
-    Ok(DeskOrder(Order {
-        // Named by `enqueue_for_desk`, once the buyer's account is made.
-        user: UserId(0),
-        concert,
-        asked,
-        named,
-        pools_version: terms.pools_version,
-        sale: terms.window,
-        max_seats_per_user: terms.max_seats_per_user,
-        access_code,
-    }))
-}
-
 /// What a caller asks for, checked.
-struct Order {
-    user: UserId,
-    concert: ConcertId,
-    asked: Asked,
+pub(super) struct Order {
+    pub(super) user: UserId,
+    pub(super) concert: ConcertId,
+    pub(super) asked: Asked,
     /// The category or area a request by count named (named again where
     /// it is written if the concert's pools moved since `pools_version`).
-    named: Option<PoolName>,
+    pub(super) named: Option<PoolName>,
     /// The concert's pools version its terms were read at.
-    pools_version: u32,
-    sale: SaleWindow,
-    max_seats_per_user: MaxSeatsPerUser,
-    access_code: Option<AccessCode>,
+    pub(super) pools_version: u32,
+    pub(super) sale: SaleWindow,
+    pub(super) max_seats_per_user: MaxSeatsPerUser,
+    pub(super) access_code: Option<AccessCode>,
 }
 
 /// Queues the request; `(queue id, replayed)`. A new one counts in the
 /// concert's requests per second.
-async fn place(
+pub(super) async fn place(
     state: &ReservationsState,
     order: Order,
     key: Option<IdempotencyKey>,

@@ -1,5 +1,8 @@
 //! Organizers, their members, and what a caller is on a concert's organizer:
 //! the one read every operator route's permission check makes.
+//!
+//! Long because the team's reads and writes share its tables' locking
+//! rules (owners locked first), which read best side by side.
 
 use chrono::{DateTime, Utc};
 use sqlx::MySqlConnection;
