@@ -8,7 +8,7 @@ use serde_json::json;
 use ticket_core::testing::browser::{Browser, Chromedriver};
 
 use super::fit::{Fit, assert_fit_for_people};
-use super::helpers::{Team, TestApp, spawn_app, won};
+use super::helpers::{Team, spawn_app, won};
 use super::{log_in, open_view, type_fields};
 
 const PASSWORD: &str = "password123";
