@@ -167,7 +167,7 @@ function auditSection(organizer, signal) {
     try {
       const entries = await api("GET", path(), undefined, { signal });
       const rows = entries.map((e) =>
-        h("tr", { "data-entry": e.id, "data-action": e.action }, h("td", {}, dateTime(e.at)), h("td", {}, e.nickName ?? "–"), h("td", {}, t(`role.${e.role}`)), h("td", {}, said("audit.did", e.action)), h("td", {}, target(e.target))),
+        h("tr", { "data-entry": e.id, "data-action": e.action }, h("td", {}, dateTime(e.at)), h("td", {}, e.nickName ?? "–"), h("td", {}, t(`role.${e.role}`)), h("td", {}, said(e.action)), h("td", {}, target(e.target))),
       );
       fill(results, rows.length ? table(["audit.when", "audit.who", "audit.role", "audit.action", "audit.target"], rows) : h("p", { class: "muted" }, t("audit.none")));
     } catch (e) {
@@ -184,8 +184,8 @@ function auditSection(organizer, signal) {
 }
 
 /** A recorded action in words (an action the page does not know yet: as recorded). */
-function said(prefix, action) {
-  return has(`${prefix}.${action}`) ? t(`${prefix}.${action}`) : action;
+function said(action) {
+  return has(`audit.did.${action}`) ? t(`audit.did.${action}`) : action;
 }
 
 /** "reservation 12" in words: "order 12". */

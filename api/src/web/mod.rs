@@ -216,7 +216,16 @@ mod catalogues {
 
     const WEB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/web/");
     /// Keys made in code from a code or a field name (`problem.${code}`).
-    const MADE: [&str; 2] = ["problem.", "invalid."];
+    /// Keys made from the API's own values: a problem's code, a field, a
+    /// role, an audit entry's action and target, a signal's kind.
+    const MADE: [&str; 6] = [
+        "problem.",
+        "invalid.",
+        "role.",
+        "audit.did.",
+        "audit.of.",
+        "void.signal.",
+    ];
 
     /// A language's words, its parts together; no key in two parts.
     fn catalogue(language: &str) -> BTreeMap<String, Value> {
