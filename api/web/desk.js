@@ -12,7 +12,7 @@ import { t } from "./i18n.js";
 
 const POLL_MS = 500;
 
-export async function deskView(main, { params, signal }) {
+export async function deskView(main, { params, query, signal }) {
   const id = Number(params.id);
   const concert = await api("GET", `/api/concerts/${id}`, undefined, { signal });
   if (notPermitted(main, "SELL_AT_DESK", concert)) return;
@@ -27,9 +27,11 @@ export async function deskView(main, { params, signal }) {
     fill(body, openForm(id, currency, again));
     return;
   }
+  const sold = Number(query?.get("sold")) || null;
   fill(
     body,
     h("p", { class: "shift-state", "data-shift": shift.id }, t("desk.open", { float: amount(shift.float), cash: amount(shift.expectedCash) })),
+    sold ? h("p", {}, h("a", { class: "button print-tickets", href: `#/orders/${sold}/tickets` }, t("desk.print", { order: String(sold) }))) : null,
     sellForm(concert, shift, amount, signal, again),
     refundForm(shift, again),
     closeForm(shift, currency, amount),
@@ -107,7 +109,7 @@ function payment(held, shift, amount, again) {
     try {
       const sold = await api("POST", `/api/desk/shifts/${shift.id}/payments`, { reservationId: held.reservationId, method });
       tell(t("desk.sold", { order: String(sold.reservationId) }), "info", { acrossNavigation: true });
-      await again();
+      location.hash = `#/admin/concerts/${sold.concertId}/desk?sold=${sold.reservationId}`;
     } catch (e) {
       tell(e.message);
     }

@@ -31,6 +31,23 @@ export async function ticketsView(main, { signal }) {
   );
 }
 
+/**
+ * One order's tickets, to print: its fan's, or an order the desk sold
+ * (the server lets staff who find orders read them).
+ */
+export async function orderTicketsView(main, { params, signal }) {
+  const id = Number(params.id);
+  const order = await api("GET", `/api/reservations/${id}`, undefined, { signal });
+  const concert = await api("GET", `/api/concerts/${order.concertId}`, undefined, { signal }).catch(() => null);
+  const tickets = await api("GET", `/api/reservations/${id}/tickets`, undefined, { signal });
+  fill(
+    main,
+    h("h1", {}, t("tickets.ofOrder", { order: String(id) })),
+    h("p", { class: "no-print" }, h("button", { type: "button", class: "primary", onclick: () => window.print() }, t("tickets.print"))),
+    h("ul", { class: "tickets" }, tickets.map((ticket) => card(concert, order.concertId, ticket, signal))),
+  );
+}
+
 function card(concert, concertId, ticket, signal) {
   const image = h("img", { class: "qr", alt: t("tickets.qrAlt", { seat: placeName(ticket) }), width: 240, height: 240 });
   qrInto(image, ticket.qr, signal);

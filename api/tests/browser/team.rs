@@ -173,6 +173,22 @@ async fn clerks_shift(language: &str) {
     click_text(&page, ".desk-payment button.primary", "").await;
     page.wait_element(".shift-state", Some("€150.00")).await;
 
+    // The buyer's two tickets printed from the page.
+    click_text(&page, ".print-tickets", "").await;
+    page.wait_for(
+        "the order's two tickets with their codes",
+        "return document.querySelectorAll(\"li.ticket img.qr[src^='data:image/svg+xml']\").length === 2;",
+        vec![],
+    )
+    .await;
+    assert_fit_for_people(&page, &fit).await;
+    open_view(
+        &page,
+        &app.base,
+        &format!("#/admin/concerts/{concert}/desk"),
+    )
+    .await;
+
     // Counted €145.00: five short.
     let counted = page.wait_element("input[name=countedCash]", None).await;
     page.type_into(&counted, "145").await;
