@@ -17,7 +17,7 @@ const ROUTES = [
   [/^\/concerts\/(?<id>\d+)$/, view("./concert.js", "concertView"), "title.concert"],
   [/^\/me\/reservations$/, view("./reservations.js", "reservationsView"), "title.reservations"],
   [/^\/me\/tickets$/, view("./tickets.js", "ticketsView"), "title.tickets"],
-  [/^\/orders\/(?<id>\d+)\/tickets$/, view("./tickets.js", "orderTicketsView"), "title.tickets"],
+  [/^\/orders\/(?<id>\d+)\/tickets$/, operatorView("./tickets.js", "orderTicketsView"), "title.tickets"],
   [/^\/me\/account$/, view("./account.js", "accountView"), "title.account"],
   [/^\/door$/, operatorView("./door.js", "doorView"), "title.door"],
   [/^\/admin\/concerts\/new$/, operatorView("./concert-form.js", "newConcertView"), "title.newConcert"],

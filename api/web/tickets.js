@@ -43,7 +43,7 @@ export async function orderTicketsView(main, { params, signal }) {
   fill(
     main,
     h("h1", {}, t("tickets.ofOrder", { order: String(id) })),
-    h("p", { class: "no-print" }, h("button", { type: "button", class: "primary", onclick: () => window.print() }, t("tickets.print"))),
+    h("p", {}, h("button", { type: "button", class: "primary", onclick: () => window.print() }, t("tickets.print"))),
     h("ul", { class: "tickets" }, tickets.map((ticket) => card(concert, order.concertId, ticket, signal))),
   );
 }
